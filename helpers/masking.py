@@ -1,0 +1,599 @@
+"""BERT's masked-language-model corruption (15% selected; of those 80% [MASK], 10% random, 10% kept).
+
+:class:`MLMCollator` draws a fresh mask on every call (RoBERTa-style dynamic masking) with a few
+whole-batch tensor operations, on whatever device the batch lives on. We write our own instead of
+using ``transformers.DataCollatorForLanguageModeling`` for two measurable reasons:
+
+* that collator builds the special-tokens mask row by row in Python (``get_special_tokens_mask``
+  per row), which the notebook times against ours on the same batch;
+* it draws "random" replacement ids over the whole vocabulary, so [PAD], [CLS], [SEP] and even
+  [MASK] sometimes appear as the random token. Ours draws from the non-special ids only.
+
+Also here: :func:`check_maskable`, which catches a tokenizer that maps real text to [UNK] (the
+silent failure of ``BertTokenizerFast(vocab_file=...)`` in transformers 5.x: nothing is eligible,
+nothing is masked and the loss is NaN); :func:`masking_stats` for the empirical rates the notebook
+plots and the tests check; and :func:`mask_loop_style`, the flawed per-row baseline kept for
+teaching and timing only.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import torch
+
+from helpers.presets import pick
+
+IGNORE_INDEX = -100  # what torch's cross_entropy skips; labels carry it wherever nothing was selected
+LOAD_HINT = (
+    "Load a trained tokenizer from its tokenizer.json, e.g. "
+    "transformers.AutoTokenizer.from_pretrained(<folder written by save_pretrained>) or "
+    "PreTrainedTokenizerFast(tokenizer_file='<folder>/tokenizer.json'); "
+    "in transformers 5.x BertTokenizerFast(vocab_file='vocab.txt') silently builds a 5-token vocabulary."
+)
+
+
+@dataclass(frozen=True)
+class MaskingPreset:
+    """Sizes for notebook 01: the tokenizer it trains, the batch it measures and the timing batch."""
+
+    train_docs: int  # documents the demonstration tokenizer is trained on
+    vocab_size: int
+    stats_docs: int  # evaluation documents tokenized for the rate measurement
+    stats_repeats: int  # times the stats batch is stacked before one masking call (more tokens, tighter bars)
+    seq_len: int
+    timing_rows: int
+    timing_repeats: int
+    coverage_epochs: int  # epochs in the dynamic-vs-static coverage plot
+    # Rows used for the coverage plot: 128 x 128 stays under torch's parallel grain size (32,768
+    # elements), so each op runs on one thread; bigger batches stalled for seconds on the busy 2-core machine.
+    coverage_rows: int = 128
+
+
+PRESETS: dict[str, MaskingPreset] = {
+    "smoke": MaskingPreset(train_docs=300, vocab_size=2000, stats_docs=100, stats_repeats=4, seq_len=128,
+                           timing_rows=32, timing_repeats=2, coverage_epochs=20),
+    "demo": MaskingPreset(train_docs=2000, vocab_size=8000, stats_docs=400, stats_repeats=8, seq_len=128,
+                          timing_rows=128, timing_repeats=5, coverage_epochs=40),
+    # The paper's tokenizer size (30,000) and batch (128 x 128); the embedded corpus is the text.
+    "paper": MaskingPreset(train_docs=10_000, vocab_size=30_000, stats_docs=495, stats_repeats=16, seq_len=128,
+                           timing_rows=128, timing_repeats=10, coverage_epochs=40),
+}
+
+
+def preset_config(preset: str) -> MaskingPreset:
+    return pick(PRESETS, preset)
+
+
+# --------------------------------------------------------------------------------------------
+# The collator
+# --------------------------------------------------------------------------------------------
+
+
+def _check_probabilities(mlm_probability: float, mask_replace_prob: float, random_replace_prob: float) -> None:
+    if not 0.0 < mlm_probability < 1.0:
+        raise ValueError(f"mlm_probability must be strictly between 0 and 1 (BERT uses 0.15), got {mlm_probability}")
+    for name, value in (("mask_replace_prob", mask_replace_prob), ("random_replace_prob", random_replace_prob)):
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name} must lie in [0, 1] (BERT uses 0.8 and 0.1), got {value}")
+    if mask_replace_prob + random_replace_prob > 1.0 + 1e-12:
+        raise ValueError(
+            f"mask_replace_prob + random_replace_prob must be at most 1 (the rest is kept unchanged), "
+            f"got {mask_replace_prob} + {random_replace_prob}"
+        )
+
+
+def special_ids(tokenizer: Any) -> list[int]:
+    """Every id the tokenizer treats as special ([PAD], [UNK], [CLS], [SEP], [MASK], added specials)."""
+    return sorted({int(i) for i in tokenizer.all_special_ids if i is not None})
+
+
+class MLMCollator:
+    """Dynamic BERT masking: a new random mask on every call, vectorised over the whole batch.
+
+    ``collator(examples)`` pads a list of ``{"input_ids": ..., "attention_mask": ...}`` (lists or
+    1-D tensors) to the longest with the tokenizer's pad id; ``collator.mask(input_ids, attention_mask)``
+    masks an already batched 2-D tensor on its own device (what the pretraining loop calls on GPU).
+    Both return ``input_ids`` (corrupted copy), ``attention_mask`` and ``labels`` (original id where
+    selected, -100 elsewhere). The caller's tensors are never modified.
+
+    ``seed`` gives each device its own ``torch.Generator`` so a rerun reproduces the same sequence of
+    masks; ``seed=None`` uses torch's global RNG (seeded by ``helpers.runinfo.set_seed``).
+    """
+
+    def __init__(self, tokenizer: Any, mlm_probability: float = 0.15, mask_replace_prob: float = 0.8,
+                 random_replace_prob: float = 0.1, seed: int | None = None) -> None:
+        _check_probabilities(mlm_probability, mask_replace_prob, random_replace_prob)
+        if tokenizer.mask_token_id is None:
+            raise ValueError("the tokenizer has no mask token; give it mask_token='[MASK]' when loading it")
+        self.tokenizer = tokenizer
+        self.mlm_probability = float(mlm_probability)
+        self.mask_replace_prob = float(mask_replace_prob)
+        self.random_replace_prob = float(random_replace_prob)
+        self.seed = seed
+        self.mask_token_id = int(tokenizer.mask_token_id)
+        self.pad_token_id = None if tokenizer.pad_token_id is None else int(tokenizer.pad_token_id)
+        self.vocab_size = len(tokenizer)
+        # Built once: the lookups every call needs, kept on the CPU and copied to a device on first use.
+        self.special_ids = torch.tensor(special_ids(tokenizer), dtype=torch.long)
+        table_size = max(self.vocab_size, int(self.special_ids.max()) + 1 if self.special_ids.numel() else 0)
+        self.special_table = torch.zeros(table_size, dtype=torch.bool)  # special_table[id] is True for specials
+        self.special_table[self.special_ids] = True
+        self.allowed_ids = torch.nonzero(~self.special_table[:self.vocab_size]).flatten()  # random replacements
+        if self.allowed_ids.numel() == 0:
+            raise ValueError(
+                f"the tokenizer's vocabulary of {self.vocab_size} ids holds only special tokens, so every "
+                f"word becomes [UNK] and nothing can be masked (the loss would be NaN). {LOAD_HINT}"
+            )
+        if self.allowed_ids.numel() < 100:
+            warnings.warn(
+                f"the tokenizer has only {self.allowed_ids.numel()} non-special tokens; was it loaded properly? "
+                f"{LOAD_HINT}", stacklevel=2,
+            )
+        self._on_device: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._generators: dict[str, torch.Generator] = {}
+
+    @property
+    def n_allowed(self) -> int:
+        """How many ids a random replacement is drawn from (the non-special vocabulary)."""
+        return int(self.allowed_ids.numel())
+
+    def _lookups(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        key = str(device)
+        if key not in self._on_device:
+            self._on_device[key] = (self.special_table.to(device), self.allowed_ids.to(device))
+        return self._on_device[key]
+
+    def generator(self, device: torch.device | str) -> torch.Generator | None:
+        """The seeded generator masks on ``device`` are drawn from (None when seed is None).
+
+        Save and restore its ``get_state()`` with a training checkpoint to resume the same masks.
+        """
+        return self._generator(torch.device(device))
+
+    def _generator(self, device: torch.device) -> torch.Generator | None:
+        if self.seed is None:
+            return None
+        key = str(device)
+        if key not in self._generators:
+            self._generators[key] = torch.Generator(device=device).manual_seed(self.seed)
+        return self._generators[key]
+
+    def mask(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """Mask a (batch, seq) id tensor; no host-device synchronisation, so it is cheap inside a GPU loop.
+
+        Without ``attention_mask``, positions holding the pad id count as padding.
+        """
+        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
+            raise ValueError(
+                "input_ids must be a 2-D (batch, sequence) tensor; for one sequence use ids.unsqueeze(0), "
+                "for a list of examples call the collator itself"
+            )
+        if input_ids.dtype.is_floating_point or input_ids.dtype == torch.bool:
+            raise ValueError(f"input_ids must hold integer token ids, got dtype {input_ids.dtype}")
+        device = input_ids.device
+        ids = input_ids.long()
+        if attention_mask is None:
+            attention_mask = (ids != self.pad_token_id) if self.pad_token_id is not None else torch.ones_like(ids)
+        elif attention_mask.shape != ids.shape:
+            raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}, input_ids {tuple(ids.shape)}")
+        attention_mask = attention_mask.to(device=device, dtype=torch.long)
+        if device.type == "cpu" and ids.numel():  # on a GPU this check would cost a sync; the gather asserts there
+            low, high = torch.aminmax(ids)
+            if int(low) < 0 or int(high) >= len(self.special_table):
+                raise ValueError(
+                    f"input_ids hold ids outside 0..{len(self.special_table) - 1}, the tokenizer's vocabulary; "
+                    "were they made with a different tokenizer?"
+                )
+        special_table, allowed = self._lookups(device)
+        gen = self._generator(device)
+
+        # A gather from the boolean table built once: one op, no sync (torch.isin switches to
+        # sort + unique when there are many specials, and unique is a host sync on CUDA).
+        is_special = special_table.index_select(0, ids.flatten()).view_as(ids)
+        eligible = attention_mask.bool() & ~is_special
+        # One uniform u per position: u < p selects; given selection u/p is again uniform on [0, 1),
+        # so cutting [0, p) at p*mask and p*(mask+random) splits the selected tokens exactly 80/10/10.
+        u = torch.rand(ids.shape, generator=gen, device=device)
+        selected = eligible & (u < self.mlm_probability)
+        to_mask = selected & (u < self.mlm_probability * self.mask_replace_prob)
+        to_random = selected & ~to_mask & (
+            u < self.mlm_probability * (self.mask_replace_prob + self.random_replace_prob))
+        draws = torch.randint(0, allowed.numel(), ids.shape, generator=gen, device=device)
+        # index_select rather than allowed[draws]: same result, but advanced indexing stalls for
+        # milliseconds on a busy 2-core CPU (measured: 6 ms vs 0.08 ms for 128 x 128).
+        random_ids = allowed.index_select(0, draws.flatten()).view_as(draws)
+
+        corrupted = torch.where(to_mask, self.mask_token_id, ids)
+        corrupted = torch.where(to_random, random_ids, corrupted)
+        labels = torch.where(selected, ids, IGNORE_INDEX)
+        return {"input_ids": corrupted, "attention_mask": attention_mask, "labels": labels}
+
+    def pad(self, examples: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
+        """Pad a list of examples to the longest with the pad id (attention 0, token types 0)."""
+        if len(examples) == 0:
+            raise ValueError("cannot collate an empty list of examples")
+        ids = [torch.as_tensor(e["input_ids"], dtype=torch.long) for e in examples]
+        lengths = {len(x) for x in ids}
+        if self.pad_token_id is None and len(lengths) > 1:
+            raise ValueError("examples differ in length but the tokenizer has no pad token; set pad_token='[PAD]'")
+        pad_id = self.pad_token_id if self.pad_token_id is not None else 0
+        batch = {"input_ids": torch.nn.utils.rnn.pad_sequence(ids, batch_first=True, padding_value=pad_id)}
+        # An example without an attention mask is all real tokens; without token types, all segment 0.
+        masks = [torch.as_tensor(e["attention_mask"], dtype=torch.long) if "attention_mask" in e
+                 else torch.ones(len(x), dtype=torch.long) for e, x in zip(examples, ids)]
+        batch["attention_mask"] = torch.nn.utils.rnn.pad_sequence(masks, batch_first=True, padding_value=0)
+        if any("token_type_ids" in e for e in examples):
+            types = [torch.as_tensor(e["token_type_ids"], dtype=torch.long) if "token_type_ids" in e
+                     else torch.zeros(len(x), dtype=torch.long) for e, x in zip(examples, ids)]
+            batch["token_type_ids"] = torch.nn.utils.rnn.pad_sequence(types, batch_first=True, padding_value=0)
+        return batch
+
+    def __call__(self, examples: Sequence[Mapping[str, Any]] | torch.Tensor) -> dict[str, torch.Tensor]:
+        """DataLoader ``collate_fn``: pad the examples, then mask; a 2-D tensor goes straight to :meth:`mask`."""
+        if isinstance(examples, torch.Tensor):
+            return self.mask(examples)
+        batch = self.pad(examples)
+        masked = self.mask(batch["input_ids"], batch["attention_mask"])
+        if "token_type_ids" in batch:
+            masked["token_type_ids"] = batch["token_type_ids"]
+        return masked
+
+    def expected_shares(self) -> dict[str, float]:
+        """Exact probabilities of what a selected token looks like afterwards.
+
+        A random draw equals the original id with probability 1/|allowed| (the original is always an
+        allowed id, since specials are never selected), so "unchanged" is a little above its nominal
+        share and "random" (visibly changed) a little below.
+        """
+        coincide = self.random_replace_prob / self.n_allowed
+        return {
+            "selection": self.mlm_probability,
+            "mask": self.mask_replace_prob,
+            "random": self.random_replace_prob - coincide,
+            "unchanged": 1.0 - self.mask_replace_prob - self.random_replace_prob + coincide,
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# Catching a tokenizer that turns text into [UNK]
+# --------------------------------------------------------------------------------------------
+
+
+def unk_share(tokenizer: Any, texts: Sequence[str]) -> tuple[float, int]:
+    """Share of [UNK] among the tokens of ``texts`` (no special tokens added), and the token count."""
+    encoded = tokenizer(list(texts), add_special_tokens=False, truncation=False, verbose=False,
+                        return_attention_mask=False)["input_ids"]
+    n_tokens = sum(len(ids) for ids in encoded)
+    if tokenizer.unk_token_id is None or n_tokens == 0:
+        return 0.0, n_tokens
+    n_unk = sum(ids.count(tokenizer.unk_token_id) for ids in encoded)
+    return n_unk / n_tokens, n_tokens
+
+
+def check_maskable(tokenizer: Any, texts: Sequence[str], max_unk_rate: float = 0.05) -> float:
+    """Raise ValueError if real text would leave MLM nothing to learn from; return the [UNK] rate.
+
+    A tokenizer loaded the wrong way maps every word to [UNK]; [UNK] is a special token, so the
+    collator selects nothing, every label is -100 and the mean loss over zero tokens is NaN, with
+    no error anywhere. Run this on a few documents before training.
+    """
+    texts = [t for t in texts if t and t.strip()]
+    if not texts:
+        raise ValueError("check_maskable needs some non-empty texts to tokenize")
+    if not 0.0 <= max_unk_rate <= 1.0:
+        raise ValueError(f"max_unk_rate must lie in [0, 1], got {max_unk_rate}")
+    n_vocab, n_special = len(tokenizer), len(special_ids(tokenizer))
+    rate, n_tokens = unk_share(tokenizer, texts)
+    if n_tokens == 0:
+        raise ValueError("the tokenizer produced no tokens at all for the given texts. " + LOAD_HINT)
+    if n_vocab <= n_special or rate > max_unk_rate:
+        raise ValueError(
+            f"{rate:.1%} of the {n_tokens} tokens are [UNK] (allowed: {max_unk_rate:.1%}); the vocabulary has "
+            f"{n_vocab} ids of which {n_special} are special. [UNK] is never masked, so MLM would select "
+            f"(almost) nothing and the loss would be NaN or meaningless. {LOAD_HINT}"
+        )
+    return rate
+
+
+# --------------------------------------------------------------------------------------------
+# Measuring what a collator did
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MaskingStats:
+    """Counts from one masked batch; the rates are properties so the counts stay the source of truth."""
+
+    n_tokens: int  # non-padding positions
+    n_eligible: int  # non-padding, non-special positions
+    n_selected: int  # positions with a label
+    n_mask: int  # selected and now [MASK]
+    n_random: int  # selected, changed, not [MASK]
+    n_unchanged: int  # selected and identical to the input
+    n_random_special: int  # random replacements that are special tokens (our collator: always 0)
+    n_selected_ineligible: int  # specials or padding given a label (must be 0)
+    n_unselected_changed: int  # positions without a label whose id changed (must be 0)
+    n_label_mismatch: int  # labelled positions whose label is not the original id (must be 0)
+
+    @property
+    def selection_rate(self) -> float:
+        return self.n_selected / self.n_eligible if self.n_eligible else float("nan")
+
+    @property
+    def mask_share(self) -> float:
+        return self.n_mask / self.n_selected if self.n_selected else float("nan")
+
+    @property
+    def random_share(self) -> float:
+        return self.n_random / self.n_selected if self.n_selected else float("nan")
+
+    @property
+    def unchanged_share(self) -> float:
+        return self.n_unchanged / self.n_selected if self.n_selected else float("nan")
+
+    def rates(self) -> dict[str, float]:
+        return {"selection": self.selection_rate, "mask": self.mask_share, "random": self.random_share,
+                "unchanged": self.unchanged_share}
+
+    def trials(self) -> dict[str, int]:
+        """The binomial ``n`` behind each rate (eligible tokens for selection, selected for the shares)."""
+        return {"selection": self.n_eligible, "mask": self.n_selected, "random": self.n_selected,
+                "unchanged": self.n_selected}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "rates": self.rates()}
+
+
+def masking_stats(input_ids: torch.Tensor, output: Mapping[str, torch.Tensor], special_token_ids: Sequence[int],
+                  mask_token_id: int, attention_mask: torch.Tensor | None = None) -> MaskingStats:
+    """Compare a batch before and after masking. ``output`` needs ``input_ids`` and ``labels``.
+
+    Works for any collator that marks unselected positions with -100 (ours, transformers', the loop style).
+    """
+    before = input_ids.long().cpu()
+    after = output["input_ids"].long().cpu()
+    labels = output["labels"].long().cpu()
+    if attention_mask is None:
+        attention_mask = output.get("attention_mask", torch.ones_like(before))
+    real = attention_mask.cpu().bool()
+    specials = torch.tensor(list(special_token_ids), dtype=torch.long)
+    eligible = real & ~torch.isin(before, specials)
+    selected = labels != IGNORE_INDEX
+    changed = after != before
+    is_mask = after == mask_token_id
+    random_ = selected & changed & ~is_mask
+
+    def count(t: torch.Tensor) -> int:
+        return int(t.sum().item())
+
+    return MaskingStats(
+        n_tokens=count(real), n_eligible=count(eligible), n_selected=count(selected),
+        n_mask=count(selected & is_mask), n_random=count(random_), n_unchanged=count(selected & ~changed),
+        n_random_special=count(random_ & torch.isin(after, specials)),
+        n_selected_ineligible=count(selected & ~eligible), n_unselected_changed=count(~selected & changed),
+        n_label_mismatch=count(selected & (labels != before)),
+    )
+
+
+def binomial_tolerance(p: float, n: int, z: float = 5.0) -> float:
+    """``z`` binomial standard deviations of a rate estimated from ``n`` trials."""
+    if n <= 0:
+        raise ValueError(f"a rate needs at least one trial, got n={n}")
+    return z * math.sqrt(p * (1.0 - p) / n)
+
+
+def within_tolerance(stats: MaskingStats, expected: Mapping[str, float], z: float = 5.0) -> dict[str, dict[str, Any]]:
+    """Per rate: observed, expected, n, tolerance and whether |observed - expected| <= tolerance."""
+    rates, trials = stats.rates(), stats.trials()
+    table = {}
+    for key, p in expected.items():
+        tol = binomial_tolerance(p, trials[key], z)
+        table[key] = {"observed": rates[key], "expected": p, "n": trials[key], "tolerance": tol,
+                      "ok": abs(rates[key] - p) <= tol}
+    return table
+
+
+# --------------------------------------------------------------------------------------------
+# Teaching aids: the tutorial-style baseline, static vs dynamic coverage, timing
+# --------------------------------------------------------------------------------------------
+
+
+def mask_loop_style(input_ids: torch.Tensor, attention_mask: torch.Tensor, tokenizer: Any,
+                    mlm_probability: float = 0.15, generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
+    """THE FLAWED BASELINE, kept only to time and discuss; use :class:`MLMCollator` for training.
+
+    It follows the common tutorial recipe: the special-tokens mask is built one row at a time with a
+    Python loop over ``get_special_tokens_mask`` (slow, and a host round trip on GPU), and "random"
+    replacements are drawn over the whole vocabulary, so special tokens such as [PAD] or [MASK] can
+    be inserted as the random token.
+    """
+    ids = input_ids.clone()
+    labels = input_ids.clone()
+    special_rows = [tokenizer.get_special_tokens_mask(row.tolist(), already_has_special_tokens=True) for row in ids]
+    special = torch.tensor(special_rows, dtype=torch.bool)
+    probability = torch.full(ids.shape, mlm_probability)
+    probability.masked_fill_(special | (attention_mask == 0), 0.0)
+    selected = torch.bernoulli(probability, generator=generator).bool()
+    to_mask = selected & torch.bernoulli(torch.full(ids.shape, 0.8), generator=generator).bool()
+    ids[to_mask] = tokenizer.mask_token_id
+    to_random = selected & ~to_mask & torch.bernoulli(torch.full(ids.shape, 0.5), generator=generator).bool()
+    random_ids = torch.randint(0, len(tokenizer), ids.shape, generator=generator)
+    ids[to_random] = random_ids[to_random]
+    labels[~selected] = IGNORE_INDEX
+    return {"input_ids": ids, "attention_mask": attention_mask, "labels": labels}
+
+
+def selection_coverage(collator: MLMCollator, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                       epochs: int, static_copies: int | None = None) -> list[float]:
+    """Share of eligible tokens that have been a prediction target at least once, after each epoch.
+
+    ``static_copies=None`` draws a new mask every epoch (dynamic, RoBERTa); ``static_copies=k`` makes
+    k masks once and cycles through them (original BERT duplicated its data 10 times, 40 epochs).
+    """
+    if epochs < 1:
+        raise ValueError(f"epochs must be at least 1, got {epochs}")
+    if static_copies is not None and static_copies < 1:
+        raise ValueError(f"static_copies must be a positive number of copies or None, got {static_copies}")
+    n_masks = epochs if static_copies is None else min(static_copies, epochs)
+    masks = [collator.mask(input_ids, attention_mask)["labels"] != IGNORE_INDEX for _ in range(n_masks)]
+    eligible = attention_mask.bool() & ~torch.isin(input_ids, collator.special_ids.to(input_ids.device))
+    seen = torch.zeros_like(eligible)
+    n_eligible = max(int(eligible.sum().item()), 1)
+    coverage = []
+    for epoch in range(epochs):
+        seen |= masks[epoch % n_masks]
+        coverage.append(int((seen & eligible).sum().item()) / n_eligible)
+    return coverage
+
+
+def time_calls(calls: Mapping[str, Callable[[], Any]], repeats: int = 5, warmup: int = 1) -> dict[str, float]:
+    """Median wall seconds per call for each named callable (a demonstration, not a benchmark suite)."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    medians = {}
+    for name, call in calls.items():
+        for _ in range(warmup):
+            call()
+        seconds = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            call()
+            seconds.append(time.perf_counter() - start)
+        medians[name] = statistics.median(seconds)
+    return medians
+
+
+def masked_table(tokenizer: Any, input_ids: torch.Tensor, output: Mapping[str, torch.Tensor],
+                 row: int = 0) -> list[dict[str, Any]]:
+    """One row per real token of a masked sequence: token, selected?, action, label (for display)."""
+    before = input_ids[row].tolist()
+    after = output["input_ids"][row].tolist()
+    labels = output["labels"][row].tolist()
+    real = output["attention_mask"][row].tolist()
+    rows = []
+    for b, a, lab, r in zip(before, after, labels, real):
+        if not r:
+            continue
+        selected = lab != IGNORE_INDEX
+        if not selected:
+            action = ""
+        elif a == tokenizer.mask_token_id:
+            action = "[MASK]"
+        elif a != b:
+            action = f"random -> {tokenizer.convert_ids_to_tokens(a)}"
+        else:
+            action = "kept"
+        rows.append({"token": tokenizer.convert_ids_to_tokens(b), "selected": selected, "action": action,
+                     "model_sees": tokenizer.convert_ids_to_tokens(a),
+                     "label": tokenizer.convert_ids_to_tokens(lab) if selected else "-100"})
+    return rows
+
+
+def write_vocab_file(tokenizer: Any, path: str | Path) -> Path:
+    """vocab.txt (one token per line, line number = id): the file the silent failure is built from."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    by_id = sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
+    path.write_text("".join(f"{token}\n" for token, _ in by_id), encoding="utf-8")
+    return path
+
+
+def silent_failure_report(tokenizer: Any, texts: Sequence[str], seq_len: int = 128, seed: int = 0) -> dict[str, Any]:
+    """What the standard pipeline does with ``tokenizer``, no checks in the way.
+
+    Encodes ``texts``, masks them with transformers' ``DataCollatorForLanguageModeling`` (what most
+    code uses) and computes the MLM loss a model with uniform predictions would get. A healthy
+    tokenizer gives log(vocabulary size); one that maps everything to [UNK] selects nothing and gives NaN.
+    """
+    from transformers import DataCollatorForLanguageModeling
+
+    enc = tokenizer(list(texts), truncation=True, max_length=seq_len)
+    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15, seed=seed)
+    batch = collator([{"input_ids": ids} for ids in enc["input_ids"]])
+    labels = batch["labels"].flatten()
+    logits = torch.zeros(labels.numel(), len(tokenizer))  # uniform predictions: loss = log(vocab) if any label
+    loss = torch.nn.functional.cross_entropy(logits, labels, ignore_index=IGNORE_INDEX)
+    ids = torch.as_tensor([i for row in enc["input_ids"] for i in row])
+    eligible = ~torch.isin(ids, torch.tensor(special_ids(tokenizer)))
+    return {
+        "tokenizer": type(tokenizer).__name__,
+        "vocab_size": len(tokenizer),
+        "first_tokens": tokenizer.convert_ids_to_tokens(enc["input_ids"][0][:12]),
+        "unk_rate": unk_share(tokenizer, texts)[0],
+        "n_tokens": int(ids.numel()),
+        "n_eligible": int(eligible.sum()),
+        "n_selected": int((labels != IGNORE_INDEX).sum()),
+        "loss_uniform_model": float(loss),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Plots
+# --------------------------------------------------------------------------------------------
+
+
+def plot_split(report: Mapping[str, Mapping[str, Any]], nominal: Mapping[str, float], title: str = "") -> Any:
+    """Left: observed rates against BERT's targets. Right: the deviations, zoomed, inside the tolerance band.
+
+    At full scale a 5-s.d. error bar is thinner than the bar's outline, so the right panel is the
+    one that shows whether the collator is on target.
+    """
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [1.2, 1]})
+    keys = list(report)
+    names = {"selection": "selected\n(of eligible)", "mask": "[MASK]\n(of selected)",
+             "random": "random\n(of selected)", "unchanged": "kept\n(of selected)"}
+    ticks = [names.get(k, k) for k in keys]
+    x = list(range(len(keys)))
+    observed = [report[k]["observed"] for k in keys]
+    tolerance = [report[k]["tolerance"] for k in keys]
+    left.bar(x, observed, yerr=tolerance, capsize=6, color="#4c72b0", alpha=0.8, label="observed")
+    left.scatter(x, [nominal[k] for k in keys], marker="_", s=900, color="#c44e52", zorder=3, label="BERT target")
+    for i, value in zip(x, observed):
+        left.annotate(f"{value:.3f}", (i, value), textcoords="offset points", xytext=(0, 4), ha="center", fontsize=8)
+    left.set_xticks(x, ticks)
+    left.set_ylabel("rate")
+    left.set_ylim(0, 1)
+    left.legend(loc="upper right", fontsize=8)
+    left.set_title("observed vs target")
+
+    deviation = [o - nominal[k] for o, k in zip(observed, keys)]
+    right.bar(x, [2 * t for t in tolerance], bottom=[-t for t in tolerance], color="0.85", width=0.6,
+              label="tolerance (±5 binomial s.d.)")
+    right.errorbar(x, deviation, yerr=[t / 5 for t in tolerance], fmt="o", color="#4c72b0", capsize=4,
+                   label="observed − target (±1 s.d.)")
+    right.axhline(0, color="#c44e52", lw=1)
+    right.set_xticks(x, ticks)
+    right.set_ylabel("observed − target")
+    span = 1.7 * max(max(tolerance), *(abs(d) for d in deviation))
+    right.set_ylim(-span, span)  # headroom above the bands for the legend
+    right.legend(loc="upper center", fontsize=8, ncol=2)
+    right.set_title("deviation, zoomed")
+    fig.suptitle(title or "Masking split")
+    fig.tight_layout()
+    return fig
+
+
+def plot_coverage(curves: Mapping[str, Sequence[float]], ax: Any = None) -> Any:
+    """Share of eligible tokens that have been a prediction target at least once, per epoch."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.5, 3.8))
+    for name, values in curves.items():
+        ax.plot(range(1, len(values) + 1), values, marker=".", label=name)
+    ax.set_xlabel("epoch (passes over the same sequences)")
+    ax.set_ylabel("share of tokens ever selected")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title("Dynamic vs static masking")
+    return ax.figure

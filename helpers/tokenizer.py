@@ -1,0 +1,402 @@
+"""Train, save, load and describe the per-language WordPiece tokenizer (notebook 02).
+
+The paper trains one cased WordPiece tokenizer of 30,000 tokens per language on 5 million C4
+examples (Mištera & Král, Section 4). Training uses Hugging Face ``tokenizers`` (fast, in Rust);
+the result is wrapped as a ``transformers`` fast tokenizer so every later notebook loads it with
+``AutoTokenizer.from_pretrained(dir)``.
+
+Never build the tokenizer from a vocab file with ``BertTokenizerFast(vocab_file=...)``: in
+transformers 5 that silently yields a 5-token vocabulary which maps every word to [UNK]
+(see shared/README.md). Everything here goes through ``tokenizer.json``.
+
+Training is not bit-reproducible in tokenizers 0.23 (upstream issue huggingface/tokenizers#1794):
+the ``##`` pieces get ids in hash-map order, which breaks ties between equally frequent merges
+differently from run to run; two trainings on the same text differ in a few dozen of 30,000
+entries. The saved ``tokenizer.json`` is therefore the artefact of record: later steps load it and
+never retrain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:  # transformers is slow to import; only the functions that need it import it
+    from transformers import PreTrainedTokenizerFast
+
+SPECIAL_TOKENS: tuple[str, ...] = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # ids 0..4
+SPECIAL_ROLES: dict[str, str] = {
+    "pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]", "mask_token": "[MASK]",
+}
+CONTINUATION_PREFIX = "##"
+MODEL_MAX_LENGTH = 128  # the paper's maximum sequence length (Table 4)
+MIN_VOCAB_SHARE = 0.9  # below this share of the asked size, the corpus is too small for the vocabulary
+UNLIMITED_VOCAB = 10_000_000  # asked size that only the corpus itself can stop
+PROBE_SENTENCE = "The Eiffel Tower in Paris was completed in 1889 by Gustave Eiffel's company."
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    """One preset's tokenizer numbers.
+
+    ``max_docs`` caps the training documents (None = the whole training split); ``eval_docs``
+    caps the documents the report encodes.
+    """
+
+    max_docs: int | None
+    vocab_size: int
+    min_frequency: int
+    corpus_source: str
+    eval_docs: int | None = None
+
+
+PRESETS: dict[str, TokenizerConfig] = {
+    # A tiny vocabulary keeps the smoke model's embedding matrix (vocab x hidden) small and fast.
+    "smoke": TokenizerConfig(max_docs=400, vocab_size=2_000, min_frequency=2, corpus_source="embedded"),
+    # The paper's vocabulary size on the whole embedded training split (~740k English words).
+    "demo": TokenizerConfig(max_docs=None, vocab_size=30_000, min_frequency=2, corpus_source="embedded"),
+    # The paper's setting: 30,000 cased tokens from 5 million C4 examples (needs the Hub).
+    "paper": TokenizerConfig(max_docs=5_000_000, vocab_size=30_000, min_frequency=2, corpus_source="hub",
+                             eval_docs=10_000),
+}
+
+
+def load_split(config: TokenizerConfig, lang: str, split: str, source: str | None = None,
+               path: str | Path | None = None) -> Any:
+    """The training or evaluation documents a preset asks for, as a ``helpers.data.Corpus``.
+
+    ``source`` overrides the preset's corpus source; ``path`` is for ``source='files'`` only.
+    """
+    from helpers.data import load_corpus
+
+    source = source or config.corpus_source
+    options: dict[str, Any] = {}
+    max_docs = config.max_docs if split == "train" else config.eval_docs
+    if max_docs is not None:
+        options["max_docs"] = max_docs
+    if source == "files":
+        options["path"] = path
+    elif path is not None:
+        raise ValueError(f"corpus_path is only read with corpus_source='files' (got corpus_source={source!r})")
+    return load_corpus(source, lang, split, **options)
+
+
+# --------------------------------------------------------------------------------------------
+# Training
+# --------------------------------------------------------------------------------------------
+
+
+class _CountingTexts:
+    """Pass documents through to the trainer while counting them, so a one-shot stream works too."""
+
+    def __init__(self, texts: Iterable[str]) -> None:
+        self._texts = texts
+        self.n_docs = 0
+        self.n_words = 0
+
+    def __iter__(self) -> Iterator[str]:
+        for text in self._texts:
+            if not isinstance(text, str):
+                raise TypeError(f"documents must be strings, got {type(text).__name__}")
+            if text.strip():
+                self.n_docs += 1
+                self.n_words += len(text.split())
+                yield text
+
+
+def build_untrained(lowercase: bool = False) -> Any:
+    """The BERT pipeline around an empty WordPiece model: normaliser, pre-tokeniser, [CLS]/[SEP], decoder."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]", continuing_subword_prefix=CONTINUATION_PREFIX))
+    # Uncased follows BERT uncased: lowercase and strip accents. Cased keeps both (the paper's choice).
+    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
+                                                strip_accents=lowercase, lowercase=lowercase)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    ids = {t: i for i, t in enumerate(SPECIAL_TOKENS)}
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", ids["[CLS]"]), ("[SEP]", ids["[SEP]"])],
+    )
+    tok.decoder = decoders.WordPiece(prefix=CONTINUATION_PREFIX)
+    return tok
+
+
+def wrap_fast(backend: Any) -> "PreTrainedTokenizerFast":
+    """A transformers fast tokenizer around a trained ``tokenizers.Tokenizer``, specials and max length set."""
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=MODEL_MAX_LENGTH, **SPECIAL_ROLES)
+
+
+def _train_backend(texts: Iterable[str], vocab_size: int, lowercase: bool, min_frequency: int,
+                   show_progress: bool) -> tuple[Any, _CountingTexts]:
+    """Train the WordPiece model; return it with the document and word counts of what it saw."""
+    from tokenizers import trainers
+
+    if isinstance(texts, str):
+        raise TypeError("texts must be an iterable of documents, not one string; wrap it in a list")
+    if vocab_size <= len(SPECIAL_TOKENS):
+        raise ValueError(f"vocab_size must exceed the {len(SPECIAL_TOKENS)} special tokens, got {vocab_size}")
+    if min_frequency < 1:
+        raise ValueError(f"min_frequency must be at least 1, got {min_frequency}")
+    backend = build_untrained(lowercase)
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=list(SPECIAL_TOKENS),
+        continuing_subword_prefix=CONTINUATION_PREFIX, show_progress=show_progress,
+    )
+    counted = _CountingTexts(texts)
+    length = len(texts) if isinstance(texts, Sequence) else None
+    backend.train_from_iterator(iter(counted), trainer=trainer, length=length)
+    if counted.n_docs == 0:
+        raise ValueError("the training corpus is empty (no non-empty documents); check the corpus source and max_docs")
+    return backend, counted
+
+
+def train_wordpiece(texts: Iterable[str], vocab_size: int = 30_000, lowercase: bool = False,
+                    min_frequency: int = 2, show_progress: bool = True) -> "PreTrainedTokenizerFast":
+    """Train a BERT-style WordPiece tokenizer; refuse a corpus too small for ``vocab_size``.
+
+    A vocabulary that stops far short of the asked size would silently change the model's
+    embedding matrix and parameter count, so it is an error rather than a warning.
+    """
+    backend, counted = _train_backend(texts, vocab_size, lowercase, min_frequency, show_progress)
+    reached = backend.get_vocab_size()
+    if reached < MIN_VOCAB_SHARE * vocab_size:
+        raise ValueError(
+            f"the trained vocabulary has only {reached:,} tokens, far fewer than the {vocab_size:,} asked for: "
+            f"the corpus ({counted.n_docs:,} documents, {counted.n_words:,} words) is too small at "
+            f"min_frequency={min_frequency}. Ask for a smaller vocab_size (about {reached:,} or less), "
+            "lower min_frequency, or train on a bigger corpus."
+        )
+    return wrap_fast(backend)
+
+
+def vocab_ceiling(texts: Iterable[str], min_frequency: int = 2, lowercase: bool = False) -> int:
+    """The largest vocabulary the corpus supports at ``min_frequency``: train with no size limit.
+
+    Merges stop once no pair occurs ``min_frequency`` times, so this is how far the asked size
+    may go before :func:`train_wordpiece` refuses.
+    """
+    backend, _ = _train_backend(texts, UNLIMITED_VOCAB, lowercase, min_frequency, show_progress=False)
+    return backend.get_vocab_size()
+
+
+def train_pair(texts: Sequence[str], vocab_size: int, min_frequency: int = 2,
+               show_progress: bool = True) -> dict[str, "PreTrainedTokenizerFast"]:
+    """A cased and an uncased tokenizer on the same documents, for the side-by-side comparison."""
+    return {name: train_wordpiece(texts, vocab_size, lowercase=name == "uncased", min_frequency=min_frequency,
+                                  show_progress=show_progress)
+            for name in ("cased", "uncased")}
+
+
+# --------------------------------------------------------------------------------------------
+# Saving and loading
+# --------------------------------------------------------------------------------------------
+
+
+def check_specials(tok: "PreTrainedTokenizerFast") -> None:
+    """Raise unless ``tok`` is fast and has the five specials at ids 0..4 in their roles."""
+    if not getattr(tok, "is_fast", False):
+        raise ValueError(f"expected a fast tokenizer (backed by tokenizer.json), got {type(tok).__name__}")
+    for role, token in SPECIAL_ROLES.items():
+        if getattr(tok, role, None) != token:
+            raise ValueError(f"the tokenizer's {role} is {getattr(tok, role, None)!r}, expected {token!r}")
+    ids = tok.convert_tokens_to_ids(list(SPECIAL_TOKENS))
+    if ids != list(range(len(SPECIAL_TOKENS))):
+        raise ValueError(f"special tokens {SPECIAL_TOKENS} have ids {ids}, expected 0..{len(SPECIAL_TOKENS) - 1}")
+
+
+def load_tokenizer(directory: str | Path) -> "PreTrainedTokenizerFast":
+    """Load a tokenizer saved by :func:`save_tokenizer` (or any save_pretrained folder with tokenizer.json)."""
+    from transformers import AutoTokenizer
+
+    path = Path(directory).expanduser()
+    if not path.is_dir():
+        raise FileNotFoundError(f"no tokenizer folder at {path}; run notebooks/02_tokenizer.ipynb to create it")
+    if not (path / "tokenizer.json").is_file():
+        raise FileNotFoundError(
+            f"{path} has no tokenizer.json; it is not a saved fast tokenizer. Rerun notebooks/02_tokenizer.ipynb "
+            "(do not rebuild it from vocab.txt: BertTokenizerFast(vocab_file=...) maps every word to [UNK])"
+        )
+    tok = AutoTokenizer.from_pretrained(str(path))
+    check_specials(tok)
+    return tok
+
+
+def save_tokenizer(tok: "PreTrainedTokenizerFast", out_dir: str | Path) -> Path:
+    """``save_pretrained`` then reload and compare, so a broken save fails here and not three notebooks later."""
+    check_specials(tok)
+    path = Path(out_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    tok.save_pretrained(str(path))
+    reloaded = load_tokenizer(path)
+    if reloaded.get_vocab() != tok.get_vocab():
+        raise RuntimeError(f"the tokenizer reloaded from {path} has a different vocabulary "
+                           f"({len(reloaded)} vs {len(tok)} entries)")
+    before, after = tok(PROBE_SENTENCE)["input_ids"], reloaded(PROBE_SENTENCE)["input_ids"]
+    if before != after:
+        raise RuntimeError(f"the tokenizer reloaded from {path} encodes the probe sentence differently: "
+                           f"{after} instead of {before}")
+    if reloaded.model_max_length != tok.model_max_length:
+        raise RuntimeError(f"model_max_length changed on reload: {reloaded.model_max_length} vs {tok.model_max_length}")
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------------
+
+
+def _texts(texts: Iterable[str]) -> list[str]:
+    out = [t for t in texts if t and t.strip()]
+    if not out:
+        raise ValueError("no non-empty texts to measure")
+    return out
+
+
+def _ids(tok: "PreTrainedTokenizerFast", texts: list[str], specials: bool) -> list[list[int]]:
+    """Batched encoding, never truncated; verbose=False silences the too-long warning we measure on purpose."""
+    return tok(texts, add_special_tokens=specials, truncation=False, verbose=False,
+               return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+
+
+def unk_rate(tok: "PreTrainedTokenizerFast", texts: Iterable[str]) -> float:
+    """Share of [UNK] among the tokens of ``texts`` ([CLS]/[SEP] not counted): text the model cannot see."""
+    ids = _ids(tok, _texts(texts), specials=False)
+    total = sum(len(row) for row in ids)
+    if total == 0:
+        raise ValueError("the texts encode to no tokens")
+    unk = tok.unk_token_id
+    return sum(row.count(unk) for row in ids) / total
+
+
+def fertility(tok: "PreTrainedTokenizerFast", texts: Iterable[str]) -> float:
+    """Tokens per whitespace word: how many of the 128 positions one word of text costs."""
+    texts = _texts(texts)
+    words = sum(len(t.split()) for t in texts)
+    tokens = sum(len(row) for row in _ids(tok, texts, specials=False))
+    return tokens / words
+
+
+def continuation_share(tok: "PreTrainedTokenizerFast") -> float:
+    """Share of vocabulary entries that continue a word (start with ##), specials excluded."""
+    specials = set(tok.all_special_tokens)
+    entries = [t for t in tok.get_vocab() if t not in specials]
+    if not entries:
+        raise ValueError("the tokenizer has no entries besides its special tokens")
+    return sum(t.startswith(CONTINUATION_PREFIX) for t in entries) / len(entries)
+
+
+def encoded_lengths(tok: "PreTrainedTokenizerFast", texts: Iterable[str]) -> np.ndarray:
+    """Tokens per document including [CLS] and [SEP], without truncation."""
+    return np.array([len(row) for row in _ids(tok, _texts(texts), specials=True)], dtype=np.int64)
+
+
+def share_over_limit(lengths: Sequence[int] | np.ndarray, limit: int = MODEL_MAX_LENGTH) -> float:
+    """Share of documents longer than ``limit`` tokens, i.e. cut when sequences are truncated."""
+    arr = np.asarray(lengths)
+    if arr.size == 0:
+        raise ValueError("no lengths given")
+    return float(np.mean(arr > limit))
+
+
+def is_lowercase(tok: "PreTrainedTokenizerFast") -> bool:
+    """Whether the tokenizer's normaliser lowercases (read from the pipeline, not from a flag kept beside it)."""
+    normalizer = tok.backend_tokenizer.normalizer
+    return normalizer is not None and normalizer.normalize_str("A") == "a"
+
+
+def tokenizer_report(tok: "PreTrainedTokenizerFast", eval_texts: Iterable[str],
+                     limit: int = MODEL_MAX_LENGTH) -> dict[str, Any]:
+    """The numbers notebook 02 shows and writes to report.json, for one tokenizer on held-out text."""
+    texts = _texts(eval_texts)
+    lengths = encoded_lengths(tok, texts)
+    cont = continuation_share(tok)
+    return {
+        "vocab_size": len(tok),
+        "lowercase": is_lowercase(tok),
+        "unk_rate": unk_rate(tok, texts),
+        "fertility": fertility(tok, texts),
+        "continuation_share": cont,
+        "whole_word_share": 1.0 - cont,
+        "n_eval_docs": len(texts),
+        "n_eval_words": sum(len(t.split()) for t in texts),
+        "mean_length": float(lengths.mean()),
+        "median_length": float(np.median(lengths)),
+        "max_length": int(lengths.max()),
+        "limit": limit,
+        "share_over_limit": share_over_limit(lengths, limit),
+    }
+
+
+def tokenize_examples(toks: Mapping[str, "PreTrainedTokenizerFast"], sentences: Sequence[str]) -> list[dict[str, str]]:
+    """Rows (sentence, then one column per tokenizer) of the tokens each tokenizer makes, for display."""
+    return [{"sentence": s, **{name: " ".join(tok.tokenize(s)) for name, tok in toks.items()}} for s in sentences]
+
+
+# --------------------------------------------------------------------------------------------
+# Plots (matplotlib imported lazily)
+# --------------------------------------------------------------------------------------------
+
+
+def plot_length_histograms(lengths: Mapping[str, np.ndarray], limit: int = MODEL_MAX_LENGTH, ax: Any = None) -> Any:
+    """Overlaid histograms of encoded document lengths with the truncation limit marked."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4))
+    top = max(int(np.percentile(v, 99)) for v in lengths.values())
+    bins = np.linspace(0, max(top, limit) * 1.05, 40)
+    for name, values in lengths.items():
+        ax.hist(np.clip(values, 0, bins[-1]), bins=bins, alpha=0.5,
+                label=f"{name}: {share_over_limit(values, limit):.0%} over {limit}")
+    ax.axvline(limit, color="black", linestyle="--", linewidth=1)
+    ax.set_xlabel("tokens per document (incl. [CLS] and [SEP]; last bin holds the longest 1%)")
+    ax.set_ylabel("documents")
+    ax.set_title("Encoded length of held-out documents vs the 128-token limit")
+    ax.legend()
+    return ax
+
+
+def plot_vocab_composition(reports: Mapping[str, Mapping[str, Any]], ax: Any = None) -> Any:
+    """Stacked bars: how much of each vocabulary starts a word and how much continues one (##)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4, 3.2))
+    names = list(reports)
+    whole = np.array([float(reports[n]["whole_word_share"]) for n in names])
+    cont = np.array([float(reports[n]["continuation_share"]) for n in names])
+    ax.bar(names, whole, label="word-initial entries", color="tab:blue")
+    ax.bar(names, cont, bottom=whole, label="## continuation entries", color="tab:gray")
+    for i, (w, c) in enumerate(zip(whole, cont)):
+        ax.text(i, w / 2, f"{w:.0%}", ha="center", va="center", color="white")
+        ax.text(i, w + c / 2, f"{c:.0%}", ha="center", va="center")
+    ax.set_ylim(0, 1.3)  # headroom above the bars for the legend
+    ax.set_yticks(np.linspace(0, 1, 6))
+    ax.set_ylabel("share of vocabulary (specials excluded)")
+    ax.set_title("vocabulary composition")
+    ax.legend(loc="upper center", fontsize="small")
+    return ax
+
+
+def plot_report_bars(reports: Mapping[str, Mapping[str, Any]],
+                     metrics: Sequence[str] = ("unk_rate", "fertility", "continuation_share", "share_over_limit"),
+                     axes: Any = None) -> Any:
+    """One small bar chart per metric, tokenizers side by side."""
+    import matplotlib.pyplot as plt
+
+    if axes is None:
+        _, axes = plt.subplots(1, len(metrics), figsize=(3.2 * len(metrics), 3.2))
+    names = list(reports)
+    for ax, metric in zip(np.atleast_1d(axes), metrics):
+        values = [float(reports[n][metric]) for n in names]
+        bars = ax.bar(names, values, color=["tab:blue", "tab:orange", "tab:green", "tab:red"][: len(names)])
+        ax.bar_label(bars, fmt="%.3g")
+        ax.set_title(metric.replace("_", " "))
+        ax.margins(y=0.2)
+    return axes

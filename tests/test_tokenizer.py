@@ -1,0 +1,230 @@
+"""helpers.tokenizer: training, the save/load round trip, and the report numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import tokenizer as T
+from helpers.data import load_corpus
+from helpers.presets import PRESET_NAMES, pick
+
+SMOKE = T.PRESETS["smoke"]
+
+
+@pytest.fixture(scope="module")
+def train_texts() -> list[str]:
+    return load_corpus("embedded", "en", "train", max_docs=SMOKE.max_docs).texts
+
+
+@pytest.fixture(scope="module")
+def eval_texts() -> list[str]:
+    return load_corpus("embedded", "en", "eval").texts
+
+
+@pytest.fixture(scope="module")
+def pair(train_texts: list[str]) -> dict:
+    return T.train_pair(train_texts, SMOKE.vocab_size, SMOKE.min_frequency, show_progress=False)
+
+
+@pytest.fixture(scope="module")
+def cased(pair: dict):
+    return pair["cased"]
+
+
+@pytest.fixture(scope="module")
+def toy():
+    """A hand-written WordPiece vocabulary, so the report functions can be checked against exact counts."""
+    from tokenizers import models
+
+    vocab = {t: i for i, t in enumerate([*T.SPECIAL_TOKENS, "the", "cat", "sat", "##s", "on", "mat", "."])}
+    backend = T.build_untrained(lowercase=False)
+    backend.model = models.WordPiece(vocab=vocab, unk_token="[UNK]", continuing_subword_prefix="##")
+    return T.wrap_fast(backend)
+
+
+# ---- training ------------------------------------------------------------------------------
+
+
+def test_smoke_preset_reaches_its_vocab_size(cased) -> None:
+    assert len(cased) == SMOKE.vocab_size
+
+
+def test_special_tokens_have_ids_0_to_4(pair: dict) -> None:
+    for tok in pair.values():
+        assert tok.convert_tokens_to_ids(list(T.SPECIAL_TOKENS)) == [0, 1, 2, 3, 4]
+        assert (tok.pad_token_id, tok.unk_token_id, tok.cls_token_id, tok.sep_token_id, tok.mask_token_id) == (0, 1, 2, 3, 4)
+        assert tok.model_max_length == 128
+
+
+def test_encoding_is_wrapped_in_cls_and_sep(cased) -> None:
+    ids = cased("The cat sat on the mat.")["input_ids"]
+    assert ids[0] == cased.cls_token_id and ids[-1] == cased.sep_token_id
+    assert cased.cls_token_id not in ids[1:-1] and cased.sep_token_id not in ids[1:-1]
+
+
+def test_decode_undoes_wordpiece_splits(cased) -> None:
+    text = "The river flows through the mountains."
+    assert cased.decode(cased(text)["input_ids"], skip_special_tokens=True) == text
+
+
+def test_cased_keeps_case_and_uncased_lowercases_and_strips_accents(pair: dict) -> None:
+    cased, uncased = pair["cased"], pair["uncased"]
+    assert uncased.tokenize("PARIS Café") == uncased.tokenize("paris cafe")
+    assert cased.tokenize("Paris") != cased.tokenize("paris")
+    assert not any(ch.isupper() for tok in uncased.get_vocab() if tok not in T.SPECIAL_TOKENS for ch in tok)
+    assert any(ch.isupper() for tok in cased.get_vocab() for ch in tok if tok not in T.SPECIAL_TOKENS)
+    assert T.is_lowercase(uncased) and not T.is_lowercase(cased)
+
+
+def test_vocabulary_far_smaller_than_asked_is_an_error(train_texts: list[str]) -> None:
+    with pytest.raises(ValueError, match=r"(?s)50 documents.*smaller vocab_size"):
+        T.train_wordpiece(train_texts[:50], vocab_size=100_000, show_progress=False)
+
+
+@pytest.mark.parametrize("texts", [[], ["", "   \n"]])
+def test_empty_corpus_is_an_error(texts: list[str]) -> None:
+    with pytest.raises(ValueError, match="empty"):
+        T.train_wordpiece(texts, vocab_size=100, show_progress=False)
+
+
+def test_a_single_string_is_refused() -> None:
+    with pytest.raises(TypeError, match="iterable of documents"):
+        T.train_wordpiece("a whole corpus in one string", vocab_size=100, show_progress=False)
+
+
+def test_a_one_shot_generator_trains(train_texts: list[str]) -> None:
+    tok = T.train_wordpiece((t for t in train_texts[:200]), vocab_size=500, show_progress=False)
+    assert len(tok) == 500
+
+
+# ---- save / load ---------------------------------------------------------------------------
+
+
+def test_save_and_load_round_trip(cased, tmp_path: Path, eval_texts: list[str]) -> None:
+    out = T.save_tokenizer(cased, tmp_path / "tok")
+    assert (out / "tokenizer.json").is_file()
+    loaded = T.load_tokenizer(out)
+    assert loaded.get_vocab() == cased.get_vocab()
+    assert loaded(eval_texts[:20])["input_ids"] == cased(eval_texts[:20])["input_ids"]
+    assert loaded.model_max_length == 128
+
+
+def test_auto_tokenizer_loads_it_as_fast(cased, tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    T.save_tokenizer(cased, tmp_path)
+    tok = AutoTokenizer.from_pretrained(str(tmp_path))
+    assert tok.is_fast
+    assert [tok.pad_token, tok.unk_token, tok.cls_token, tok.sep_token, tok.mask_token] == list(T.SPECIAL_TOKENS)
+    assert len(tok) == len(cased)
+    assert T.unk_rate(tok, ["The history of the world is long."]) == 0.0
+
+
+def test_uncased_survives_the_round_trip(pair: dict, tmp_path: Path) -> None:
+    loaded = T.load_tokenizer(T.save_tokenizer(pair["uncased"], tmp_path))
+    assert T.is_lowercase(loaded)
+    assert loaded.tokenize("HISTORY") == loaded.tokenize("history")
+
+
+def test_missing_folder_and_missing_tokenizer_json_are_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="02_tokenizer"):
+        T.load_tokenizer(tmp_path / "nowhere")
+    (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n")
+    with pytest.raises(FileNotFoundError, match="tokenizer.json"):
+        T.load_tokenizer(tmp_path)
+
+
+def test_a_tokenizer_without_the_specials_is_refused(cased, tmp_path: Path) -> None:
+    from transformers import PreTrainedTokenizerFast
+
+    bare = PreTrainedTokenizerFast(tokenizer_object=cased.backend_tokenizer)
+    with pytest.raises(ValueError, match="pad_token"):
+        T.save_tokenizer(bare, tmp_path)
+
+
+# ---- report functions: exact counts on a hand-written vocabulary -----------------------------
+
+
+def test_toy_counts(toy) -> None:
+    # "the cats sat" -> the cat ##s sat: 4 tokens for 3 words; "the dog" -> the [UNK].
+    assert toy.tokenize("the cats sat") == ["the", "cat", "##s", "sat"]
+    assert T.fertility(toy, ["the cats sat"]) == pytest.approx(4 / 3)
+    assert T.unk_rate(toy, ["the dog"]) == pytest.approx(1 / 2)
+    assert T.unk_rate(toy, ["the dog", "the cat sat on the mat ."]) == pytest.approx(1 / 9)
+    assert T.continuation_share(toy) == pytest.approx(1 / 7)
+    assert T.encoded_lengths(toy, ["the", "the cats sat"]).tolist() == [3, 6]
+
+
+def test_share_over_limit_counts_strictly_longer() -> None:
+    assert T.share_over_limit([10, 128, 129, 500], limit=128) == 0.5
+    assert T.share_over_limit(np.array([1, 2]), limit=1) == 0.5
+    with pytest.raises(ValueError):
+        T.share_over_limit([])
+
+
+def test_report_functions_reject_empty_text(toy) -> None:
+    for fn in (T.unk_rate, T.fertility, T.encoded_lengths):
+        with pytest.raises(ValueError, match="no non-empty texts"):
+            fn(toy, ["", " "])
+
+
+# ---- report functions on the trained tokenizer and real held-out text -----------------------
+
+
+def test_unk_rate_of_real_eval_text_is_low(cased, eval_texts: list[str]) -> None:
+    assert T.unk_rate(cased, eval_texts) < 0.02
+
+
+def test_fertility_and_continuation_share_are_in_range(cased, eval_texts: list[str]) -> None:
+    assert T.fertility(cased, eval_texts) >= 1.0
+    assert 0.0 < T.continuation_share(cased) < 1.0
+
+
+def test_lengths_include_cls_and_sep(cased) -> None:
+    word = "the"
+    assert word in cased.get_vocab()
+    assert T.encoded_lengths(cased, [word]).tolist() == [3]
+    long_text = " ".join(["the"] * 300)
+    assert T.encoded_lengths(cased, [long_text]).tolist() == [302]  # not truncated at 128
+
+
+def test_report_is_consistent(cased, eval_texts: list[str]) -> None:
+    report = T.tokenizer_report(cased, eval_texts)
+    lengths = T.encoded_lengths(cased, eval_texts)
+    assert report["vocab_size"] == len(cased)
+    assert report["lowercase"] is False
+    assert report["whole_word_share"] == pytest.approx(1 - report["continuation_share"])
+    assert report["share_over_limit"] == pytest.approx(float(np.mean(lengths > 128)))
+    assert report["mean_length"] == pytest.approx(lengths.mean())
+    assert report["n_eval_docs"] == len(eval_texts)
+
+
+def test_presets() -> None:
+    for name in PRESET_NAMES:
+        assert pick(T.PRESETS, name).vocab_size > len(T.SPECIAL_TOKENS)
+    assert T.PRESETS["demo"].vocab_size == T.PRESETS["paper"].vocab_size == 30_000
+    assert T.PRESETS["paper"].corpus_source == "hub"
+    with pytest.raises(ValueError, match="unknown preset"):
+        pick(T.PRESETS, "huge")
+
+
+def test_vocab_ceiling_is_where_the_error_starts(train_texts: list[str]) -> None:
+    texts = train_texts[:150]
+    ceiling = T.vocab_ceiling(texts, min_frequency=2)
+    assert ceiling > len(T.SPECIAL_TOKENS)
+    # Ties between merges break in hash order (tokenizers#1794), so allow a few entries of slack.
+    assert len(T.train_wordpiece(texts, ceiling, show_progress=False)) >= 0.99 * ceiling
+    with pytest.raises(ValueError, match="far fewer"):
+        T.train_wordpiece(texts, 2 * ceiling, show_progress=False)
+    assert T.vocab_ceiling(texts, min_frequency=5) < ceiling
+
+
+def test_load_split_follows_the_preset() -> None:
+    train = T.load_split(SMOKE, "en", "train")
+    assert len(train) == SMOKE.max_docs and train.split == "train" and train.source == "embedded"
+    assert T.load_split(SMOKE, "en", "eval").split == "eval"
+    with pytest.raises(ValueError, match="corpus_path"):
+        T.load_split(SMOKE, "en", "train", path="somewhere.txt")

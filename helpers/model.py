@@ -1,0 +1,230 @@
+"""The Table 4 model, its two initialisations (BERT_TINY, BERT_FT) and a masked-only MLM loss.
+
+Only torch, numpy and transformers at module level: this module runs on the GPU machines, which
+lack datasets, fasttext and papermill.
+
+Attention (measured on the 2-core CPU, see benchmarks/README.md): transformers 5.x picks
+``attn_implementation="sdpa"`` for BERT by default, i.e. ``torch.nn.functional.scaled_dot_product_attention``.
+On the CPU this is as fast as or faster than ``"eager"``, so the CPU keeps the default. On CUDA the head
+dimension matters: 300 / 4 heads = 75, not a multiple of 8, so PyTorch's flash and memory-efficient
+kernels refuse the call and SDPA falls back to its slow "math" kernel. ``"sdpa_padded"`` (registered
+below) zero-pads q, k and v to 80 and keeps the softmax scale at 1/sqrt(75): q.k is unchanged by the
+zero columns, and the five extra output columns are zeros that are sliced off, so the result is the
+same attention (tested on the CPU for exact equality). Its GPU speed-up was not measured here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Union
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from transformers import AttentionInterface, BertConfig, BertForMaskedLM
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+# Table 4 of Mištera & Král: the model both BERT_TINY and BERT_FT use.
+TABLE4: dict[str, Any] = {
+    "vocab_size": 30_000,
+    "hidden_size": 300,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 512,
+    "max_position_embeddings": 128,
+    "type_vocab_size": 2,
+    "hidden_dropout_prob": 0.1,
+    "attention_probs_dropout_prob": 0.1,
+    "tie_word_embeddings": True,
+}
+TABLE4_PARAMETERS = 10_501_324  # Table 4; decoder tied to the input embeddings, no pooler
+IGNORE_INDEX = -100  # label of positions that are not scored (the Hugging Face convention)
+PADDED_ATTENTION = "sdpa_padded"
+PAD_HEAD_DIM_TO = 8
+
+
+def bert_tiny_config(**overrides: Any) -> BertConfig:
+    """Table 4 as a BertConfig; overrides (e.g. a tokenizer's vocab_size and pad_token_id) win."""
+    unknown = [k for k in overrides if not hasattr(BertConfig(), k)]
+    if unknown:
+        raise ValueError(f"unknown BertConfig field(s) {unknown}; see transformers.BertConfig for the names")
+    return BertConfig(**{**TABLE4, **overrides})
+
+
+@dataclass
+class StaticInit:
+    """The matrix copied into the token embeddings and the manifest that says how it was made."""
+
+    matrix: np.ndarray
+    manifest: dict[str, Any]
+    source: str
+
+
+InitSpec = Union[str, Path, Any]  # "random", a static/ folder, or an Alignment-like object with .matrix
+
+
+def load_static_init(init: InitSpec) -> StaticInit:
+    """Take an Alignment-like object (``.matrix`` plus ``.report``/``.manifest``) or read a static/ folder.
+
+    A folder goes through helpers.static_vectors.load_aligned, which checks that embeddings.npy,
+    found.npy and manifest.json come from the same run (that module needs only numpy).
+    """
+    if hasattr(init, "matrix"):
+        manifest = getattr(init, "report", None) or getattr(init, "manifest", None) or {}
+        return StaticInit(np.asarray(init.matrix, dtype=np.float32), dict(manifest), "alignment object")
+    if not isinstance(init, (str, Path)):
+        raise ValueError(f"init must be 'random', a static-vector folder or an Alignment, got {type(init).__name__}")
+    from helpers.static_vectors import load_aligned
+
+    alignment = load_aligned(init)
+    return StaticInit(alignment.matrix, dict(alignment.report), str(init))
+
+
+def check_matrix_shape(matrix: np.ndarray, config: BertConfig) -> None:
+    expected = (config.vocab_size, config.hidden_size)
+    if tuple(matrix.shape) != expected:
+        raise ValueError(
+            f"the static embedding matrix has shape {tuple(matrix.shape)} but the model needs "
+            f"(vocab_size, hidden_size) = {expected}; build the vectors with the same tokenizer and "
+            "dimension as the model (or pass vocab_size/hidden_size overrides that match)"
+        )
+
+
+def build_model(init: InitSpec = "random", seed: int = 0, config: BertConfig | None = None,
+                **overrides: Any) -> BertForMaskedLM:
+    """BERT_TINY (init='random') or BERT_FT (init = static folder / Alignment).
+
+    The seed is set right before construction, so two calls with the same seed give models that
+    differ only in the token embedding matrix: the comparison isolates the initialisation.
+    """
+    config = config if config is not None else bert_tiny_config(**overrides)
+    static = None if _is_random(init) else load_static_init(init)
+    if static is not None:
+        check_matrix_shape(static.matrix, config)  # fail before spending time on construction
+    torch.manual_seed(seed)
+    model = BertForMaskedLM(config)
+    if static is not None:
+        copy_static_embeddings(model, static.matrix)
+    return model
+
+
+def _is_random(init: InitSpec) -> bool:
+    return isinstance(init, str) and init == "random"
+
+
+def copy_static_embeddings(model: BertForMaskedLM, matrix: np.ndarray) -> None:
+    """Overwrite the token embeddings with ``matrix`` (rows without a vector are already zero in it).
+
+    The decoder is tied to this tensor, so the output projection starts from the same vectors.
+    """
+    check_matrix_shape(matrix, model.config)
+    weight = model.bert.embeddings.word_embeddings.weight
+    with torch.no_grad():
+        weight.copy_(torch.from_numpy(np.ascontiguousarray(matrix)).to(weight.dtype))
+
+
+def count_parameters(model: torch.nn.Module) -> int:
+    """Unique parameters: a tied tensor counts once, as in Table 4."""
+    seen: dict[int, int] = {}
+    for p in model.parameters():
+        seen[id(p)] = p.numel()
+    return sum(seen.values())
+
+
+def masked_rows(labels: torch.Tensor, max_masked: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Flat indices of the scored positions and their labels.
+
+    With ``max_masked`` the result has a fixed length (static shapes for torch.compile, no host
+    sync): the first ``max_masked`` scored positions, padded with ignored rows. Positions past the
+    cap are dropped, so pick a cap a few binomial standard deviations above the expected count.
+    """
+    flat = labels.reshape(-1)
+    scored = flat != IGNORE_INDEX
+    if max_masked is None:
+        index = scored.nonzero().squeeze(1)  # data-dependent length: a host sync on CUDA
+        return index, flat[index]
+    k = min(int(max_masked), flat.numel())
+    # Stable sort puts scored positions first, in order; a fixed-size slice needs no sync.
+    index = torch.argsort(scored.to(torch.int8), descending=True, stable=True)[:k]
+    picked = flat[index]
+    return index, torch.where(scored[index], picked, torch.full_like(picked, IGNORE_INDEX))
+
+
+def sync_free_mask(model: BertForMaskedLM, attention_mask: torch.Tensor | None) -> torch.Tensor | None:
+    """On CUDA, hand SDPA a ready (batch, 1, 1, seq) boolean mask.
+
+    Given a 2-D mask, transformers first asks ``mask.all()`` to see whether it may drop the mask,
+    a host-device sync on every forward pass; a 4-D mask is passed through untouched. The CPU keeps
+    the 2-D path (no sync cost there, and an all-ones mask may then be skipped).
+    """
+    if (attention_mask is None or attention_mask.dim() != 2 or not attention_mask.is_cuda
+            or model.config._attn_implementation not in ("sdpa", PADDED_ATTENTION)):
+        return attention_mask
+    return attention_mask.bool()[:, None, None, :]
+
+
+def mlm_loss(model: BertForMaskedLM, input_ids: torch.Tensor, attention_mask: torch.Tensor | None,
+             labels: torch.Tensor, max_masked: int | None = None, with_accuracy: bool = True
+             ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    """Cross-entropy over the masked positions only; returns (loss, n_correct, n_masked) as tensors.
+
+    Written by hand because the 300 x 30,000 vocabulary projection dominates a step of this model:
+    BertForMaskedLM projects all B x T positions, of which only ~15 % are scored. Projecting the
+    scored rows only gives the same loss and gradients (tests/test_model.py) in a fraction of the
+    time (benchmarks/throughput.py). Counts stay on the device so a training step never syncs.
+    ``with_accuracy=False`` skips the argmax over the vocabulary (n_correct is then None): training
+    steps do not need it, and on the CPU it costs about a tenth of a step.
+    """
+    hidden = model.bert(input_ids=input_ids, attention_mask=sync_free_mask(model, attention_mask)).last_hidden_state
+    index, targets = masked_rows(labels, max_masked)
+    rows = hidden.reshape(-1, hidden.shape[-1]).index_select(0, index)
+    logits = model.cls(rows)
+    if logits.dtype in (torch.float16, torch.bfloat16):
+        logits = logits.float()  # the softmax over 30,000 entries wants float32 under autocast
+    loss = F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX)
+    scored = targets != IGNORE_INDEX
+    n_correct = ((logits.argmax(dim=-1) == targets) & scored).sum() if with_accuracy else None
+    return loss, n_correct, scored.sum()
+
+
+# --------------------------------------------------------------------------------------------
+# Attention with the head dimension padded to a multiple of 8 (for CUDA's fast SDPA kernels)
+# --------------------------------------------------------------------------------------------
+
+
+def padded_sdpa_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                          attention_mask: torch.Tensor | None, scaling: float | None = None,
+                          **kwargs: Any) -> tuple[torch.Tensor, Any]:
+    """transformers' SDPA attention on q, k, v zero-padded to a multiple of 8 (75 -> 80).
+
+    The scale stays 1/sqrt(real head dim): BertSelfAttention passes it, and we default to it.
+    """
+    head_dim = query.shape[-1]
+    pad = (-head_dim) % PAD_HEAD_DIM_TO
+    if scaling is None:
+        scaling = head_dim ** -0.5
+    if pad:
+        query, key, value = (F.pad(t, (0, pad)) for t in (query, key, value))
+    out, weights = sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, **kwargs)
+    return out[..., :head_dim], weights
+
+
+AttentionInterface.register(PADDED_ATTENTION, padded_sdpa_attention)
+AttentionMaskInterface.register(PADDED_ATTENTION, sdpa_mask)
+
+
+def use_attention(model: BertForMaskedLM, name: str) -> BertForMaskedLM:
+    """Switch the attention kernel in place ('sdpa', 'eager' or 'sdpa_padded'); weights are untouched.
+
+    The choice is not written by save_pretrained, so saved models load anywhere with the default.
+    """
+    model.set_attn_implementation(name)
+    return model
+
+
+def differing_parameters(a: torch.nn.Module, b: torch.nn.Module) -> list[str]:
+    """Names of parameters whose values differ between two models of the same architecture."""
+    b_params = dict(b.named_parameters())
+    return [name for name, p in a.named_parameters() if not torch.equal(p, b_params[name])]

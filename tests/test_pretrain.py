@@ -1,0 +1,253 @@
+"""helpers.pretrain on a tiny tokenizer and model: data formats, fixed eval mask, determinism, resume."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from helpers import pretrain as P
+from helpers.data import load_corpus
+from helpers.masking import IGNORE_INDEX
+from helpers.tokenizer import train_wordpiece
+
+SMALL_MODEL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48)
+CFG = P.TrainConfig(name="test", steps=8, batch_size=4, seq_len=32, eval_every=2, checkpoint_every=4,
+                    eval_batch_size=16, lr=2e-3)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    train = load_corpus("embedded", "en", "train", max_docs=150).texts
+    evaluation = load_corpus("embedded", "en", "eval", max_docs=24).texts
+    return train, evaluation
+
+
+@pytest.fixture(scope="module")
+def tokenizer(corpus):
+    return train_wordpiece(corpus[0], vocab_size=400, show_progress=False)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory, tokenizer, corpus):
+    out = tmp_path_factory.mktemp("pretrain")
+    P.prepare_data(tokenizer, corpus[0], corpus[1], out, seq_len=CFG.seq_len, packing=False, lang="en")
+    return out
+
+
+def _train(tokenizer, data_dir, out, **kw):
+    kw.setdefault("init", "random")
+    kw.setdefault("cfg", CFG)
+    return P.train("bert_tiny" if kw["init"] == "random" else "bert_ft", kw.pop("init"), kw.pop("cfg"), data_dir,
+                   out, tokenizer=tokenizer, device="cpu", seed=kw.pop("seed", 0), progress=False,
+                   model_overrides=SMALL_MODEL, **kw)
+
+
+def _without_time(rows):
+    """Rows minus the wall clock, NaN (step 0 has no training loss yet) as None so == compares them."""
+    return [{k: (None if v != v else v) for k, v in r.items() if k != "elapsed_s"} for r in rows]
+
+
+# ---------------------------------------------------------------- data
+
+
+def test_truncation_shapes_and_round_trip(tokenizer, corpus):
+    texts = corpus[0][:40]
+    tokenized = P.tokenize_corpus(tokenizer, texts)
+    ids, lengths = P.make_sequences(tokenized, tokenizer, 32, packing=False)
+    assert ids.shape == (40, 32) and ids.dtype == np.uint16
+    for row, length, text in zip(ids, lengths, texts):
+        expected = tokenizer(text, add_special_tokens=False)["input_ids"][:30]
+        assert row[0] == tokenizer.cls_token_id and row[length - 1] == tokenizer.sep_token_id
+        assert row[1:length - 1].tolist() == expected
+        assert (row[length:] == tokenizer.pad_token_id).all()
+
+
+def test_packing_fills_every_position_and_keeps_the_text(tokenizer, corpus):
+    texts = corpus[0][:40]
+    tokenized = P.tokenize_corpus(tokenizer, texts)
+    ids, lengths = P.make_sequences(tokenized, tokenizer, 32, packing=True)
+    assert ids.shape[1] == 32 and (lengths == 32).all()
+    assert (ids[:, 0] == tokenizer.cls_token_id).all()
+    stream = []
+    for text in texts:
+        stream += tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.sep_token_id]
+    assert ids.shape[0] == len(stream) // 31
+    assert ids[:, 1:].reshape(-1).tolist() == stream[: ids.shape[0] * 31]
+
+
+def test_prepared_files_and_fixed_eval_mask(tokenizer, corpus, data_dir, tmp_path):
+    first, second = P.load_data(data_dir), P.load_data(data_dir)
+    assert np.array_equal(first.eval_masked_ids, second.eval_masked_ids)
+    assert np.array_equal(first.eval_labels, second.eval_labels)
+    labels = first.eval_labels
+    scored = labels != IGNORE_INDEX
+    n_eligible = int((first.eval_lengths.astype(int) - 2).sum())  # [CLS] and [SEP] are never masked
+    assert scored.sum() > 0
+    assert abs(scored.sum() / n_eligible - 0.15) < 5 * math.sqrt(0.15 * 0.85 / n_eligible)
+    # Labels hold the original ids; unscored positions are unchanged.
+    original = P.make_sequences(P.tokenize_corpus(tokenizer, corpus[1]), tokenizer, CFG.seq_len, False)[0]
+    assert np.array_equal(labels[scored], original[scored])
+    assert np.array_equal(first.eval_masked_ids[~scored], original[~scored])
+    # Preparing again gives the same mask; another mask seed gives a different one.
+    again = P.prepare_data(tokenizer, corpus[0], corpus[1], tmp_path / "a", seq_len=CFG.seq_len)
+    other = P.prepare_data(tokenizer, corpus[0], corpus[1], tmp_path / "b", seq_len=CFG.seq_len, eval_mask_seed=7)
+    assert again["eval"]["masked_positions"] == first.meta["eval"]["masked_positions"]
+    assert np.array_equal(P.load_data(tmp_path / "a").eval_labels, labels)
+    assert not np.array_equal(P.load_data(tmp_path / "b").eval_labels, labels)
+    assert other["eval"]["sequences"] == labels.shape[0]
+
+
+def test_missing_data_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="prepare_data"):
+        P.load_data(tmp_path)
+
+
+def test_sampler_is_a_function_of_seed_and_step():
+    sampler = P.BatchSampler(10, 3, seed=5)
+    assert np.array_equal(sampler.indices(4), P.BatchSampler(10, 3, seed=5).indices(4))
+    epoch = np.concatenate([sampler.indices(s) for s in range(3)])
+    assert len(set(epoch.tolist())) == 9  # no repeats inside an epoch
+    assert not np.array_equal(sampler.indices(0), P.BatchSampler(10, 3, seed=6).indices(0))
+
+
+# ---------------------------------------------------------------- training
+
+
+def test_training_is_deterministic_and_writes_its_files(tokenizer, data_dir, tmp_path):
+    info = _train(tokenizer, data_dir, tmp_path / "a")
+    _train(tokenizer, data_dir, tmp_path / "b")
+    a = P.read_metrics(tmp_path / "a" / "bert_tiny" / "metrics.csv")
+    b = P.read_metrics(tmp_path / "b" / "bert_tiny" / "metrics.csv")
+    assert _without_time(a) == _without_time(b)
+    assert [r["step"] for r in a] == [0, 2, 4, 6, 8]
+    assert math.isnan(a[0]["train_loss"]) and all(math.isfinite(r["train_loss"]) for r in a[1:])
+    assert all(math.isfinite(r["eval_loss"]) and 0 <= r["eval_accuracy"] <= 1 for r in a)
+    assert a[-1]["eval_loss"] < a[0]["eval_loss"]  # 8 steps at lr 2e-3 move a 400-token model
+    run = json.loads((tmp_path / "a" / "bert_tiny" / "run.json").read_text())
+    for key in ("model_name", "preset", "lang", "steps", "batch_size", "seq_len", "seed", "init", "environment"):
+        assert key in run, key
+    assert run["finished"] and info["steps_done"] == 8 and run["lang"] == "en"
+    from transformers import BertForMaskedLM
+
+    loaded = BertForMaskedLM.from_pretrained(tmp_path / "a" / "bert_tiny" / "model")
+    assert loaded.config.vocab_size == len(tokenizer) and loaded.config.hidden_size == 32
+
+
+def test_another_seed_changes_the_run(tokenizer, data_dir, tmp_path):
+    _train(tokenizer, data_dir, tmp_path / "a", cfg=CFG.replace(steps=2, eval_every=2))
+    _train(tokenizer, data_dir, tmp_path / "b", cfg=CFG.replace(steps=2, eval_every=2), seed=1)
+    a = P.read_metrics(tmp_path / "a" / "bert_tiny" / "metrics.csv")
+    b = P.read_metrics(tmp_path / "b" / "bert_tiny" / "metrics.csv")
+    assert a[-1]["train_loss"] != b[-1]["train_loss"]
+
+
+def test_resume_gives_the_same_metrics_and_weights(tokenizer, data_dir, tmp_path):
+    _train(tokenizer, data_dir, tmp_path / "straight")
+    # Stop mid-interval (step 3: between evaluations and checkpoints), then resume.
+    partial = _train(tokenizer, data_dir, tmp_path / "resumed", stop_at=3)
+    assert not partial["finished"] and partial["steps_done"] == 3
+    _train(tokenizer, data_dir, tmp_path / "resumed")
+    straight = P.read_metrics(tmp_path / "straight" / "bert_tiny" / "metrics.csv")
+    resumed = P.read_metrics(tmp_path / "resumed" / "bert_tiny" / "metrics.csv")
+    assert _without_time(straight) == _without_time(resumed)
+    from transformers import BertForMaskedLM
+
+    w1 = BertForMaskedLM.from_pretrained(tmp_path / "straight" / "bert_tiny" / "model").state_dict()
+    w2 = BertForMaskedLM.from_pretrained(tmp_path / "resumed" / "bert_tiny" / "model").state_dict()
+    assert all(torch.equal(w1[k], w2[k]) for k in w1)
+
+
+def test_resume_refuses_a_checkpoint_of_another_run(tokenizer, data_dir, tmp_path):
+    _train(tokenizer, data_dir, tmp_path, stop_at=2)
+    with pytest.raises(ValueError, match="different run"):
+        _train(tokenizer, data_dir, tmp_path, cfg=CFG.replace(lr=1e-3))
+
+
+def test_bert_ft_run_records_its_static_init(tokenizer, data_dir, tmp_path):
+    from helpers.static_vectors import Alignment, load_aligned, save_aligned
+
+    matrix = np.random.default_rng(0).normal(size=(len(tokenizer), 32)).astype(np.float32)
+    found = np.ones(len(tokenizer), dtype=bool)
+    static = save_aligned(tmp_path / "static", Alignment(matrix, found, {}), {"fallback": "zero"})
+    cfg = CFG.replace(steps=2, eval_every=2)
+    _train(tokenizer, data_dir, tmp_path, init=str(static), cfg=cfg)
+    _train(tokenizer, data_dir, tmp_path, init="random", cfg=cfg)
+    run = json.loads((tmp_path / "bert_ft" / "run.json").read_text())
+    assert run["init"] == str(static) and run["init_manifest"]["n_found"] == len(tokenizer)
+    ft = P.read_metrics(tmp_path / "bert_ft" / "metrics.csv")
+    tiny = P.read_metrics(tmp_path / "bert_tiny" / "metrics.csv")
+    assert ft[0]["eval_loss"] != tiny[0]["eval_loss"]  # different embeddings from step 0
+    assert load_aligned(static).matrix.shape == (len(tokenizer), 32)
+
+
+def test_mismatched_data_and_config_are_refused(tokenizer, data_dir, tmp_path):
+    with pytest.raises(ValueError, match="seq_len"):
+        _train(tokenizer, data_dir, tmp_path, cfg=CFG.replace(seq_len=64))
+    with pytest.raises(ValueError, match="unknown model name"):
+        P.train("bert_base", "random", CFG, data_dir, tmp_path, tokenizer=tokenizer)
+
+
+def test_cli_runs_from_prepared_files_only(data_dir, tmp_path, capsys):
+    """The GPU route: no tokenizer argument, the one saved beside the data is used."""
+    cfg_args = ["--steps", "2", "--batch-size", "4", "--eval-every", "2", "--checkpoint-every", "2"]
+    small = P.TrainConfig(name="test", steps=2, batch_size=4, seq_len=CFG.seq_len, eval_every=2,
+                          checkpoint_every=2, eval_batch_size=16)
+    original = dict(P.PRESETS)
+    P.PRESETS["smoke"] = small  # the smoke preset's seq_len (64) differs from this data's
+    try:
+        code = P.main(["--data", str(data_dir), "--out", str(tmp_path), "--model", "bert_tiny", "--preset", "smoke",
+                       "--device", "cpu", *cfg_args])
+    finally:
+        P.PRESETS.clear()
+        P.PRESETS.update(original)
+    assert code == 0
+    assert (tmp_path / "bert_tiny" / "metrics.csv").exists()
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["steps_done"] == 2
+
+
+# ---------------------------------------------------------------- comparison and presets
+
+
+def _rows(losses, accs):
+    return [{"step": 10 * i, "train_loss": l + 0.1, "eval_loss": l, "eval_accuracy": a, "lr": 0.0, "elapsed_s": 0.0}
+            for i, (l, a) in enumerate(zip(losses, accs))]
+
+
+def test_compare_runs_finds_the_first_step():
+    tiny = _rows([9.0, 7.0, 6.0, 5.0], [0.0, 0.1, 0.2, 0.3])
+    ft = _rows([8.0, 6.0, 5.0, 4.5], [0.05, 0.2, 0.3, 0.35])
+    result = P.compare_runs(tiny, ft)
+    assert result["ft_steps_to_tiny_final_eval_loss"] == 20
+    assert result["ft_steps_to_tiny_final_eval_accuracy"] == 20
+    assert result["ft_ahead"] and result["eval_loss_difference"] == pytest.approx(-0.5)
+    never = P.compare_runs(ft, tiny)  # the other way round, the slower model never catches up
+    assert never["ft_steps_to_tiny_final_eval_loss"] is None and not never["ft_ahead"]
+
+
+def test_presets():
+    assert set(P.PRESETS) == {"smoke", "demo", "paper"}
+    paper = P.preset_config("paper")
+    assert (paper.lr, paper.batch_size, paper.seq_len, paper.steps, paper.warmup_steps) == (5e-4, 128, 128, 100_000,
+                                                                                           10_000)
+    assert (paper.eval_every, paper.checkpoint_every, paper.grad_clip, paper.weight_decay) == (5_000, 5_000, 1.0, 0.01)
+    assert not paper.packing
+    with pytest.raises(ValueError, match="unknown preset"):
+        P.preset_config("huge")
+    with pytest.raises(ValueError, match="seq_len"):
+        P.TrainConfig(name="x", steps=1, batch_size=1, seq_len=512)
+
+
+def test_weight_decay_skips_biases_and_layernorm():
+    from helpers.model import build_model
+
+    model = build_model("random", vocab_size=50, **SMALL_MODEL)
+    decay, no_decay = P.decay_groups(model, 0.01)
+    names = {id(p): n for n, p in model.named_parameters()}
+    assert all(not names[id(p)].endswith("bias") and "LayerNorm" not in names[id(p)] for p in decay["params"])
+    assert all(names[id(p)].endswith("bias") or "LayerNorm" in names[id(p)] for p in no_decay["params"])
+    assert len(decay["params"]) + len(no_decay["params"]) == len(list(model.parameters()))

@@ -1,0 +1,258 @@
+"""Unit tests for helpers.probe: the probe's statistics, its data hygiene and the feature extractors."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from helpers import probe
+
+# --------------------------------------------------------------------------------------------
+# Toy data and a tiny encoder
+# --------------------------------------------------------------------------------------------
+
+
+def blobs(n_per_class: int, n_classes: int = 3, dim: int = 8, spread: float = 10.0, seed: int = 0):
+    """Well separated Gaussian blobs: a linear probe should get (almost) everything right."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(n_classes, dim)) * spread
+    y = np.repeat(np.arange(n_classes), n_per_class)
+    X = centres[y] + rng.normal(size=(len(y), dim))
+    order = rng.permutation(len(y))
+    return X[order], y[order]
+
+
+WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "far", "away", "big", "red"]
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+@pytest.fixture(scope="module")
+def tiny_tokenizer():
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {tok: i for i, tok in enumerate(SPECIALS + WORDS)}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]",
+                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder(tiny_tokenizer):
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(tiny_tokenizer), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=32, pad_token_id=0)
+    return BertModel(config, add_pooling_layer=False)
+
+
+# --------------------------------------------------------------------------------------------
+# fit_probe
+# --------------------------------------------------------------------------------------------
+
+
+def test_separable_problem_is_solved():
+    X, y = blobs(150)
+    result = probe.fit_probe(X[:300], y[:300], X[300:], y[300:], Cs=(0.1, 1.0), n_boot=500)
+    assert result.accuracy >= 0.99
+    assert 0.9 <= result.ci_low <= result.accuracy <= result.ci_high <= 1.0
+    assert result.n_train == 300 and result.n_test == 150
+    assert result.predictions.shape == (150,)
+
+
+def test_random_labels_give_chance_accuracy():
+    rng = np.random.default_rng(1)
+    k, n_train, n_test = 4, 800, 1000
+    X = rng.normal(size=(n_train + n_test, 20))
+    y = rng.integers(0, k, size=n_train + n_test)
+    result = probe.fit_probe(X[:n_train], y[:n_train], X[n_train:], y[n_train:], Cs=(0.01, 1.0), n_boot=200)
+    # Test labels are independent of everything the probe saw, so its accuracy is Binomial(n, 1/k) / n.
+    sd = math.sqrt((1 / k) * (1 - 1 / k) / n_test)
+    assert abs(result.accuracy - 1 / k) < 5 * sd
+
+
+def test_scaler_is_fitted_on_training_data_only():
+    X, y = blobs(100, dim=5)
+    train_X, test_X = X[:200], X[200:] + 50.0  # a test set far from the training mean
+    result = probe.fit_probe(train_X, y[:200], test_X, y[200:], Cs=(1.0,), n_boot=50)
+    scaler = result.model.named_steps["scale"]
+    np.testing.assert_allclose(scaler.mean_, train_X.mean(axis=0), rtol=1e-10, atol=1e-10)
+    assert not np.allclose(scaler.mean_, np.vstack([train_X, test_X]).mean(axis=0))
+
+
+def test_C_sweep_never_sees_the_test_labels():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(600, 10))
+    y = (X[:, 0] + 0.8 * rng.normal(size=600) > 0).astype(int)  # noisy, so C matters
+    Cs = (0.001, 0.01, 0.1, 1.0, 10.0)
+    first = probe.fit_probe(X[:400], y[:400], X[400:], y[400:], Cs=Cs, n_boot=50)
+    shuffled = probe.fit_probe(X[:400], y[:400], X[400:], rng.permutation(y[400:]), Cs=Cs, n_boot=50)
+    assert first.val_scores == shuffled.val_scores
+    assert first.best_C == shuffled.best_C
+    assert set(first.val_scores) == set(Cs)
+    assert first.val_scores[first.best_C] == max(first.val_scores.values())
+
+
+def test_fit_probe_rejects_bad_input():
+    X, y = blobs(20)
+    with pytest.raises(ValueError, match="width"):
+        probe.fit_probe(X, y, X[:, :3], y)
+    with pytest.raises(ValueError, match="one label per row"):
+        probe.fit_probe(X, y[:-1], X, y)
+    with pytest.raises(ValueError, match="single class"):
+        probe.fit_probe(X, np.zeros(len(y), dtype=int), X, y)
+
+
+def test_majority_baseline_predicts_the_training_majority():
+    train_y = np.array([2] * 50 + [0] * 30 + [1] * 20)
+    test_y = np.array([2] * 40 + [1] * 60)
+    result = probe.majority_baseline(train_y, test_y, n_boot=300)
+    assert set(result.predictions) == {2}
+    assert result.accuracy == pytest.approx(0.4)
+    assert result.ci_low <= 0.4 <= result.ci_high
+    assert result.best_C is None
+
+
+# --------------------------------------------------------------------------------------------
+# bootstrap_ci
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("p", [0.3, 0.7, 0.95])
+def test_bootstrap_interval_contains_estimate_and_narrows(p):
+    rng = np.random.default_rng(3)
+    widths = []
+    for n in (100, 1000, 10_000):
+        correct = rng.random(n) < p
+        low, high = probe.bootstrap_ci(correct, n_boot=1000, seed=0)
+        assert low <= correct.mean() <= high
+        widths.append(high - low)
+    assert widths[0] > widths[1] > widths[2]
+    # The percentile interval approximates the normal one, 2 * 1.96 * sqrt(p (1 - p) / n).
+    normal = 2 * 1.96 * math.sqrt(p * (1 - p) / 1000)
+    assert widths[1] == pytest.approx(normal, rel=0.25)
+
+
+def test_bootstrap_is_seeded_and_rejects_empty_input():
+    correct = np.random.default_rng(4).random(300) < 0.5
+    assert probe.bootstrap_ci(correct, seed=7) == probe.bootstrap_ci(correct, seed=7)
+    with pytest.raises(ValueError):
+        probe.bootstrap_ci(np.array([]))
+
+
+# --------------------------------------------------------------------------------------------
+# Features
+# --------------------------------------------------------------------------------------------
+
+
+def test_extract_features_shapes(tiny_encoder, tiny_tokenizer):
+    texts = ["the cat sat", "a dog ran far away", "red", "the big red dog sat on the mat"]
+    feats = probe.extract_features(tiny_encoder, tiny_tokenizer, texts, batch_size=3, progress=False)
+    assert set(feats) == {"cls", "mean"}
+    for X in feats.values():
+        assert X.shape == (4, 16) and X.dtype == np.float32 and np.isfinite(X).all()
+    assert not np.allclose(feats["cls"], feats["mean"])
+
+
+def test_mean_ignores_padding_and_keeps_input_order(tiny_encoder, tiny_tokenizer):
+    short, long = "the cat sat", "the big red dog ran far far away on a mat"
+    alone = probe.extract_features(tiny_encoder, tiny_tokenizer, [short], batch_size=2, progress=False)
+    padded = probe.extract_features(tiny_encoder, tiny_tokenizer, [short, long], batch_size=2, progress=False)
+    np.testing.assert_allclose(padded["mean"][0], alone["mean"][0], atol=1e-5)
+    np.testing.assert_allclose(padded["cls"][0], alone["cls"][0], atol=1e-5)
+    # ...and the mean is over the real tokens: compare with a direct forward pass of the short text.
+    batch = tiny_tokenizer([short], return_tensors="pt")
+    with torch.no_grad():
+        hidden = tiny_encoder.eval()(**batch).last_hidden_state[0]
+    np.testing.assert_allclose(alone["mean"][0], hidden.mean(0).numpy(), atol=1e-5)
+    np.testing.assert_allclose(alone["cls"][0], hidden[0].numpy(), atol=1e-5)
+
+
+def test_static_mean_excludes_specials_and_zero_rows(tiny_tokenizer):
+    vocab = tiny_tokenizer.get_vocab()
+    matrix = np.zeros((len(tiny_tokenizer), 3), dtype=np.float32)
+    matrix[[vocab[s] for s in SPECIALS]] = 100.0  # would dominate the mean if specials were counted
+    matrix[vocab["cat"]] = [1, 0, 0]
+    matrix[vocab["dog"]] = [0, 1, 0]
+    # "the" keeps its zero row: no vector was found for it
+    texts = ["the cat dog", "the the", "zebra cat"]
+    X = probe.static_mean_features(tiny_tokenizer, matrix, texts)
+    np.testing.assert_allclose(X[0], [0.5, 0.5, 0.0])
+    np.testing.assert_allclose(X[1], [0.0, 0.0, 0.0])  # nothing usable -> zero vector
+    np.testing.assert_allclose(X[2], [1.0, 0.0, 0.0])  # [UNK] for "zebra" is a special: left out
+    with pytest.raises(ValueError, match="rows"):
+        probe.static_mean_features(tiny_tokenizer, matrix[:5], texts)
+
+
+# --------------------------------------------------------------------------------------------
+# Data subsets, presets, table, verdict
+# --------------------------------------------------------------------------------------------
+
+
+def test_stratified_subset_keeps_class_shares():
+    labels = np.array([0] * 600 + [1] * 300 + [2] * 100)
+    idx = probe.stratified_subset(labels, 200, seed=0)
+    assert len(idx) == 200 and len(set(idx)) == 200
+    assert np.bincount(labels[idx]).tolist() == [120, 60, 20]
+    assert len(probe.stratified_subset(labels, None)) == 1000
+
+
+def test_load_probe_data_from_files_takes_stratified_subsets(tmp_path):
+    rows = ["text,label"] + [f"document number {i} about {'cats' if i % 4 else 'dogs'},{'a' if i % 4 else 'b'}"
+                             for i in range(400)]
+    (tmp_path / "set.csv").write_text("\n".join(rows) + "\n")
+    config = probe.ProbeConfig(max_train=100, max_test=40, Cs=(1.0,), n_boot=10, batch_size=8)
+    data = probe.load_probe_data(config, source="files", path=tmp_path / "set.csv")
+    assert data.label_names == ["a", "b"]
+    assert len(data.train_texts) == len(data.train_y) == 100 and len(data.test_texts) == len(data.test_y) == 40
+    assert np.bincount(data.train_y).tolist() == [75, 25] and np.bincount(data.test_y).tolist() == [30, 10]
+    assert not set(data.train_texts) & set(data.test_texts)
+    assert data.class_counts()["train"].tolist() == [75, 25]
+    with pytest.raises(ValueError, match="only read when the source is 'files'"):
+        probe.load_probe_data(config, source="embedded", path=tmp_path / "set.csv")
+
+
+def test_presets_cover_the_three_names():
+    assert set(probe.PRESETS) == {"smoke", "demo", "paper"}
+    size = {name: (c.max_train or math.inf, c.max_test or math.inf) for name, c in probe.PRESETS.items()}
+    assert size["smoke"] < size["demo"] <= size["paper"]
+    assert all(len(c.Cs) >= 2 and c.n_boot >= 100 for c in probe.PRESETS.values())
+    with pytest.raises(ValueError, match="unknown preset"):
+        probe.probe_config("huge")
+
+
+def _fake_result(acc: float, low: float, high: float) -> probe.ProbeResult:
+    return probe.ProbeResult(acc, low, high, 0.1, {0.1: acc}, np.zeros(3), 10, 3)
+
+
+def test_table_order_files_and_verdict(tmp_path):
+    rows = [
+        probe.result_row("BERT_FT", "mean", _fake_result(0.80, 0.77, 0.83)),
+        probe.result_row("BERT_FT", "cls", _fake_result(0.60, 0.57, 0.63)),
+        probe.result_row("majority", "-", _fake_result(0.20, 0.18, 0.22)),
+        probe.result_row("random init", "cls", _fake_result(0.50, 0.45, 0.55)),
+        probe.result_row("random init", "mean", _fake_result(0.48, 0.43, 0.53)),
+    ]
+    df = probe.results_table(rows)
+    assert df["model"].tolist() == ["majority", "random init", "random init", "BERT_FT", "BERT_FT"]
+    csv_path, json_path = probe.save_results(df, tmp_path, {"preset": "smoke", "lang": "en"})
+    assert csv_path.read_text().splitlines()[0] == ",".join(probe.TABLE_COLUMNS)
+    saved = json.loads(json_path.read_text())
+    assert saved["preset"] == "smoke" and len(saved["results"]) == 5
+    assert saved["results"][0]["best_C"] == 0.1
+    verdict = probe.pooling_verdict(df)
+    assert "for 1 of 2 encoders" in verdict
+    assert "**BERT_FT**: mean 0.800 vs cls 0.600 (intervals do not overlap)" in verdict
+    assert "**random init**: cls 0.500 vs mean 0.480 (intervals overlap" in verdict
+    assert "1 of 1 pretrained encoders (BERT_FT) agree" in verdict
+    assert probe.best_feature(df, "BERT_FT") == "mean" and probe.best_feature(df, "random init") == "cls"
+    with pytest.raises(ValueError, match="no cls/mean rows"):
+        probe.best_feature(df, "majority")

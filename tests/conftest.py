@@ -1,0 +1,51 @@
+"""Shared fixtures: the smoke pipeline, executed once per test session and chained like the main job.
+
+A notebook test asks for ``smoke_step("03_static_vectors")``; the fixture runs 02 first (once), then
+03, both through ``helpers.run.run_step`` with ``preset='smoke'``, and returns 03's output folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from helpers import run as job
+
+SMOKE_LANG = "en"
+
+
+@pytest.fixture(scope="session")
+def smoke_run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("runs") / f"smoke-{SMOKE_LANG}"
+
+
+@pytest.fixture(scope="session")
+def smoke_step(smoke_run_dir: Path) -> Callable[[str], Path]:
+    """Run a per-language step (and the steps it needs) under the smoke preset; return its out_dir."""
+    done: dict[str, Path] = {}
+
+    def ensure(name: str) -> Path:
+        if name in done:
+            return done[name]
+        step = job.STEP_BY_NAME[name]
+        for need in step.needs:
+            ensure(need)
+        params = job.step_parameters(step, smoke_run_dir, "smoke", SMOKE_LANG, seed=0, device="cpu")
+        upstream = [smoke_run_dir / job.STEP_BY_NAME[n].out for n in step.needs]
+        job.run_step(step, smoke_run_dir, params, upstream, force=True)
+        done[name] = Path(params["out_dir"])
+        return done[name]
+
+    return ensure
+
+
+@pytest.fixture(scope="session")
+def smoke_figures(smoke_step: Callable[[str], Path], smoke_run_dir: Path) -> Path:
+    """Run 06 on the smoke run folder (after 01-05); return the figures folder."""
+    for step in job.STEPS:
+        smoke_step(step.name)
+    figures_dir = smoke_run_dir.parent / "figures"
+    job.run_figures([smoke_run_dir], figures_dir, smoke_run_dir.parent / "smoke-figures", force=True)
+    return figures_dir

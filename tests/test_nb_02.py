@@ -1,0 +1,58 @@
+"""Notebook 02 under the smoke preset: the saved tokenizer, its report and its figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from helpers.tokenizer import PRESETS, SPECIAL_TOKENS
+
+pytestmark = pytest.mark.notebook
+
+
+@pytest.fixture(scope="module")
+def out_dir(smoke_step: Callable[[str], Path]) -> Path:
+    return smoke_step("02_tokenizer")
+
+
+@pytest.fixture(scope="module")
+def report(out_dir: Path) -> dict:
+    return json.loads((out_dir / "report.json").read_text())
+
+
+def test_saved_tokenizer_loads_as_fast_with_the_specials(out_dir: Path, report: dict) -> None:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(out_dir))
+    assert tok.is_fast
+    assert tok.convert_tokens_to_ids(list(SPECIAL_TOKENS)) == [0, 1, 2, 3, 4]
+    assert tok.model_max_length == 128
+    saved = report["saved"]
+    assert saved == "cased"  # the notebook's default, the paper's choice
+    assert len(tok) == report[saved]["vocab_size"] == PRESETS["smoke"].vocab_size
+    assert tok.tokenize("Paris") != tok.tokenize("paris")  # really the cased one
+
+
+def test_report_numbers_are_in_range(report: dict) -> None:
+    assert report["preset"] == "smoke" and report["lang"] == "en"
+    assert report["n_train_docs"] == PRESETS["smoke"].max_docs
+    assert report["cased"]["lowercase"] is False and report["uncased"]["lowercase"] is True
+    for name in ("cased", "uncased"):
+        r = report[name]
+        assert 0.0 <= r["unk_rate"] < 0.05
+        assert 1.0 <= r["fertility"] < 3.0
+        assert 0.0 < r["continuation_share"] < 1.0
+        assert r["whole_word_share"] == pytest.approx(1.0 - r["continuation_share"])
+        assert 0.0 <= r["share_over_limit"] <= 1.0 and r["limit"] == 128
+        assert r["n_eval_docs"] > 0
+    assert "packages" in report["environment"]
+
+
+def test_figures_exist(out_dir: Path) -> None:
+    for name in ("comparison.png", "lengths.png"):
+        path = out_dir / name
+        assert path.is_file() and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert path.stat().st_size > 10_000

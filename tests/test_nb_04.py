@@ -1,0 +1,75 @@
+"""Notebook 04 under the smoke preset: both runs' files, their contents and the comparison."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from helpers import pretrain
+
+pytestmark = pytest.mark.notebook
+
+
+@pytest.fixture(scope="module")
+def pretrain_dir(smoke_step):
+    return smoke_step("04_pretraining")
+
+
+@pytest.mark.parametrize("name", pretrain.MODEL_NAMES)
+def test_metrics_have_the_contract_columns_and_finite_values(pretrain_dir, name):
+    path = pretrain_dir / name / "metrics.csv"
+    header = path.read_text().splitlines()[0].split(",")
+    assert header == list(pretrain.METRIC_COLUMNS)
+    rows = pretrain.read_metrics(path)
+    cfg = pretrain.preset_config("smoke")
+    assert [r["step"] for r in rows] == list(range(0, cfg.steps + 1, cfg.eval_every))
+    assert math.isnan(rows[0]["train_loss"])  # nothing trained at step 0
+    for row in rows:
+        assert math.isfinite(row["eval_loss"]) and 0.0 < row["eval_loss"] < 20.0
+        assert 0.0 <= row["eval_accuracy"] <= 1.0
+        assert row["lr"] >= 0.0 and row["elapsed_s"] >= 0.0
+    assert all(math.isfinite(r["train_loss"]) for r in rows[1:])
+    assert rows[-1]["lr"] == 0.0  # linear decay ends at zero
+
+
+@pytest.mark.parametrize("name", pretrain.MODEL_NAMES)
+def test_run_json_and_saved_model(pretrain_dir, name):
+    from transformers import BertForMaskedLM
+
+    run = json.loads((pretrain_dir / name / "run.json").read_text())
+    assert run["model_name"] == name and run["preset"] == "smoke" and run["lang"] == "en"
+    assert run["steps"] == pretrain.preset_config("smoke").steps and run["finished"]
+    assert run["seq_len"] == 64 and run["batch_size"] == 4 and run["seed"] == 0
+    assert run["environment"]["packages"]["torch"]
+    model = BertForMaskedLM.from_pretrained(pretrain_dir / name / "model")
+    config = model.config
+    assert (config.hidden_size, config.num_hidden_layers, config.num_attention_heads,
+            config.intermediate_size) == (300, 2, 4, 512)
+    assert config.vocab_size == run["model_config"]["vocab_size"]
+
+
+def test_bert_ft_names_its_static_init_and_tiny_is_random(pretrain_dir):
+    ft = json.loads((pretrain_dir / "bert_ft" / "run.json").read_text())
+    tiny = json.loads((pretrain_dir / "bert_tiny" / "run.json").read_text())
+    assert tiny["init"] == "random" and tiny["init_manifest"] is None
+    assert ft["init"].rstrip("/").endswith("static")
+    assert ft["init_manifest"]["fallback"] == "zero" and ft["init_manifest"]["n_found"] > 0
+    # Identical settings for both models, apart from the initialisation.
+    assert ft["train_config"] == tiny["train_config"]
+
+
+def test_comparison_matches_the_metrics(pretrain_dir):
+    comparison = json.loads((pretrain_dir / "comparison.json").read_text())
+    recomputed = pretrain.compare_runs(pretrain_dir / "bert_tiny" / "metrics.csv",
+                                       pretrain_dir / "bert_ft" / "metrics.csv")
+    assert comparison == json.loads(json.dumps(recomputed))
+    assert (pretrain_dir / "pretrain_loss.png").stat().st_size > 0
+    assert (pretrain_dir / "pretrain_accuracy.png").stat().st_size > 0
+
+
+def test_prepared_data_and_fixed_eval_mask(pretrain_dir):
+    data = pretrain.load_data(pretrain_dir)
+    assert data.meta["lang"] == "en" and data.seq_len == 64 and not data.meta["packing"]
+    assert data.meta["eval"]["masked_positions"] == int((data.eval_labels != -100).sum()) > 0

@@ -1,0 +1,63 @@
+"""Notebook 05 under the smoke preset: the probe table, its metadata and its figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+import pytest
+
+from helpers.probe import FEATURES, MODEL_ORDER, PRESETS, TABLE_COLUMNS
+
+pytestmark = pytest.mark.notebook
+
+ENCODERS = ("random init", "BERT_TINY", "BERT_FT")
+
+
+@pytest.fixture(scope="module")
+def out_dir(smoke_step: Callable[[str], Path]) -> Path:
+    return smoke_step("05_probing")
+
+
+@pytest.fixture(scope="module")
+def results(out_dir: Path) -> pd.DataFrame:
+    return pd.read_csv(out_dir / "results.csv")
+
+
+def test_table_has_every_model_and_feature(results: pd.DataFrame) -> None:
+    assert list(results.columns) == list(TABLE_COLUMNS)
+    assert set(results["model"]) == set(MODEL_ORDER)
+    pairs = set(zip(results["model"], results["feature"]))
+    expected = {("majority", "-"), ("static vectors (mean)", "-")} | {(m, f) for m in ENCODERS for f in FEATURES}
+    assert pairs == expected and len(results) == len(expected)
+
+
+def test_accuracies_and_intervals_are_consistent(results: pd.DataFrame) -> None:
+    smoke = PRESETS["smoke"]
+    assert results["accuracy"].between(0, 1).all()
+    assert (results["ci_low"] <= results["accuracy"] + 1e-12).all()
+    assert (results["accuracy"] <= results["ci_high"] + 1e-12).all()
+    assert (results["n_train"] == smoke.max_train).all() and (results["n_test"] == smoke.max_test).all()
+    probes = results[results["model"] != "majority"]
+    assert probes["best_C"].isin(smoke.Cs).all()
+    assert results.loc[results["model"] == "majority", "best_C"].isna().all()
+    # accuracy is a count over the test set, so it lies on the 1/n_test grid
+    assert ((results["accuracy"] * smoke.max_test).round(6) % 1 == 0).all()
+
+
+def test_json_records_the_run(out_dir: Path, results: pd.DataFrame) -> None:
+    meta = json.loads((out_dir / "results.json").read_text())
+    assert meta["preset"] == "smoke" and meta["lang"] == "en"
+    assert meta["n_train"] == PRESETS["smoke"].max_train and meta["n_test"] == PRESETS["smoke"].max_test
+    assert {"date", "packages", "device"} <= set(meta["environment"])
+    assert len(meta["results"]) == len(results)
+    assert set(meta["feature_seconds"]) == set(ENCODERS)
+    assert [r["accuracy"] for r in meta["results"]] == pytest.approx(results["accuracy"].tolist())
+
+
+def test_figures_exist(out_dir: Path) -> None:
+    for name in ("probe_accuracy.png", "probe_pca.png"):
+        png = out_dir / name
+        assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000

@@ -1,0 +1,61 @@
+"""Notebook 06 under the smoke preset: the figures, tables and provenance it writes from the smoke run."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from helpers import figures
+from helpers import paper_values as paper
+
+pytestmark = pytest.mark.notebook
+
+
+def test_every_output_exists_and_is_not_empty(smoke_figures: Path) -> None:
+    expected = [f"{n}.{ext}" for n in figures.FIGURE_NAMES for ext in figures.FIGURE_FORMATS]
+    expected += [f"{n}.{ext}" for n in figures.TABLE_NAMES for ext in ("csv", "md")] + ["provenance.json"]
+    for name in expected:
+        path = smoke_figures / name
+        assert path.is_file() and path.stat().st_size > 0, name
+    assert (smoke_figures / "fig2_eval_accuracy.png").read_bytes()[:4] == b"\x89PNG"
+    assert (smoke_figures / "fig3_accuracy_by_language.pdf").read_bytes()[:4] == b"%PDF"
+
+
+def test_table3_has_our_english_row_and_the_paper_row(smoke_figures: Path) -> None:
+    table = pd.read_csv(smoke_figures / "table3_accuracy.csv")
+    ours = table[(table["lang"] == "en") & (table["source"] == "ours")]
+    assert len(ours) == 1
+    row = ours.iloc[0]
+    assert row["preset"] == "smoke" and row["steps"] > 0 and "smoke" in row["label"]
+    for column in ("BERT_TINY", "BERT_FT"):
+        assert math.isfinite(row[column]) and 0.0 <= row[column] <= 1.0
+    published = table[(table["lang"] == "en") & (table["source"] == "paper")].iloc[0]
+    assert published["BERT_TINY"] == pytest.approx(0.436) and published["BERT_FT"] == pytest.approx(0.468)
+    # languages the smoke run does not cover stay empty
+    others = table[(table["source"] == "ours") & (table["lang"] != "en")]
+    assert set(others["lang"]) == set(paper.LANGS) - {"en"}
+    assert others[["BERT_TINY", "BERT_FT"]].isna().all().all()
+
+
+def test_table2_matches_the_smoke_metrics(smoke_figures: Path, smoke_run_dir: Path) -> None:
+    table = pd.read_csv(smoke_figures / "table2_loss.csv")
+    row = table[(table["lang"] == "en") & (table["source"] == "ours")].iloc[0]
+    for name in paper.MODELS:
+        metrics = pd.read_csv(smoke_run_dir / "pretrain" / name / "metrics.csv")
+        assert row[f"eval_loss {paper.MODEL_LABELS[name]}"] == pytest.approx(metrics["eval_loss"].iloc[-1])
+
+
+def test_provenance_lists_the_smoke_run(smoke_figures: Path, smoke_run_dir: Path) -> None:
+    prov = json.loads((smoke_figures / "provenance.json").read_text())
+    runs = prov["runs"]
+    assert len(runs) == 1
+    run = runs[0]
+    assert run["preset"] == "smoke" and run["lang"] == "en"
+    assert Path(run["run_dir"]).resolve() == smoke_run_dir.resolve()
+    assert run["steps"] and run["models"]["bert_ft"]["date"]
+    assert prov["figures_1_2_language"] == "en"
+    assert set(prov["files"]) >= {"table3_accuracy.csv", "fig1a_train_loss.png"}

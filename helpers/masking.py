@@ -76,6 +76,14 @@ def preset_config(preset: str) -> MaskingPreset:
 # --------------------------------------------------------------------------------------------
 
 
+def _device_key(device: torch.device | str) -> str:
+    """'cuda' and 'cuda:0' name one GPU; key both the same so a checkpoint saves the generator in use."""
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    return str(device)
+
+
 def _check_probabilities(mlm_probability: float, mask_replace_prob: float, random_replace_prob: float) -> None:
     if not 0.0 < mlm_probability < 1.0:
         raise ValueError(f"mlm_probability must be strictly between 0 and 1 (BERT uses 0.15), got {mlm_probability}")
@@ -145,7 +153,7 @@ class MLMCollator:
         return int(self.allowed_ids.numel())
 
     def _lookups(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        key = str(device)
+        key = _device_key(device)
         if key not in self._on_device:
             self._on_device[key] = (self.special_table.to(device), self.allowed_ids.to(device))
         return self._on_device[key]
@@ -160,7 +168,7 @@ class MLMCollator:
     def _generator(self, device: torch.device) -> torch.Generator | None:
         if self.seed is None:
             return None
-        key = str(device)
+        key = _device_key(device)
         if key not in self._generators:
             self._generators[key] = torch.Generator(device=device).manual_seed(self.seed)
         return self._generators[key]
@@ -380,6 +388,15 @@ def masking_stats(input_ids: torch.Tensor, output: Mapping[str, torch.Tensor], s
         n_selected_ineligible=count(selected & ~eligible), n_unselected_changed=count(~selected & changed),
         n_label_mismatch=count(selected & (labels != before)),
     )
+
+
+def expected_random_specials(n_selected: int, n_special: int, vocab_size: int, random_share: float = 0.1) -> float:
+    """Expected special tokens among the random replacements of a collator that draws over the whole vocabulary.
+
+    ``n_special`` counts ``[MASK]`` too; a random draw of ``[MASK]`` looks like a mask replacement to
+    :func:`masking_stats`, so only the other ``n_special - 1`` specials count here.
+    """
+    return n_selected * random_share * max(n_special - 1, 0) / vocab_size
 
 
 def binomial_tolerance(p: float, n: int, z: float = 5.0) -> float:

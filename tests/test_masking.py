@@ -12,7 +12,8 @@ from transformers import BertTokenizerFast, DataCollatorForLanguageModeling, Pre
 
 from helpers.data import load_corpus
 from helpers.masking import (
-    IGNORE_INDEX, PRESETS, MLMCollator, binomial_tolerance, check_maskable, mask_loop_style, masked_table,
+    IGNORE_INDEX, PRESETS, MLMCollator, binomial_tolerance, check_maskable, expected_random_specials,
+    mask_loop_style, masked_table,
     masking_stats, preset_config, selection_coverage, special_ids, time_calls, within_tolerance,
 )
 
@@ -146,7 +147,10 @@ def test_tiny_vocab_random_draws_avoid_specials_while_loop_style_does_not(tiny_t
                                                         generator=torch.Generator().manual_seed(0)))
     assert ours.n_random > 1000 and ours.n_random_special == 0
     # the baseline draws over all 10 ids, 4 of them specials other than [MASK] (which counts as "mask")
-    assert loop.n_random_special > 0
+    expected = expected_random_specials(loop.n_selected, len(SPECIALS), len(tiny_tok))
+    assert expected == pytest.approx(loop.n_selected * 0.1 * 4 / 10)
+    p = expected / loop.n_selected
+    assert abs(loop.n_random_special - expected) <= Z * math.sqrt(loop.n_selected * p * (1 - p))
 
 
 def test_input_tensors_are_not_modified(tok, batch):

@@ -36,6 +36,7 @@ from helpers.masking import IGNORE_INDEX, MLMCollator
 from helpers.model import InitSpec, build_model, count_parameters, mlm_loss, use_attention
 from helpers.presets import pick
 from helpers.runinfo import environment, pick_device
+from helpers.static_vectors import vocab_fingerprint
 
 try:  # tqdm is on every machine we know of, but a bar is not worth a crash
     from tqdm.auto import tqdm
@@ -242,7 +243,8 @@ def prepare_data(tokenizer: Any, train_texts: Sequence[str], eval_texts: Sequenc
     started = time.perf_counter()
     meta: dict[str, Any] = {"seq_len": seq_len, "packing": packing, "lang": lang, "vocab_size": len(tokenizer),
                             "mlm_probability": mlm_probability, "eval_mask_seed": eval_mask_seed,
-                            "pad_token_id": tokenizer.pad_token_id, "format": _format_note(packing, seq_len)}
+                            "pad_token_id": tokenizer.pad_token_id, "format": _format_note(packing, seq_len),
+                            "vocab_sha256": vocab_fingerprint(tokenizer)}
     for split, texts in (("train", train_texts), ("eval", eval_texts)):
         corpus = tokenize_corpus(tokenizer, texts)
         ids, lengths = make_sequences(corpus, tokenizer, seq_len, packing)
@@ -471,6 +473,16 @@ def _init_record(init: InitSpec) -> dict[str, Any]:
     return {"init": str(init), "manifest": manifest}
 
 
+def check_same_vocabulary(init: InitSpec, meta: Mapping[str, Any]) -> None:
+    """Refuse a static matrix aligned to another tokenizer than the data's (same size, other tokens)."""
+    manifest = _init_record(init)["manifest"] or {}
+    built_for, data_for = manifest.get("vocab_sha256"), meta.get("vocab_sha256")
+    if built_for and data_for and built_for != data_for:
+        raise ValueError("the static vectors were aligned to a different vocabulary than the one the data was "
+                         "prepared with (same size, other tokens); rerun notebook 03 with the tokenizer saved in "
+                         "the data folder, or prepare the data with the tokenizer notebook 03 used")
+
+
 def write_metrics(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
     with open(path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=METRIC_COLUMNS)
@@ -567,6 +579,7 @@ def _train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Pa
     if len(tokenizer) != data.meta["vocab_size"]:
         raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but the data was prepared with "
                          f"{data.meta['vocab_size']}; use the tokenizer saved in {data.directory / 'tokenizer'}")
+    check_same_vocabulary(init, data.meta)
     dev = torch.device(pick_device(device))
     run_dir = Path(out_dir) / model_name
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -583,7 +596,9 @@ def _train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Pa
     step, rows, running_sum, running_n, elapsed_before = 0, [], 0.0, 0, 0.0
     ckpt_path = run_dir / CHECKPOINT_FILE
     if resume and ckpt_path.exists():
-        ckpt = torch.load(ckpt_path, map_location=dev, weights_only=False)
+        # On the CPU first: RNG states must be restored from CPU tensors, and load_state_dict moves the
+        # weights and optimiser moments to the parameters' device anyway.
+        ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
         if ckpt["identity"] != identity:
             raise ValueError(f"{ckpt_path} belongs to a different run (model, init, settings, seed or data "
                              "differ); delete it or pass resume=False")
@@ -677,6 +692,11 @@ def compare_runs(tiny_metrics: str | Path | Sequence[Mapping[str, Any]],
     tiny, ft = _rows(tiny_metrics), _rows(ft_metrics)
     if not tiny or not ft:
         raise ValueError("both metrics tables need at least one row")
+    # A run stopped early (stop_at) must not be compared with a longer one: both end at the last
+    # step they share, so "final" means the same step for both models.
+    shared = min(int(tiny[-1]["step"]), int(ft[-1]["step"]))
+    tiny = [r for r in tiny if int(r["step"]) <= shared]
+    ft = [r for r in ft if int(r["step"]) <= shared]
     final = lambda rows: {k: rows[-1][k] for k in ("step", "train_loss", "eval_loss", "eval_accuracy")}  # noqa: E731
     t, f = final(tiny), final(ft)
     loss_step = first_step(ft, "eval_loss", t["eval_loss"], lower_is_better=True)

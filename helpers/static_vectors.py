@@ -17,6 +17,7 @@ machines that have no fasttext, datasets or matplotlib. Everything else is impor
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -611,6 +612,17 @@ def vocab_of(tokenizer: Mapping[str, int] | Any) -> tuple[dict[str, int], set[st
     return vocab, specials
 
 
+def vocab_fingerprint(tokenizer: Mapping[str, int] | Any) -> str:
+    """SHA-256 of the tokens in id order: two vocabularies of equal size but different tokens differ here.
+
+    Saved in the alignment's manifest and in the prepared pretraining data, so a matrix built for
+    one tokenizer is never copied into a model trained with another (the shapes alone would agree).
+    """
+    vocab = dict(tokenizer) if isinstance(tokenizer, Mapping) else dict(tokenizer.get_vocab())
+    ordered = sorted(vocab.items(), key=lambda item: item[1])
+    return hashlib.sha256("\n".join(f"{i}\t{t}" for t, i in ordered).encode("utf-8")).hexdigest()
+
+
 def _lookup(word: str, index: Mapping[str, int], case: str) -> tuple[int | None, str]:
     row = index.get(word)
     if row is not None:
@@ -693,6 +705,7 @@ def align(tokenizer_vocab: Mapping[str, int] | Any, vectors: WordVectors, fallba
         "n_found": int(found.sum()), "n_found_words": counts["word_exact"] + counts["word_lower"],
         "n_found_pieces": n_pieces, "n_missing": int(missing.sum()), "by_source": counts,
         "found_element_std": float(matrix[found].std()) if found.any() else None,
+        "vocab_sha256": vocab_fingerprint(vocab),
     }
     return Alignment(matrix, found, report)
 

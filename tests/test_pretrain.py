@@ -229,6 +229,32 @@ def test_compare_runs_finds_the_first_step():
     assert never["ft_steps_to_tiny_final_eval_loss"] is None and not never["ft_ahead"]
 
 
+def test_compare_runs_uses_the_last_step_both_reached():
+    tiny = _rows([9.0, 7.0, 6.0, 5.0], [0.0, 0.1, 0.2, 0.3])
+    ft = _rows([8.0, 6.0], [0.05, 0.2])  # stopped at step 10
+    result = P.compare_runs(tiny, ft)
+    assert result["bert_tiny_final"]["step"] == result["bert_ft_final"]["step"] == 10
+    assert result["bert_tiny_final"]["eval_loss"] == 7.0
+    assert result["eval_loss_difference"] == pytest.approx(-1.0)
+    assert result["ft_steps_to_tiny_final_eval_loss"] == 10
+
+
+def test_static_vectors_of_another_vocabulary_are_refused(tokenizer, data_dir, tmp_path):
+    """Same size, other tokens: the shapes agree, so only the vocabulary fingerprint can tell."""
+    from helpers.static_vectors import Alignment, save_aligned, vocab_fingerprint
+
+    vocab = tokenizer.get_vocab()
+    swapped = {tok: len(vocab) - 1 - i for tok, i in vocab.items()}  # same tokens, other ids
+    assert vocab_fingerprint(swapped) != vocab_fingerprint(tokenizer)
+    assert vocab_fingerprint(dict(vocab)) == vocab_fingerprint(tokenizer)
+    matrix = np.zeros((len(tokenizer), 32), dtype=np.float32)
+    found = np.zeros(len(tokenizer), dtype=bool)
+    report = {"vocab_sha256": vocab_fingerprint(swapped)}
+    static = save_aligned(tmp_path / "static", Alignment(matrix, found, report), {"fallback": "zero"})
+    with pytest.raises(ValueError, match="different vocabulary"):
+        _train(tokenizer, data_dir, tmp_path, init=str(static), cfg=CFG.replace(steps=2, eval_every=2))
+
+
 def test_presets():
     assert set(P.PRESETS) == {"smoke", "demo", "paper"}
     paper = P.preset_config("paper")

@@ -184,6 +184,7 @@ def test_align_exact_matches_at_token_ids(vectors: sv.WordVectors) -> None:
     assert rep["n_found"] == 3 and rep["n_found_words"] == 3 and rep["n_found_pieces"] == 0
     assert rep["by_source"]["special"] == 5 and rep["by_source"]["piece_missing"] == 3
     assert rep["n_missing"] == len(VOCAB) - 3
+    assert rep["vocab_sha256"] == sv.vocab_fingerprint(VOCAB)  # ties the matrix to this vocabulary
 
 
 def test_align_case_and_strip(vectors: sv.WordVectors) -> None:

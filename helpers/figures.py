@@ -79,11 +79,16 @@ class ModelRun:
         return bool(self.info and self.info.get("finished") is False) or (
             steps is not None and last is not None and last < steps)
 
-    def final(self, column: str) -> float:
-        """The value in the last evaluation row (NaN if missing): what the paper reports 'after training'."""
+    def final(self, column: str, upto: int | None = None) -> float:
+        """The value in the last evaluation row at or before step ``upto`` (NaN if missing).
+
+        What the paper reports 'after training'; :meth:`Run.final` passes the last step both models
+        reached, so a model stopped early is never compared with a longer-trained one.
+        """
         if self.metrics is None or self.metrics.empty or column not in self.metrics:
             return math.nan
-        return float(self.metrics[column].iloc[-1])
+        rows = self.metrics if upto is None else self.metrics[self.metrics["step"] <= upto]
+        return float(rows[column].iloc[-1]) if not rows.empty else math.nan
 
 
 @dataclass
@@ -135,6 +140,10 @@ class Run:
     def model(self, name: str) -> ModelRun:
         return self.models.get(name) or ModelRun(name)
 
+    def final(self, name: str, column: str) -> float:
+        """Model ``name``'s value at :attr:`last_step`, the step both models' final numbers share."""
+        return self.model(name).final(column, self.last_step)
+
 
 @dataclass
 class RunSet:
@@ -166,7 +175,7 @@ class RunSet:
                 "comparison": run.comparison is not None,
                 "probe": run.probe is not None,
                 "missing": "; ".join(run.missing) or "",
-                "run_dir": str(run.run_dir),
+                "run_dir": display_path(run.run_dir),
             })
         return pd.DataFrame(rows).astype({"steps": "Int64"})
 
@@ -180,6 +189,15 @@ def order_langs(langs: Iterable[str]) -> list[str]:
 def sort_runs(runs: Iterable[Run]) -> list[Run]:
     order = {lang: i for i, lang in enumerate(paper.LANGS)}
     return sorted(runs, key=lambda r: (order.get(r.lang, len(order)), r.lang, str(r.run_dir)))
+
+
+def display_path(path: str | Path) -> str:
+    """A path inside the repository as ``runs/demo-en``, so committed tables name no one's home folder."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
 
 
 def resolve_path(path: str | Path) -> Path:
@@ -292,7 +310,7 @@ def _our_row(run: Run | None, lang: str, status: str, **values: Any) -> dict[str
         return {"lang": lang, "source": "ours", "label": "ours (no run)", "preset": None, "steps": None,
                 **values, "status": status, "run_dir": None}
     return {"lang": lang, "source": "ours", "label": run.label, "preset": run.preset, "steps": run.last_step,
-            **values, "status": status, "run_dir": str(run.run_dir)}
+            **values, "status": status, "run_dir": display_path(run.run_dir)}
 
 
 def _table(runset: RunSet, paper_values: dict[str, dict[str, Any]], our_values: Callable[[Run], dict[str, Any]],
@@ -366,7 +384,7 @@ def table2_loss(runset: RunSet) -> pd.DataFrame:
 
     published = {lang: values(lambda kind, n, lang=lang: (paper.TRAIN_LOSS if kind == "train" else paper.EVAL_LOSS)[lang][n])
                  for lang in paper.LANGS}
-    ours = lambda run: values(lambda kind, n: run.model(n).final(KIND_COLUMN[kind]))  # noqa: E731
+    ours = lambda run: values(lambda kind, n: run.final(n, KIND_COLUMN[kind]))  # noqa: E731
     nan = values(lambda kind, n: math.nan)
     return _table(runset, published, ours, _pretrain_gap, nan)
 
@@ -377,7 +395,7 @@ def table3_accuracy(runset: RunSet) -> pd.DataFrame:
         return {"BERT_TINY": tiny, "BERT_FT": ft, "FT - TINY": ft - tiny}
 
     published = {lang: values(acc["bert_tiny"], acc["bert_ft"]) for lang, acc in paper.EVAL_ACCURACY.items()}
-    ours = lambda run: values(run.model("bert_tiny").final("eval_accuracy"), run.model("bert_ft").final("eval_accuracy"))  # noqa: E731
+    ours = lambda run: values(run.final("bert_tiny", "eval_accuracy"), run.final("bert_ft", "eval_accuracy"))  # noqa: E731
     return _table(runset, published, ours, _pretrain_gap, values(math.nan, math.nan))
 
 
@@ -440,18 +458,19 @@ def _crossing_claim(run: Run, column: str, below: bool, claim_id: str, claim: st
     tiny, ft = run.model("bert_tiny"), run.model("bert_ft")
     if tiny.metrics is None or ft.metrics is None:
         return _claim(run, claim_id, claim, math.nan, math.nan, paper_text, None, "needs both models' metrics")
-    step = crossing_step(ft.metrics["step"].tolist(), ft.metrics[column].tolist(), tiny.final(column), below)
-    # BERT_TINY's "final" value is its last evaluated row, so the fraction is of the steps up to that row.
-    total = tiny.last_step
+    target = run.final("bert_tiny", column)
+    total = run.last_step  # BERT_TINY's "final" value is taken here, so the fraction is of these steps
+    shared = ft.metrics[ft.metrics["step"] <= total]
+    step = crossing_step(shared["step"].tolist(), shared[column].tolist(), target, below)
     fraction = step / total if total and not math.isnan(step) else math.nan
-    holds = None if math.isnan(tiny.final(column)) else bool(fraction <= max_fraction)
+    holds = None if math.isnan(target) else bool(fraction <= max_fraction)
     note = "never crossed within our run" if math.isnan(step) and holds is not None else ""
     return _claim(run, claim_id, claim, step, fraction, paper_text, holds, note)
 
 
 def _difference_claim(run: Run, column: str, claim_id: str, claim: str, paper_values: dict[str, dict[str, float]],
                       lower_is_better: bool) -> dict[str, Any]:
-    diff = run.model("bert_ft").final(column) - run.model("bert_tiny").final(column)
+    diff = run.final("bert_ft", column) - run.final("bert_tiny", column)
     published = paper_values.get(run.lang)
     paper_text = (f"{published['bert_ft'] - published['bert_tiny']:+.3f}" if published else "language not in the paper")
     holds = None if math.isnan(diff) else bool(diff < 0 if lower_is_better else diff > 0)
@@ -518,13 +537,13 @@ def _plot_models(ax: Axes, run: Run, column: str, short: bool = False) -> list[s
     return absent
 
 
-def _paper_lines(ax: Axes, published: dict[str, dict[str, float]], lang: str) -> None:
-    """The paper's final values as horizontal references, styled apart from our curves."""
+def _paper_lines(ax: Axes, published: dict[str, dict[str, float]], lang: str, table: str) -> None:
+    """The paper's final values for ``lang`` as horizontal references, styled apart from our curves."""
     if lang not in published:
         return
     for name in paper.MODELS:
-        ax.axhline(published[lang][name], label=f"paper {paper.MODEL_LABELS[name]} ({paper.STEPS // 1000}k steps)",
-                   **PAPER_STYLE[name])
+        ax.axhline(published[lang][name], **PAPER_STYLE[name],
+                   label=f"paper {lang.upper()} {paper.MODEL_LABELS[name]}, {table} ({paper.STEPS // 1000}k steps)")
 
 
 def _finish(ax: Axes, ylabel: str, absent: list[str], fontsize: float = 8) -> None:
@@ -550,12 +569,13 @@ def figure1_loss(runset: RunSet, lang: str, kind: str = "train", paper_refs: boo
     ax = fig.add_subplot()
     absent = _plot_models(ax, run, KIND_COLUMN[kind])
     if paper_refs:
-        _paper_lines(ax, paper.TRAIN_LOSS if kind == "train" else paper.EVAL_LOSS, lang)
+        _paper_lines(ax, paper.TRAIN_LOSS if kind == "train" else paper.EVAL_LOSS, lang, "Table 2")
     what = "training loss" if kind == "train" else "evaluation loss"
     _finish(ax, f"{what} (cross-entropy{', interval mean' if kind == 'train' else ''})", absent)
     panel = "1a" if kind == "train" else "1b"
     ax.set_title(f"Figure {panel} (ours): {what}, {_run_title(run)}\n"
-                 f"paper: Czech, {paper.STEPS:,} steps; grey dashed lines = paper's final values", fontsize=10)
+                 f"grey lines: the paper's final values for this language (its own Figure {panel} shows Czech)",
+                 fontsize=10)
     return fig
 
 
@@ -566,10 +586,10 @@ def figure2_accuracy(runset: RunSet, lang: str, paper_refs: bool = True) -> Figu
     ax = fig.add_subplot()
     absent = _plot_models(ax, run, "eval_accuracy")
     if paper_refs:
-        _paper_lines(ax, paper.EVAL_ACCURACY, lang)
+        _paper_lines(ax, paper.EVAL_ACCURACY, lang, "Table 3")
     _finish(ax, "evaluation accuracy (masked tokens)", absent)
     ax.set_title(f"Figure 2 (ours): evaluation accuracy, {_run_title(run)}\n"
-                 f"paper: Czech, {paper.STEPS:,} steps; grey dashed lines = paper's final values", fontsize=10)
+                 "grey lines: the paper's final values for this language (its own Figure 2 shows Czech)", fontsize=10)
     return fig
 
 
@@ -588,13 +608,13 @@ def figure3_accuracy_by_language(runset: RunSet, paper_refs: bool = True, ncols:
         ax = fig.add_subplot(nrows, ncols, i + 1)
         absent = _plot_models(ax, run, "eval_accuracy", short=True)
         if paper_refs:
-            _paper_lines(ax, paper.EVAL_ACCURACY, run.lang)
+            _paper_lines(ax, paper.EVAL_ACCURACY, run.lang, "Table 3")
         _finish(ax, "evaluation accuracy", absent, fontsize=7)
         ax.set_title(_run_title(run), fontsize=10)
     note = (f"no pretraining run of ours for: {', '.join(without)}" if without
             else "every paper language has a run")
     fig.suptitle(f"Figure 3 (ours): evaluation accuracy over training steps by language\n{note}; "
-                 "grey dashed lines = paper's final values (100k steps)", fontsize=11)
+                 "grey lines = the paper's final values per language (Table 3, 100k steps)", fontsize=11)
     return fig
 
 
@@ -666,7 +686,7 @@ def provenance(runset: RunSet, files: Sequence[Path], lang: str | None) -> dict[
                             "device": env.get("device"), "device_name": env.get("device_name"),
                             "date": env.get("date")}
         static = {k: (run.manifest or {}).get(k) for k in ("source", "top_n", "n_found", "vocab_size")}
-        runs.append({"run_dir": str(run.run_dir), "lang": run.lang, "preset": run.preset, "steps": run.steps,
+        runs.append({"run_dir": display_path(run.run_dir), "lang": run.lang, "preset": run.preset, "steps": run.steps,
                      "models": models, "static": static, "missing": run.missing})
     return {
         "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

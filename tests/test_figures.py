@@ -169,7 +169,7 @@ def test_figure1_lines_and_labels(runset: figures.RunSet, kind: str) -> None:
     assert len(ax.get_lines()) == 4  # our two curves + two paper reference lines
     labels = legend_labels(ax)
     assert sum(label.startswith("paper ") for label in labels) == 2
-    assert "paper BERT_TINY (100k steps)" in labels
+    assert "paper EN BERT_TINY, Table 2 (100k steps)" in labels
     assert "BERT_FT, ours (demo, 40 steps)" in labels
     assert "demo preset" in ax.get_title() and "40 steps" in ax.get_title()
     paper_lines = [l for l in ax.get_lines() if l.get_label().startswith("paper")]
@@ -272,3 +272,23 @@ def test_a_cut_short_run_is_labelled_as_such(tmp_path: Path) -> None:
     row = our_row(figures.table3_accuracy(runset), "en")
     assert row["label"] == "ours (demo, stopped at 20 of 40 steps)" and row["steps"] == 20
     assert "stopped at 20 of 40 steps" in figures.figure2_accuracy(runset, "en").axes[0].get_title()
+
+
+def test_models_stopped_at_different_steps_are_compared_at_the_step_they_share(tmp_path: Path) -> None:
+    both = both_models(4)
+    metrics = {"bert_tiny": both["bert_tiny"], "bert_ft": both["bert_ft"].iloc[:3]}  # FT stopped at step 20
+    runset = figures.load_runs([write_run(tmp_path, "demo", "en", metrics, steps=40)])
+    row = our_row(figures.table3_accuracy(runset), "en")
+    tiny_at_20 = float(both["bert_tiny"].set_index("step").loc[20, "eval_accuracy"])
+    assert row["steps"] == 20 and row["BERT_TINY"] == pytest.approx(tiny_at_20)
+    assert row["BERT_TINY"] != pytest.approx(float(both["bert_tiny"]["eval_accuracy"].iloc[-1]))
+    claims = figures.verify_claims(runset).set_index("claim_id")
+    ft_at_20 = float(both["bert_ft"].set_index("step").loc[20, "eval_accuracy"])
+    assert claims.loc["final_accuracy_gain", "ours"] == pytest.approx(ft_at_20 - tiny_at_20)
+
+
+def test_paths_inside_the_repository_are_written_relative(tmp_path: Path) -> None:
+    from helpers.runinfo import REPO_ROOT
+
+    assert figures.display_path(REPO_ROOT / "runs" / "demo-en") == "runs/demo-en"
+    assert figures.display_path(tmp_path / "demo-en") == str(tmp_path / "demo-en")

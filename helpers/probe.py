@@ -296,6 +296,47 @@ def bootstrap_ci(correct: np.ndarray, n_boot: int = 1000, seed: int = 0, level: 
     return float(low), float(high)
 
 
+def paired_difference(a: ProbeResult, b: ProbeResult, test_y: np.ndarray, n_boot: int = 1000, seed: int = 0,
+                      level: float = 0.95) -> tuple[float, float, float]:
+    """Accuracy of ``a`` minus ``b`` on the same test set, with a paired bootstrap interval.
+
+    Both probes are scored on the same documents, so their errors are correlated; resampling the
+    documents once for both (the bootstrap of the per-document difference) gives a narrower and
+    correct interval, where comparing two separate intervals would be both conservative and wrong.
+    """
+    test_y = np.asarray(test_y)
+    if len(a.predictions) != len(test_y) or len(b.predictions) != len(test_y):
+        raise ValueError("both results must hold predictions for every test example")
+    diff = (a.predictions == test_y).astype(np.float64) - (b.predictions == test_y).astype(np.float64)
+    low, high = bootstrap_ci(diff, n_boot=n_boot, seed=seed, level=level)
+    return float(diff.mean()), low, high
+
+
+def default_pairs(results: Mapping[tuple[str, str], ProbeResult]) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+    """The comparisons notebook 05 asks about: mean vs cls per encoder, BERT_FT vs each other encoder."""
+    pairs = [((model, "mean"), (model, "cls")) for model in MODEL_ORDER
+             if (model, "mean") in results and (model, "cls") in results]
+    for feature in FEATURES:
+        for other in ("BERT_TINY", "random init"):
+            pairs.append((("BERT_FT", feature), (other, feature)))
+        pairs.append((("BERT_FT", feature), ("static vectors (mean)", "-")))
+    return [(a, b) for a, b in pairs if a in results and b in results]
+
+
+def paired_table(results: Mapping[tuple[str, str], ProbeResult], test_y: np.ndarray,
+                 pairs: Sequence[tuple[tuple[str, str], tuple[str, str]]] | None = None, n_boot: int = 1000,
+                 seed: int = 0) -> "pd.DataFrame":
+    """One row per pair: the accuracy difference, its paired 95 % interval and whether it excludes zero."""
+    import pandas as pd
+
+    rows = []
+    for a, b in (default_pairs(results) if pairs is None else pairs):
+        diff, low, high = paired_difference(results[a], results[b], test_y, n_boot=n_boot, seed=seed)
+        rows.append({"a": " / ".join(a).removesuffix(" / -"), "b": " / ".join(b).removesuffix(" / -"),
+                     "difference": diff, "ci_low": low, "ci_high": high, "clear": bool(low > 0 or high < 0)})
+    return pd.DataFrame(rows, columns=["a", "b", "difference", "ci_low", "ci_high", "clear"])
+
+
 def make_probe(C: float, seed: int = 0) -> "Pipeline":
     """Standardise, then multinomial logistic regression (lbfgs).
 
@@ -432,8 +473,12 @@ def best_feature(df: "pd.DataFrame", model: str) -> str:
     return "mean" if accuracy.get("mean", -1.0) >= accuracy.get("cls", -1.0) else "cls"
 
 
-def pooling_verdict(df: "pd.DataFrame") -> str:
-    """Which pooling wins for each encoder in this run, and whether the 95% intervals separate them."""
+def pooling_verdict(df: "pd.DataFrame", paired: "pd.DataFrame | None" = None) -> str:
+    """Which pooling wins for each encoder in this run, and whether the difference is clear.
+
+    With ``paired`` (from :func:`paired_table`) a difference is clear when its paired interval
+    excludes zero; without it, only when the two separate intervals do not overlap (conservative).
+    """
     lines = []
     wins = {"cls": 0, "mean": 0}
     encoders = [m for m in MODEL_ORDER if m in set(df.loc[df["feature"].isin(FEATURES), "model"])]
@@ -445,11 +490,8 @@ def pooling_verdict(df: "pd.DataFrame") -> str:
         worse = "cls" if better == "mean" else "mean"
         wins[better] += 1
         b, w = rows.loc[better], rows.loc[worse]
-        separated = b["ci_low"] > w["ci_high"]
-        lines.append(
-            f"- **{model}**: {better} {b['accuracy']:.3f} vs {worse} {w['accuracy']:.3f} "
-            f"({'intervals do not overlap' if separated else 'intervals overlap: not a clear difference'})"
-        )
+        lines.append(f"- **{model}**: {better} {b['accuracy']:.3f} vs {worse} {w['accuracy']:.3f} "
+                     f"({_pooling_evidence(model, b, w, paired)})")
     if not lines:
         return "No encoder has both CLS and mean features in this table."
     pretrained = [m for m in PRETRAINED if m in encoders]
@@ -471,6 +513,18 @@ def pooling_verdict(df: "pd.DataFrame") -> str:
 # --------------------------------------------------------------------------------------------
 # Plots
 # --------------------------------------------------------------------------------------------
+
+
+def _pooling_evidence(model: str, better: "pd.Series", worse: "pd.Series", paired: "pd.DataFrame | None") -> str:
+    row = None
+    if paired is not None:
+        match = paired[(paired["a"] == f"{model} / mean") & (paired["b"] == f"{model} / cls")]
+        row = match.iloc[0] if len(match) else None
+    if row is None:
+        separated = better["ci_low"] > worse["ci_high"]
+        return "intervals do not overlap" if separated else "intervals overlap: not a clear difference"
+    interval = f"paired 95 % interval of mean - cls: [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
+    return f"{interval}, a clear difference" if row["clear"] else f"{interval}: not a clear difference"
 
 
 def plot_accuracies(df: "pd.DataFrame", chance: float | None = None, title: str = "") -> "Figure":

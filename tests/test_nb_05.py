@@ -61,3 +61,15 @@ def test_figures_exist(out_dir: Path) -> None:
     for name in ("probe_accuracy.png", "probe_pca.png"):
         png = out_dir / name
         assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_paired_differences_agree_with_the_table(out_dir: Path, results: pd.DataFrame) -> None:
+    paired = pd.read_csv(out_dir / "paired_differences.csv")
+    assert ("BERT_FT / mean", "BERT_TINY / mean") in set(zip(paired["a"], paired["b"]))
+    accuracy = {f"{m} / {f}".removesuffix(" / -"): a for m, f, a in
+                zip(results["model"], results["feature"], results["accuracy"])}
+    for row in paired.itertuples():
+        # the mean paired difference is exactly the difference of the two accuracies
+        assert row.difference == pytest.approx(accuracy[row.a] - accuracy[row.b], abs=1e-9)
+        assert row.ci_low <= row.difference + 1e-12 <= row.ci_high + 2e-12
+        assert row.clear == (row.ci_low > 0 or row.ci_high < 0)

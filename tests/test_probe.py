@@ -6,6 +6,7 @@ import json
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -129,16 +130,43 @@ def test_majority_baseline_predicts_the_training_majority():
 @pytest.mark.parametrize("p", [0.3, 0.7, 0.95])
 def test_bootstrap_interval_contains_estimate_and_narrows(p):
     rng = np.random.default_rng(3)
-    widths = []
+    widths, p_hats = [], []
     for n in (100, 1000, 10_000):
         correct = rng.random(n) < p
         low, high = probe.bootstrap_ci(correct, n_boot=1000, seed=0)
         assert low <= correct.mean() <= high
         widths.append(high - low)
+        p_hats.append(float(correct.mean()))
     assert widths[0] > widths[1] > widths[2]
-    # The percentile interval approximates the normal one, 2 * 1.96 * sqrt(p (1 - p) / n).
-    normal = 2 * 1.96 * math.sqrt(p * (1 - p) / 1000)
-    assert widths[1] == pytest.approx(normal, rel=0.25)
+    # The percentile interval approximates the normal one, 2 * 1.96 * sqrt(p^ (1 - p^) / n), with the
+    # sample's own p^. Each endpoint is a percentile of 1,000 resamples: its standard error is about
+    # sqrt(0.025 * 0.975 / 1000) / phi(1.96) = 0.085 sd, so the width's is about 0.12 sd, 3 % of the
+    # 3.92 sd width; 15 % allows five of those (plus the binomial's slight skew at p = 0.95).
+    normal = 2 * 1.96 * math.sqrt(p_hats[1] * (1 - p_hats[1]) / 1000)
+    assert widths[1] == pytest.approx(normal, rel=0.15)
+
+
+def test_paired_interval_is_narrower_than_separate_ones_and_finds_a_real_gap():
+    """Two probes that agree on most documents: the paired interval sees the small, consistent gap."""
+    rng = np.random.default_rng(5)
+    n = 1000
+    test_y = rng.integers(0, 4, n)
+    a_right = rng.random(n) < 0.70
+    b_right = a_right & (rng.random(n) > 0.06)  # b misses ~6 % of what a gets right, never the reverse
+    wrong = (test_y + 1) % 4
+    a = probe.ProbeResult(a_right.mean(), *probe.bootstrap_ci(a_right), 1.0, {}, np.where(a_right, test_y, wrong), 10, n)
+    b = probe.ProbeResult(b_right.mean(), *probe.bootstrap_ci(b_right), 1.0, {}, np.where(b_right, test_y, wrong), 10, n)
+    diff, low, high = probe.paired_difference(a, b, test_y)
+    assert diff == pytest.approx(a_right.mean() - b_right.mean())
+    assert 0 < low <= diff <= high  # a clear gain
+    assert a.ci_low < b.ci_high  # while the two separate intervals overlap
+    table = probe.paired_table({("BERT_FT", "mean"): a, ("BERT_TINY", "mean"): b}, test_y)
+    assert table[["a", "b"]].values.tolist() == [["BERT_FT / mean", "BERT_TINY / mean"]]
+    assert bool(table["clear"].iloc[0]) and table["difference"].iloc[0] == pytest.approx(diff)
+    same, low0, high0 = probe.paired_difference(a, a, test_y)
+    assert same == low0 == high0 == 0.0
+    with pytest.raises(ValueError, match="every test example"):
+        probe.paired_difference(a, b, test_y[:10])
 
 
 def test_bootstrap_is_seeded_and_rejects_empty_input():
@@ -256,3 +284,14 @@ def test_table_order_files_and_verdict(tmp_path):
     assert probe.best_feature(df, "BERT_FT") == "mean" and probe.best_feature(df, "random init") == "cls"
     with pytest.raises(ValueError, match="no cls/mean rows"):
         probe.best_feature(df, "majority")
+
+
+def test_verdict_uses_the_paired_interval_when_given():
+    rows = [probe.result_row("BERT_FT", "mean", _fake_result(0.62, 0.59, 0.65)),
+            probe.result_row("BERT_FT", "cls", _fake_result(0.60, 0.57, 0.63))]
+    df = probe.results_table(rows)
+    assert "intervals overlap: not a clear difference" in probe.pooling_verdict(df)
+    paired = pd.DataFrame([{"a": "BERT_FT / mean", "b": "BERT_FT / cls", "difference": 0.02, "ci_low": 0.01,
+                            "ci_high": 0.03, "clear": True}])
+    verdict = probe.pooling_verdict(df, paired)
+    assert "paired 95 % interval of mean - cls: [+0.010, +0.030], a clear difference" in verdict

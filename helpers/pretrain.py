@@ -476,12 +476,15 @@ def _init_record(init: InitSpec) -> dict[str, Any]:
 
 
 def check_same_vocabulary(init: InitSpec, meta: Mapping[str, Any]) -> None:
-    """Refuse a static matrix aligned to another tokenizer than the data's (same size, other tokens)."""
+    """Refuse a static matrix aligned to another tokenizer than the data's (same size, other tokens or order).
+
+    Folders written before fingerprints were recorded carry none; they pass, as the shape check alone did.
+    """
     manifest = _init_record(init)["manifest"] or {}
     built_for, data_for = manifest.get("vocab_sha256"), meta.get("vocab_sha256")
     if built_for and data_for and built_for != data_for:
         raise ValueError("the static vectors were aligned to a different vocabulary than the one the data was "
-                         "prepared with (same size, other tokens); rerun notebook 03 with the tokenizer saved in "
+                         "prepared with (same size, other tokens or order); rerun notebook 03 with the tokenizer saved in "
                          "the data folder, or prepare the data with the tokenizer notebook 03 used")
 
 
@@ -771,7 +774,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     return 0
-
 
 
 # --------------------------------------------------------------------------------------------

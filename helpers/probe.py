@@ -302,7 +302,7 @@ def paired_difference(a: ProbeResult, b: ProbeResult, test_y: np.ndarray, n_boot
 
     Both probes are scored on the same documents, so their errors are correlated; resampling the
     documents once for both (the bootstrap of the per-document difference) gives a narrower and
-    correct interval, where comparing two separate intervals would be both conservative and wrong.
+    correct interval, where asking whether two separate intervals overlap is needlessly conservative.
     """
     test_y = np.asarray(test_y)
     if len(a.predictions) != len(test_y) or len(b.predictions) != len(test_y):

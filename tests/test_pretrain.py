@@ -240,7 +240,7 @@ def test_compare_runs_uses_the_last_step_both_reached():
 
 
 def test_static_vectors_of_another_vocabulary_are_refused(tokenizer, data_dir, tmp_path):
-    """Same size, other tokens: the shapes agree, so only the vocabulary fingerprint can tell."""
+    """Same size, same tokens in another order: the shapes agree, so only the fingerprint can tell."""
     from helpers.static_vectors import Alignment, save_aligned, vocab_fingerprint
 
     vocab = tokenizer.get_vocab()

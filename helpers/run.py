@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 DEFAULT_RUNS_DIR = REPO_ROOT / "runs"
 DEFAULT_FIGURES_DIR = REPO_ROOT / "figures"
 STAMP_NAME = ".step.json"
+STARTED_NAME = ".step-started.json"  # the fingerprint a step was last started with, finished or not
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class Step:
     name: str  # notebook file stem, e.g. '02_tokenizer'
     out: str  # output folder name inside the run folder
     needs: tuple[str, ...] = ()  # names of steps whose outputs it reads
+    owns_out_dir: bool = True  # the job may empty out_dir before a rerun with other inputs
 
     @property
     def notebook(self) -> Path:
@@ -48,7 +51,8 @@ STEPS: tuple[Step, ...] = (
     Step("05_probing", "probe", ("02_tokenizer", "03_static_vectors", "04_pretraining")),
 )
 # 06 draws from every language's run folder at once, so it runs after the per-language steps.
-FIGURES_STEP = Step("06_figures", "figures")
+# Its out_dir is the committed figures/ folder, which it overwrites file by file and never empties.
+FIGURES_STEP = Step("06_figures", "figures", owns_out_dir=False)
 STEP_BY_NAME = {s.name: s for s in (*STEPS, FIGURES_STEP)}
 
 
@@ -113,9 +117,20 @@ def execute_notebook(notebook: Path, executed: Path, params: dict[str, Any], cwd
         ) from None
 
 
+def started_with(out_dir: Path) -> str | None:
+    """The fingerprint ``out_dir``'s step was last started with (None if never, or unknown)."""
+    started = Path(out_dir) / STARTED_NAME
+    return json.loads(started.read_text()).get("fingerprint") if started.exists() else None
+
+
 def run_step(step: Step, run_dir: Path, params: dict[str, Any], upstream: Sequence[Path] = (),
              force: bool = False, log: Any = print) -> bool:
-    """Execute ``step`` unless its stamp says nothing changed. Returns True if it ran."""
+    """Execute ``step`` unless its stamp says nothing changed. Returns True if it ran.
+
+    A step rerun after a crash with the same inputs keeps its folder, so pretraining resumes from
+    its checkpoint. A step rerun because something changed (or with ``force``) starts from an empty
+    folder: a checkpoint or metrics file of the old inputs must never be resumed or reported as new.
+    """
     out_dir = Path(params["out_dir"])
     key = fingerprint(step, params, upstream)
     if not force and is_up_to_date(out_dir, key):
@@ -124,6 +139,11 @@ def run_step(step: Step, run_dir: Path, params: dict[str, Any], upstream: Sequen
     stamp = out_dir / STAMP_NAME
     if stamp.exists():
         stamp.unlink()  # a step that fails now must not look finished later
+    if step.owns_out_dir and out_dir.exists() and (force or started_with(out_dir) != key):
+        log(f"[new ] {step.name}: inputs changed, so {out_dir} starts empty")
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / STARTED_NAME).write_text(json.dumps({"fingerprint": key}))
     log(f"[run ] {step.name} -> {out_dir}")
     started = time.perf_counter()
     execute_notebook(step.notebook, Path(run_dir) / f"{step.name}.ipynb", params)

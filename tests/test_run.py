@@ -47,6 +47,37 @@ def test_step_runs_then_skips_until_something_changes(tmp_path: Path, toy_step: 
     assert (run_dir / "toy" / "value.txt").read_text() == "2"
 
 
+def test_rerun_after_a_change_starts_empty_but_a_rerun_after_a_crash_keeps_its_files(
+        tmp_path: Path, toy_step: job.Step) -> None:
+    """A stale checkpoint must not be resumed; a crashed run's checkpoint must be."""
+    run_dir = tmp_path / "runs" / "smoke-en"
+    out = run_dir / "toy"
+    params = {"out_dir": str(out), "value": 1}
+    assert job.run_step(toy_step, run_dir, params, log=lambda m: None)
+    (out / "checkpoint.pt").write_text("state of value=1")
+    (out / job.STAMP_NAME).unlink()  # as if it had crashed after writing its checkpoint
+    assert job.run_step(toy_step, run_dir, params, log=lambda m: None)
+    assert (out / "checkpoint.pt").exists()  # same inputs: kept for resuming
+    messages: list[str] = []
+    assert job.run_step(toy_step, run_dir, {**params, "value": 2}, log=messages.append)
+    assert not (out / "checkpoint.pt").exists()  # other inputs: stale, removed
+    assert (out / "value.txt").read_text() == "2"
+    assert any(m.startswith("[new ] 99_toy") for m in messages)
+    (out / "checkpoint.pt").write_text("state of value=2")
+    assert job.run_step(toy_step, run_dir, {**params, "value": 2}, force=True, log=lambda m: None)
+    assert not (out / "checkpoint.pt").exists()  # --force reruns from scratch
+
+
+def test_the_figures_folder_is_never_emptied(tmp_path: Path, toy_step: job.Step) -> None:
+    figures_like = job.Step(toy_step.name, "figures", owns_out_dir=False)
+    out = tmp_path / "figures"
+    out.mkdir()
+    (out / "README.txt").write_text("kept")
+    assert job.run_step(figures_like, tmp_path, {"out_dir": str(out), "value": 3}, force=True, log=lambda m: None)
+    assert (out / "README.txt").read_text() == "kept" and (out / "value.txt").read_text() == "3"
+    assert not job.FIGURES_STEP.owns_out_dir and all(step.owns_out_dir for step in job.STEPS)
+
+
 def test_upstream_change_reruns_the_step(tmp_path: Path, toy_step: job.Step) -> None:
     upstream = tmp_path / "up"
     upstream.mkdir()

@@ -44,6 +44,8 @@ except ImportError:  # pragma: no cover
     tqdm = None
 
 MODEL_NAMES = ("bert_tiny", "bert_ft")
+# train_loss: mean over the steps since the previous row (NaN at step 0); lr: the rate the *next* step
+# uses (read after the scheduler stepped), so it is 0.0 on the last row of a finished run.
 METRIC_COLUMNS = ("step", "train_loss", "eval_loss", "eval_accuracy", "lr", "elapsed_s")
 DATA_SUBDIR = "data"
 CHECKPOINT_FILE = "checkpoint.pt"

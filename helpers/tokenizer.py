@@ -9,11 +9,13 @@ Never build the tokenizer from a vocab file with ``BertTokenizerFast(vocab_file=
 transformers 5 that silently yields a 5-token vocabulary which maps every word to [UNK]
 (see shared/README.md). Everything here goes through ``tokenizer.json``.
 
-Training is not bit-reproducible in tokenizers 0.23 (upstream issue huggingface/tokenizers#1794):
-the ``##`` pieces get ids in hash-map order, which breaks ties between equally frequent merges
-differently from run to run; two trainings on the same text differ in a few dozen of 30,000
-entries. The saved ``tokenizer.json`` is therefore the artefact of record: later steps load it and
-never retrain.
+Training in tokenizers 0.23 is not reproducible on its own (upstream issue huggingface/tokenizers#1794):
+the trainer creates the single-character ``##`` pieces while iterating over a hash map, so their ids,
+and with them the tie-breaks between equally frequent merges, change from run to run (measured: two
+trainings on the English demo text differed in 22 of 30,000 tokens and in the ids of 9,671). We hand
+the trainer those pieces up front, in sorted order, as extra special tokens (ids are then fixed), and
+remove them from the added-token list afterwards so they stay ordinary vocabulary entries. The saved
+``tokenizer.json`` is still the artefact of record: later steps load it and never retrain.
 """
 
 from __future__ import annotations
@@ -144,16 +146,41 @@ def _train_backend(texts: Iterable[str], vocab_size: int, lowercase: bool, min_f
     if min_frequency < 1:
         raise ValueError(f"min_frequency must be at least 1, got {min_frequency}")
     backend = build_untrained(lowercase)
+    texts = texts if isinstance(texts, Sequence) else list(texts)  # read twice: pieces, then training
+    pieces = continuation_pieces(backend, texts)
     trainer = trainers.WordPieceTrainer(
-        vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=list(SPECIAL_TOKENS),
+        vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=[*SPECIAL_TOKENS, *pieces],
         continuing_subword_prefix=CONTINUATION_PREFIX, show_progress=show_progress,
     )
     counted = _CountingTexts(texts)
-    length = len(texts) if isinstance(texts, Sequence) else None
-    backend.train_from_iterator(iter(counted), trainer=trainer, length=length)
+    backend.train_from_iterator(iter(counted), trainer=trainer, length=len(texts))
     if counted.n_docs == 0:
         raise ValueError("the training corpus is empty (no non-empty documents); check the corpus source and max_docs")
-    return backend, counted
+    return _only_real_specials(backend), counted
+
+
+def continuation_pieces(backend: Any, texts: Iterable[str]) -> list[str]:
+    """Sorted ``##c`` for every character that occurs after the first one of a pre-tokenised word.
+
+    Exactly the pieces the trainer would otherwise create in hash-map order (see the module notes).
+    """
+    chars: set[str] = set()
+    for text in texts:
+        if isinstance(text, str) and text.strip():
+            for word, _ in backend.pre_tokenizer.pre_tokenize_str(backend.normalizer.normalize_str(text)):
+                chars.update(word[1:])
+    return sorted(CONTINUATION_PREFIX + c for c in chars)
+
+
+def _only_real_specials(backend: Any) -> Any:
+    """Drop the seeded ``##c`` pieces from the added tokens; they keep their ids in the vocabulary."""
+    import json
+
+    from tokenizers import Tokenizer
+
+    spec = json.loads(backend.to_str())
+    spec["added_tokens"] = [t for t in spec["added_tokens"] if t["content"] in SPECIAL_TOKENS]
+    return Tokenizer.from_str(json.dumps(spec))
 
 
 def train_wordpiece(texts: Iterable[str], vocab_size: int = 30_000, lowercase: bool = False,

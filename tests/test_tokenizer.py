@@ -90,6 +90,21 @@ def test_empty_corpus_is_an_error(texts: list[str]) -> None:
         T.train_wordpiece(texts, vocab_size=100, show_progress=False)
 
 
+def test_training_is_reproducible_and_the_seeded_pieces_stay_ordinary(train_texts: list[str], cased) -> None:
+    """Upstream alone gave 5 different vocabularies in 5 trainings of this corpus (tokenizers#1794)."""
+    from helpers.static_vectors import vocab_fingerprint
+
+    runs = {vocab_fingerprint(T.train_wordpiece(train_texts, SMOKE.vocab_size, show_progress=False))
+            for _ in range(3)}
+    assert runs == {vocab_fingerprint(cased)}
+    vocab = cased.get_vocab()
+    backend = T.build_untrained()
+    pieces = T.continuation_pieces(backend, train_texts)
+    assert pieces == sorted(pieces) and "##e" in pieces and all(p in vocab for p in pieces)
+    assert set(cased.all_special_tokens) == set(T.SPECIAL_TOKENS)  # the pieces are not special
+    assert "##e" not in cased.tokenize("the ##e")  # nor matched as one token in raw text
+
+
 def test_a_single_string_is_refused() -> None:
     with pytest.raises(TypeError, match="iterable of documents"):
         T.train_wordpiece("a whole corpus in one string", vocab_size=100, show_progress=False)

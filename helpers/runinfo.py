@@ -51,12 +51,13 @@ def pick_device(prefer: str = "auto") -> str:
 
 
 def git_commit() -> str | None:
-    """The repository's HEAD commit, with '+dirty' when the tree has uncommitted changes; None outside git."""
+    """HEAD, with '+dirty' when tracked files outside figures/ have uncommitted changes; None outside git."""
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True,
                              text=True, check=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        # figures/ holds regenerated outputs, not code: notebook 06 rewriting it must not mark its own run dirty.
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!figures"],
+                               cwd=REPO_ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return sha + ("+dirty" if dirty else "")

@@ -131,6 +131,22 @@ def preset_config(preset: str) -> TrainConfig:
     return pick(PRESETS, preset)
 
 
+def cap_steps(cfg: TrainConfig, max_steps: int) -> TrainConfig:
+    """The same run cut to at most ``max_steps`` steps, for trying a configuration cheaply.
+
+    The schedule is rescaled (warmup stays the same fraction) and evaluation and checkpoints happen
+    at least four times, so a capped run still draws a curve. The cap is part of the config's name,
+    so it is recorded in run.json and in every figure title.
+    """
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+        raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
+    if max_steps >= cfg.steps:
+        return cfg
+    every = max(1, max_steps // 4)
+    return cfg.replace(name=f"{cfg.name} (max {max_steps} steps)", steps=max_steps,
+                       eval_every=min(cfg.eval_every, every), checkpoint_every=min(cfg.checkpoint_every, every))
+
+
 # --------------------------------------------------------------------------------------------
 # Data: tokenise once, cut into sequences, fix the evaluation mask, save as .npy
 # --------------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ class Step:
     """One notebook, the folder it writes inside the run folder, and the steps it reads from."""
 
     name: str  # notebook file stem, e.g. '02_tokenizer'
-    out: str  # output folder name inside the run folder
+    out: str  # output folder name inside the run folder (a key of notebook_setup.STEP_FOLDERS)
     needs: tuple[str, ...] = ()  # names of steps whose outputs it reads
     owns_out_dir: bool = True  # the job may empty out_dir before a rerun with other inputs
 
@@ -51,7 +51,6 @@ STEPS: tuple[Step, ...] = (
     Step("05_probing", "probe", ("02_tokenizer", "03_static_vectors", "04_pretraining")),
 )
 # 06 draws from every language's run folder at once, so it runs after the per-language steps.
-# Its out_dir is the committed figures/ folder, which it overwrites file by file and never empties.
 FIGURES_STEP = Step("06_figures", "figures", owns_out_dir=False)
 STEP_BY_NAME = {s.name: s for s in (*STEPS, FIGURES_STEP)}
 
@@ -64,17 +63,24 @@ def run_dir_for(runs_dir: Path, preset: str, lang: str) -> Path:
     return Path(runs_dir) / f"{preset}-{lang}"
 
 
-def step_parameters(step: Step, run_dir: Path, preset: str, lang: str, seed: int = 0,
-                    device: str = "auto") -> dict[str, Any]:
-    """The papermill parameters of one per-language step: its own out_dir plus its inputs' folders."""
-    run_dir = Path(run_dir)
-    params: dict[str, Any] = {"preset": preset, "lang": lang, "seed": seed, "out_dir": str(run_dir / step.out)}
-    for need in step.needs:
-        key = {"02_tokenizer": "tokenizer_dir", "03_static_vectors": "static_dir", "04_pretraining": "pretrain_dir"}[need]
-        params[key] = str(run_dir / STEP_BY_NAME[need].out)
+def step_parameters(step: Step, run_dir: Path, preset: str, lang: str, seed: int = 0, device: str = "auto",
+                    corpus: str = "embedded", vectors: str | None = None, max_steps: int | None = None,
+                    solve_exercises: bool = False) -> dict[str, Any]:
+    """The papermill parameters of one per-language step; every folder derives from ``run_dir``."""
+    params: dict[str, Any] = {"preset": preset, "lang": lang, "seed": seed, "corpus": corpus,
+                              "run_dir": str(Path(run_dir).resolve()), "solve_exercises": solve_exercises}
     if step.name in ("04_pretraining", "05_probing"):
         params["device"] = device
+    if step.name == "03_static_vectors":
+        params["vectors"] = vectors
+    if step.name == "04_pretraining":
+        params["max_steps"] = max_steps
     return params
+
+
+def out_dir_of(step: Step, params: dict[str, Any]) -> Path:
+    """The folder a step writes: run_dir/<step folder>, or out_dir for the figures step."""
+    return Path(params["out_dir"]) if "out_dir" in params else Path(params["run_dir"]) / step.out
 
 
 def _hash_files(paths: Sequence[Path]) -> str:
@@ -131,7 +137,7 @@ def run_step(step: Step, run_dir: Path, params: dict[str, Any], upstream: Sequen
     its checkpoint. A step rerun because something changed (or with ``force``) starts from an empty
     folder: a checkpoint or metrics file of the old inputs must never be resumed or reported as new.
     """
-    out_dir = Path(params["out_dir"])
+    out_dir = out_dir_of(step, params)
     key = fingerprint(step, params, upstream)
     if not force and is_up_to_date(out_dir, key):
         log(f"[skip] {step.name}: inputs and parameters unchanged since its last successful run ({out_dir})")

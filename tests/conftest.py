@@ -32,10 +32,11 @@ def smoke_step(smoke_run_dir: Path) -> Callable[[str], Path]:
         step = job.STEP_BY_NAME[name]
         for need in step.needs:
             ensure(need)
-        params = job.step_parameters(step, smoke_run_dir, "smoke", SMOKE_LANG, seed=0, device="cpu")
+        params = job.step_parameters(step, smoke_run_dir, "smoke", SMOKE_LANG, seed=0, device="cpu",
+                                     solve_exercises=True)
         upstream = [smoke_run_dir / job.STEP_BY_NAME[n].out for n in step.needs]
         job.run_step(step, smoke_run_dir, params, upstream, force=True)
-        done[name] = Path(params["out_dir"])
+        done[name] = job.out_dir_of(step, params)
         return done[name]
 
     return ensure

@@ -1,0 +1,142 @@
+"""Keep the algorithm a notebook shows and the package's copy of it identical (like d2l's ``#@save``).
+
+A code cell whose first line is ``#| export helpers.<module>`` shows definitions (functions,
+classes, constants) that the package holds too. Each top-level definition in such a cell must be
+character for character the definition of the same name in that module; the test suite checks it
+with :func:`check_all`, and ``python -m helpers.notebook_sync --write`` copies the package's
+definitions into the notebooks after an edit of the package (``--check`` only reports).
+
+Why not generate the package from the notebooks (nbdev)? The package is what the tests, the main
+job and the GPU runner import; keeping it the edited source and the notebooks the checked copy
+needs no build step and no extra tool, and a student can still read every line in the page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import inspect
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from helpers.runinfo import REPO_ROOT
+
+EXPORT_MARK = "#| export "
+NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    notebook: str
+    cell: int
+    module: str
+    name: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.notebook} cell {self.cell}: {self.module}.{self.name}: {self.problem}"
+
+
+def _cell_source(cell: dict) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def exported_cells(notebook: Path) -> list[tuple[int, str, str]]:
+    """(cell index, module name, cell source) for every export cell of ``notebook``."""
+    cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+    found = []
+    for index, cell in enumerate(cells):
+        source = _cell_source(cell)
+        if cell.get("cell_type") == "code" and source.startswith(EXPORT_MARK):
+            module = source.splitlines()[0][len(EXPORT_MARK):].strip()
+            found.append((index, module, source))
+    return found
+
+
+def definitions(source: str) -> dict[str, str]:
+    """Top-level definitions in ``source``, by name, as their exact text (decorators included)."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            name = node.name
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            name = node.target.id
+        else:
+            continue
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        found[name] = "\n".join(lines[first - 1:node.end_lineno]).rstrip()
+    return found
+
+
+def module_source(module: str) -> str:
+    return inspect.getsource(importlib.import_module(module))
+
+
+def check_notebook(notebook: Path) -> list[Mismatch]:
+    """Every export cell's definitions against the package; an empty list means they agree."""
+    problems = []
+    for index, module, source in exported_cells(notebook):
+        name = Path(notebook).name
+        if not module.startswith("helpers."):
+            problems.append(Mismatch(name, index, module, "-", "export target must be a helpers module"))
+            continue
+        package = definitions(module_source(module))
+        shown = definitions(source)
+        if not shown:
+            problems.append(Mismatch(name, index, module, "-", "export cell defines nothing"))
+        for def_name, text in shown.items():
+            if def_name not in package:
+                problems.append(Mismatch(name, index, module, def_name, "not defined in the package"))
+            elif package[def_name] != text:
+                problems.append(Mismatch(name, index, module, def_name,
+                                         "differs from the package (run python -m helpers.notebook_sync --write)"))
+    return problems
+
+
+def check_all(notebooks: Sequence[Path] | None = None) -> list[Mismatch]:
+    paths = notebooks if notebooks is not None else sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
+    return [m for path in paths for m in check_notebook(path)]
+
+
+def write_notebook(notebook: Path) -> int:
+    """Copy the package's definitions into ``notebook``'s export cells; returns how many changed."""
+    data = json.loads(Path(notebook).read_text(encoding="utf-8"))
+    changed = 0
+    for index, module, source in exported_cells(notebook):
+        package = definitions(module_source(module))
+        new = source
+        for def_name, text in definitions(source).items():
+            if def_name in package and package[def_name] != text:
+                new = new.replace(text, package[def_name])
+                changed += 1
+        data["cells"][index]["source"] = new.splitlines(keepends=True)
+    if changed:
+        Path(notebook).write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return changed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m helpers.notebook_sync", description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="copy the package's definitions into the notebooks")
+    args = parser.parse_args(argv)
+    if args.write:
+        for path in sorted(NOTEBOOKS_DIR.glob("*.ipynb")):
+            if (n := write_notebook(path)):
+                print(f"{path.name}: {n} definition(s) updated from the package")
+    problems = check_all()
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -113,6 +113,7 @@ def start(preset: str, lang: str, seed: int = 0, run_dir: str | Path | None = No
     folder = resolve(run_dir) if run_dir else default_run_dir(preset, lang)
     setup = Setup(preset, lang, seed, str(corpus), folder, pick_device(device))
     where = "interactive" if folder.is_relative_to(INTERACTIVE_DIR) else "main job"
+    shown = folder.relative_to(REPO_ROOT) if folder.is_relative_to(REPO_ROOT) else folder
     print(f"preset={preset} lang={lang} seed={seed} corpus={corpus} device={setup.device}\n"
-          f"run folder ({where}): {folder}")
+          f"run folder ({where}): {shown}")
     return setup

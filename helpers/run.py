@@ -1,32 +1,44 @@
-"""The main job: execute notebooks 01 to 06 in order with papermill, chaining their output folders.
+"""The main job: execute notebooks 01 to 06 in order with papermill, chaining their run folders.
 
 ``python -m helpers.run --preset demo --lang en`` (``make figures``) writes executed notebooks and
-their artifacts under ``runs/<preset>-<lang>/`` and the figures under ``figures/``. A step whose
-notebook, parameters, helpers code and upstream outputs are unchanged since its last successful
-run is skipped, so a rerun after a failure resumes where it stopped. The tests run the same steps
-with ``preset='smoke'`` through :func:`run_step`.
+their artifacts under ``runs/<preset>-<lang>/``, the figures under ``figures/`` and readable copies
+of the executed notebooks under ``docs/``. A step whose notebook sources, parameters, the helper
+modules it imports and its upstream steps are unchanged since its last successful run is skipped,
+so a rerun after a failure resumes where it stopped. The tests run the same steps with
+``preset='smoke'`` through :func:`run_step`.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import json
+import logging
+import os
 import shutil
+import socket
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
+from helpers.notebook_setup import CORPUS_HELP, STEP_FOLDERS, parse_corpus, quiet_libraries
 from helpers.presets import PRESET_HELP, check_preset
-from helpers.runinfo import REPO_ROOT
+from helpers.runinfo import REPO_ROOT, check_device
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+HELPERS_DIR = REPO_ROOT / "helpers"
 DEFAULT_RUNS_DIR = REPO_ROOT / "runs"
-DEFAULT_FIGURES_DIR = REPO_ROOT / "figures"
-STAMP_NAME = ".step.json"
+COMMITTED_FIGURES_DIR = REPO_ROOT / "figures"
+DOCS_DIR = REPO_ROOT / "docs"
+README_PRESET = "demo"  # the preset of the README's main job: the only one that writes the committed figures/
+STAMP_NAME = ".step.json"  # written when a step finished: its fingerprint, time and parameters
 STARTED_NAME = ".step-started.json"  # the fingerprint a step was last started with, finished or not
+LOCK_NAME = ".job.lock"
+OWNER_NAME = ".job.owner.json"
 
 
 @dataclass(frozen=True)
@@ -44,11 +56,11 @@ class Step:
 
 
 STEPS: tuple[Step, ...] = (
-    Step("01_masking", "masking"),
-    Step("02_tokenizer", "tokenizer"),
-    Step("03_static_vectors", "static", ("02_tokenizer",)),
-    Step("04_pretraining", "pretrain", ("02_tokenizer", "03_static_vectors")),
-    Step("05_probing", "probe", ("02_tokenizer", "03_static_vectors", "04_pretraining")),
+    Step("01_masking", STEP_FOLDERS["masking"]),
+    Step("02_tokenizer", STEP_FOLDERS["tokenizer"]),
+    Step("03_static_vectors", STEP_FOLDERS["static"], ("02_tokenizer",)),
+    Step("04_pretraining", STEP_FOLDERS["pretrain"], ("02_tokenizer", "03_static_vectors")),
+    Step("05_probing", STEP_FOLDERS["probe"], ("02_tokenizer", "03_static_vectors", "04_pretraining")),
 )
 # 06 draws from every language's run folder at once, so it runs after the per-language steps.
 FIGURES_STEP = Step("06_figures", "figures", owns_out_dir=False)
@@ -59,8 +71,19 @@ class StepFailed(RuntimeError):
     """A notebook raised: the message names the notebook, the failing cell's error and the executed copy."""
 
 
-def run_dir_for(runs_dir: Path, preset: str, lang: str) -> Path:
-    return Path(runs_dir) / f"{preset}-{lang}"
+class JobError(ValueError):
+    """A user error caught before or between steps: one line that says what to do."""
+
+
+# --------------------------------------------------------------------------------------------
+# Run folders and parameters
+# --------------------------------------------------------------------------------------------
+
+
+def run_dir_for(runs_dir: Path, preset: str, lang: str, seed: int = 0) -> Path:
+    """``<runs>/<preset>-<lang>`` for seed 0, ``<runs>/<preset>-<lang>-seed<N>`` otherwise."""
+    suffix = "" if seed == 0 else f"-seed{seed}"
+    return Path(runs_dir) / f"{preset}-{lang}{suffix}"
 
 
 def step_parameters(step: Step, run_dir: Path, preset: str, lang: str, seed: int = 0, device: str = "auto",
@@ -83,23 +106,105 @@ def out_dir_of(step: Step, params: dict[str, Any]) -> Path:
     return Path(params["out_dir"]) if "out_dir" in params else Path(params["run_dir"]) / step.out
 
 
-def _hash_files(paths: Sequence[Path]) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(paths):
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
+def declared_parameters(notebook: Path) -> set[str]:
+    """The names assigned in a notebook's cell tagged ``parameters``."""
+    cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+    for cell in cells:
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            tree = ast.parse(_source(cell))
+            return {t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                    for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                    if isinstance(t, ast.Name)}
+    raise JobError(f"{Path(notebook).name} has no cell tagged 'parameters'")
+
+
+def check_parameters(notebook: Path, params: dict[str, Any]) -> None:
+    """Refuse parameters a notebook does not declare: papermill would only log them and run on defaults."""
+    unknown = sorted(set(params) - declared_parameters(notebook))
+    if unknown:
+        raise JobError(f"{Path(notebook).name} does not take the parameter(s) {', '.join(unknown)}; "
+                       f"it takes {', '.join(sorted(declared_parameters(notebook)))}")
+
+
+# --------------------------------------------------------------------------------------------
+# Fingerprints: what a step's result depends on
+# --------------------------------------------------------------------------------------------
+
+
+def _source(cell: dict[str, Any]) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def notebook_sources(notebook: Path) -> list[tuple[str, str]]:
+    """(cell type, source) of every cell: what a student edits, never outputs, counts or metadata."""
+    cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+    return [(cell.get("cell_type", ""), _source(cell)) for cell in cells]
+
+
+def _python_lines(source: str) -> str:
+    """Cell source without IPython magics and shell escapes, so ``ast`` can read it."""
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+
+
+def _module_file(module: str) -> Path | None:
+    parts = module.split(".")
+    base = REPO_ROOT.joinpath(*parts)
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _imported_helpers(source: str) -> set[str]:
+    """Names of ``helpers`` modules that ``source`` imports, anywhere in it (lazy imports included)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.split(".")[0] == "helpers")
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "helpers":
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names
+                         if _module_file(f"{node.module}.{alias.name}") is not None)
+    return found
+
+
+def helper_modules(step: Step) -> list[str]:
+    """Every helpers module the step's notebook imports, directly or through other helpers modules."""
+    code = "\n".join(_python_lines(src) for kind, src in notebook_sources(step.notebook) if kind == "code")
+    todo = sorted(_imported_helpers(code) | {"helpers"})
+    seen: set[str] = set()
+    while todo:
+        module = todo.pop()
+        if module in seen or _module_file(module) is None:
+            continue
+        seen.add(module)
+        parents = [".".join(module.split(".")[:i]) for i in range(1, module.count(".") + 1)]
+        todo.extend(parents)  # importing helpers.plots.x runs helpers/plots/__init__.py too
+        todo.extend(_imported_helpers(_module_file(module).read_text(encoding="utf-8")))
+    return sorted(seen)
+
+
+def _portable(params: dict[str, Any]) -> dict[str, Any]:
+    """Parameters without absolute folders, so moving a runs folder changes no fingerprint."""
+    portable = {k: v for k, v in params.items() if k not in ("run_dir", "out_dir", "run_dirs")}
+    if "run_dirs" in params:
+        portable["run_dirs"] = [Path(d).name for d in params["run_dirs"]]
+    return portable
 
 
 def fingerprint(step: Step, params: dict[str, Any], upstream: Sequence[Path] = ()) -> str:
-    """What a step's result depends on: its notebook, parameters, the helpers code and upstream stamps."""
+    """Notebook cell sources, portable parameters, imported helpers' code and upstream fingerprints."""
     digest = hashlib.sha256()
-    digest.update(step.notebook.read_bytes())
-    digest.update(json.dumps(params, sort_keys=True).encode())
-    digest.update(_hash_files(list((REPO_ROOT / "helpers").glob("*.py"))).encode())
+    digest.update(json.dumps(notebook_sources(step.notebook)).encode())
+    digest.update(json.dumps(_portable(params), sort_keys=True, default=str).encode())
+    for module in helper_modules(step):
+        digest.update(module.encode())
+        digest.update(_module_file(module).read_bytes())
     for folder in upstream:
         stamp = Path(folder) / STAMP_NAME
-        digest.update(stamp.read_bytes() if stamp.exists() else b"missing")
+        key = json.loads(stamp.read_text()).get("fingerprint", "") if stamp.exists() else "missing"
+        digest.update(f"{Path(folder).name}:{key}".encode())
     return digest.hexdigest()
 
 
@@ -108,25 +213,32 @@ def is_up_to_date(out_dir: Path, key: str) -> bool:
     return stamp.exists() and json.loads(stamp.read_text()).get("fingerprint") == key
 
 
-def execute_notebook(notebook: Path, executed: Path, params: dict[str, Any], cwd: Path | None = None) -> None:
+def started_with(out_dir: Path) -> str | None:
+    """The fingerprint ``out_dir``'s step was last started with (None if never, or unknown)."""
+    started = Path(out_dir) / STARTED_NAME
+    return json.loads(started.read_text()).get("fingerprint") if started.exists() else None
+
+
+# --------------------------------------------------------------------------------------------
+# Executing steps
+# --------------------------------------------------------------------------------------------
+
+
+def execute_notebook(notebook: Path, executed: Path, params: dict[str, Any]) -> None:
     """Run one notebook with papermill; on failure raise StepFailed naming the cell's error and the copy."""
     import papermill as pm
 
+    check_parameters(notebook, params)
     executed.parent.mkdir(parents=True, exist_ok=True)
     try:
-        pm.execute_notebook(str(notebook), str(executed), parameters=params, cwd=str(cwd or REPO_ROOT),
-                            kernel_name="python3", progress_bar=False, log_output=True)
+        pm.execute_notebook(str(notebook), str(executed), parameters=params, cwd=str(REPO_ROOT),
+                            kernel_name="python3", progress_bar={"desc": f"  {notebook.stem}", "leave": False},
+                            log_output=False)
     except pm.PapermillExecutionError as err:
         raise StepFailed(
             f"{notebook.name} failed in cell {err.exec_count}: {err.ename}: {err.evalue}\n"
             f"the partially executed copy is {executed}"
         ) from None
-
-
-def started_with(out_dir: Path) -> str | None:
-    """The fingerprint ``out_dir``'s step was last started with (None if never, or unknown)."""
-    started = Path(out_dir) / STARTED_NAME
-    return json.loads(started.read_text()).get("fingerprint") if started.exists() else None
 
 
 def run_step(step: Step, run_dir: Path, params: dict[str, Any], upstream: Sequence[Path] = (),
@@ -140,7 +252,7 @@ def run_step(step: Step, run_dir: Path, params: dict[str, Any], upstream: Sequen
     out_dir = out_dir_of(step, params)
     key = fingerprint(step, params, upstream)
     if not force and is_up_to_date(out_dir, key):
-        log(f"[skip] {step.name}: inputs and parameters unchanged since its last successful run ({out_dir})")
+        log(f"[skip] {step.name}: unchanged since its last successful run")
         return False
     stamp = out_dir / STAMP_NAME
     if stamp.exists():
@@ -155,69 +267,286 @@ def run_step(step: Step, run_dir: Path, params: dict[str, Any], upstream: Sequen
     execute_notebook(step.notebook, Path(run_dir) / f"{step.name}.ipynb", params)
     seconds = time.perf_counter() - started
     out_dir.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(json.dumps({"fingerprint": key, "seconds": round(seconds, 1), "params": params}, indent=2))
+    stamp.write_text(json.dumps({"fingerprint": key, "seconds": round(seconds, 1), "params": params,
+                                 "helpers": helper_modules(step)}, indent=2))
     log(f"[done] {step.name} in {seconds:.0f} s")
     return True
 
 
-def run_language(preset: str, lang: str, runs_dir: Path = DEFAULT_RUNS_DIR, seed: int = 0,
-                 device: str = "auto", force: bool = False, log: Any = print) -> Path:
-    """Steps 01 to 05 for one language; returns the run folder."""
-    run_dir = run_dir_for(runs_dir, preset, lang)
-    for step in STEPS:
-        params = step_parameters(step, run_dir, preset, lang, seed, device)
-        upstream = [run_dir / STEP_BY_NAME[n].out for n in step.needs]
-        run_step(step, run_dir, params, upstream, force=force, log=log)
+def run_language(preset: str, lang: str, runs_dir: Path = DEFAULT_RUNS_DIR, seed: int = 0, device: str = "auto",
+                 force: bool = False, log: Any = print, corpus: str = "embedded", vectors: str | None = None,
+                 max_steps: int | None = None) -> Path:
+    """Steps 01 to 05 for one language and seed; returns the run folder."""
+    run_dir = run_dir_for(runs_dir, preset, lang, seed).resolve()
+    with folder_lock(run_dir):
+        for step in STEPS:
+            params = step_parameters(step, run_dir, preset, lang, seed, device, corpus, vectors, max_steps)
+            upstream = [run_dir / STEP_BY_NAME[n].out for n in step.needs]
+            run_step(step, run_dir, params, upstream, force=force, log=log)
     return run_dir
 
 
 def figures_parameters(run_dirs: Sequence[Path], figures_dir: Path) -> dict[str, Any]:
-    return {"run_dirs": [str(d) for d in run_dirs], "out_dir": str(figures_dir)}
+    return {"run_dirs": [str(Path(d).resolve()) for d in run_dirs], "out_dir": str(Path(figures_dir).resolve())}
 
 
 def run_figures(run_dirs: Sequence[Path], figures_dir: Path, executed_dir: Path, force: bool = False,
-                log: Any = print) -> None:
+                log: Any = print) -> bool:
+    """Run 06 into a temporary folder and move its files into ``figures_dir`` only once all are written.
+
+    A failure part-way therefore leaves ``figures_dir`` as it was: never new figures beside old
+    tables and an old provenance. Files in ``figures_dir`` that 06 does not write are kept.
+    """
+    figures_dir = Path(figures_dir).resolve()
     params = figures_parameters(run_dirs, figures_dir)
     upstream = [Path(d) / s.out for d in run_dirs for s in STEPS]
-    run_step(FIGURES_STEP, executed_dir, params, upstream, force=force, log=log)
+    key = fingerprint(FIGURES_STEP, params, upstream)
+    if not force and is_up_to_date(figures_dir, key):
+        log(f"[skip] {FIGURES_STEP.name}: unchanged since its last successful run")
+        return False
+    staging = figures_dir.parent / f".{figures_dir.name}.incoming-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    log(f"[run ] {FIGURES_STEP.name} -> {figures_dir}")
+    started = time.perf_counter()
+    try:
+        execute_notebook(FIGURES_STEP.notebook, Path(executed_dir) / f"{FIGURES_STEP.name}.ipynb",
+                         {**params, "out_dir": str(staging)})
+        figures_dir.mkdir(parents=True, exist_ok=True)
+        for path in sorted(p for p in staging.rglob("*") if p.is_file()):
+            target = figures_dir / path.relative_to(staging)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    seconds = time.perf_counter() - started
+    (figures_dir / STAMP_NAME).write_text(json.dumps({"fingerprint": key, "seconds": round(seconds, 1),
+                                                      "params": params}, indent=2))
+    log(f"[done] {FIGURES_STEP.name} in {seconds:.0f} s")
+    return True
 
 
-def parse_langs(text: str) -> list[str]:
-    """'en,fr' -> ['en', 'fr']; the main job runs on the embedded corpus, so only its languages are known."""
+# --------------------------------------------------------------------------------------------
+# Locks: one job per run folder
+# --------------------------------------------------------------------------------------------
+
+
+class folder_lock:  # noqa: N801 - used as a context manager, reads like `with folder_lock(path):`
+    """Hold ``folder/.job.lock`` for the duration; a second job on the same folder stops at once.
+
+    The lock is an OS file lock (``filelock``), released when the process ends, even by ``kill -9``,
+    so no stale lock outlives its job. The holder writes who it is beside the lock for the message.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+
+    def __enter__(self) -> "folder_lock":
+        from filelock import FileLock, Timeout
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._lock = FileLock(str(self.folder / LOCK_NAME))
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            raise JobError(f"another job is using {self.folder} ({self._holder()}); wait for it to finish, "
+                           f"or give this one another --out") from None
+        owner = {"pid": os.getpid(), "host": socket.gethostname(), "argv": sys.argv,
+                 "since": time.strftime("%Y-%m-%d %H:%M:%S")}
+        (self.folder / OWNER_NAME).write_text(json.dumps(owner))
+        return self
+
+    def _holder(self) -> str:
+        try:
+            owner = json.loads((self.folder / OWNER_NAME).read_text())
+            return f"pid {owner['pid']} on {owner['host']} since {owner['since']}: {' '.join(owner['argv'])}"
+        except (OSError, ValueError, KeyError):
+            return "holder unknown"
+
+    def __exit__(self, *exc: Any) -> None:
+        (self.folder / OWNER_NAME).unlink(missing_ok=True)
+        self._lock.release()
+
+
+# --------------------------------------------------------------------------------------------
+# Readable copies of the executed notebooks
+# --------------------------------------------------------------------------------------------
+
+
+def render_notebook(executed: Path, out_dir: Path) -> Path:
+    """Markdown with its images beside it, paths made repository-relative, for readers on the web."""
+    from nbconvert import MarkdownExporter
+
+    body, resources = MarkdownExporter().from_filename(str(executed))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files_dir_name = f"{executed.stem}_files"
+    shutil.rmtree(out_dir / files_dir_name, ignore_errors=True)
+    for name, data in resources.get("outputs", {}).items():
+        target = out_dir / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    body = body.replace(f"{REPO_ROOT}/", "").replace(str(REPO_ROOT), ".")
+    target = out_dir / f"{executed.stem}.md"
+    target.write_text(body, encoding="utf-8")
+    return target
+
+
+def render_docs(run_dirs: Sequence[Path], figures_executed: Path, docs_dir: Path = DOCS_DIR) -> list[Path]:
+    """Render every executed notebook into ``docs/<run folder>/`` and 06 into ``docs/figures/``."""
+    written = []
+    for run_dir in run_dirs:
+        for step in STEPS:
+            executed = Path(run_dir) / f"{step.name}.ipynb"
+            if executed.exists():
+                written.append(render_notebook(executed, docs_dir / Path(run_dir).name))
+    if figures_executed.exists():
+        written.append(render_notebook(figures_executed, docs_dir / "figures"))
+    return written
+
+
+# --------------------------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------------------------
+
+
+def parse_list(text: str, what: str) -> list[str]:
+    items = [part.strip() for part in str(text).split(",") if part.strip()]
+    if not items:
+        raise JobError(f"--{what} needs at least one value, e.g. --{what} " + ("en,fr" if what == "lang" else "0,1,2"))
+    duplicates = sorted({item for item in items if items.count(item) > 1})
+    if duplicates:
+        raise JobError(f"--{what} lists {', '.join(duplicates)} more than once")
+    return items
+
+
+def parse_langs(text: str, corpus: str = "embedded") -> list[str]:
+    """'en,fr' -> ['en', 'fr'], checked against the languages the chosen corpus has."""
     from helpers.data import EMBEDDED_FILES
+    from helpers.paper_values import LANGS as C4_PAPER_LANGS
 
-    langs = [part.strip() for part in text.split(",") if part.strip()]
-    if not langs:
-        raise ValueError("--lang needs at least one language code, e.g. en or en,fr,es")
+    langs = parse_list(text, "lang")
+    source = parse_corpus(corpus)["source"]
+    known = {"embedded": tuple(EMBEDDED_FILES), "hub": C4_PAPER_LANGS}.get(source)
     for lang in langs:
-        if lang not in EMBEDDED_FILES:
-            raise ValueError(f"unknown language {lang!r} for the offline main job; choose from "
-                             f"{', '.join(EMBEDDED_FILES)} (other languages need Hub data: see README)")
+        if known is not None and lang not in known:
+            hint = " (other languages need --corpus hub or --corpus files:PATH)" if source == "embedded" else ""
+            raise JobError(f"unknown language {lang!r} for the {source} corpus; choose from {', '.join(known)}{hint}")
     return langs
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.run", description=__doc__.splitlines()[0])
-    parser.add_argument("--preset", default="demo", help=PRESET_HELP)
-    parser.add_argument("--lang", default="en", help="language code(s), comma-separated: en, fr, es offline")
-    parser.add_argument("--out", default=str(DEFAULT_RUNS_DIR), help="folder for run folders (default: runs/)")
-    parser.add_argument("--figures", default=str(DEFAULT_FIGURES_DIR), help="folder for figures (default: figures/)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    parser.add_argument("--force", action="store_true", help="rerun every step even if unchanged")
-    args = parser.parse_args(argv)
+def parse_seeds(text: str) -> list[int]:
+    seeds = []
+    for item in parse_list(text, "seeds"):
+        if not item.isdigit():
+            raise JobError(f"--seeds takes non-negative integers such as 0,1,2, got {item!r}")
+        seeds.append(int(item))
+    return seeds
+
+
+def positive_int(text: str) -> int:
+    if not str(text).isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return int(text)
+
+
+def writable_folder(path: str | Path, option: str) -> Path:
+    """Resolve once, here, against the current directory; refuse a file or a folder we cannot write."""
+    folder = Path(path).expanduser().resolve()
+    if folder.exists() and not folder.is_dir():
+        raise JobError(f"{option} {folder} is a file, not a folder; give a folder path")
     try:
-        preset = check_preset(args.preset)
-        langs = parse_langs(args.lang)
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise JobError(f"{option} {folder} cannot be created ({err.strerror}); choose a folder you can write") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise JobError(f"{option} {folder} is not writable; choose a folder you can write")
+    return folder
+
+
+def default_figures_dir(preset: str, corpus: str, max_steps: int | None, seeds: Sequence[int], out: Path) -> Path:
+    """figures/ only for the README's main job; any other run keeps its figures inside its runs folder."""
+    if preset == README_PRESET and corpus == "embedded" and max_steps is None and list(seeds) == [0]:
+        return COMMITTED_FIGURES_DIR
+    return out / f"figures-{preset}"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m helpers.run", description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default=README_PRESET, help=PRESET_HELP)
+    parser.add_argument("--lang", default="en", help="language code(s), comma-separated (offline: en, fr, es)")
+    parser.add_argument("--corpus", default="embedded", help=CORPUS_HELP)
+    parser.add_argument("--vectors", default=None, help="a local .vec/.vec.gz/.bin file for notebook 03 "
+                        "(default: per the preset: trained here, or the published cc.LANG.300 for paper)")
+    parser.add_argument("--max-steps", type=positive_int, default=None, help="cap pretraining at N steps")
+    parser.add_argument("--seeds", default="0", help="seeds, comma-separated; each language runs once per seed")
+    parser.add_argument("--out", default=str(DEFAULT_RUNS_DIR), help="folder for run folders (default: runs/)")
+    parser.add_argument("--figures", default=None, help="folder for figures (default: figures/ for the README's "
+                        "demo job, else <out>/figures-<preset>)")
+    parser.add_argument("--docs", default=None, help="folder for rendered notebooks (default: docs/ when writing "
+                        "figures/, else none)")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    parser.add_argument("--force", action="store_true", help="rerun every step even if unchanged")
+    return parser
+
+
+def _configure_logging() -> None:
+    quiet_libraries()
+    for name in ("papermill", "traitlets", "jupyter_client", "nbclient", "asyncio"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore")
+
+
+def _job_runs(args: argparse.Namespace) -> tuple[str, list[str], list[int], Path, Path, Path | None, str | None]:
+    preset = check_preset(args.preset)
+    parse_corpus(args.corpus)
+    source = parse_corpus(args.corpus)
+    if source["source"] == "files" and not Path(source["path"]).exists():
+        raise JobError(f"--corpus {args.corpus}: {source['path']} does not exist")
+    langs = parse_langs(args.lang, args.corpus)
+    seeds = parse_seeds(args.seeds)
+    check_device(args.device)
+    vectors = None
+    if args.vectors is not None:
+        path = Path(args.vectors).expanduser().resolve()
+        if not path.is_file():
+            raise JobError(f"--vectors {args.vectors}: no such file; give a .vec, .vec.gz or .bin file")
+        vectors = str(path)
+    out = writable_folder(args.out, "--out")
+    figures_dir = (writable_folder(args.figures, "--figures") if args.figures is not None
+                   else default_figures_dir(preset, args.corpus, args.max_steps, seeds, out))
+    docs = (Path(args.docs).resolve() if args.docs is not None
+            else DOCS_DIR if figures_dir == COMMITTED_FIGURES_DIR else None)
+    return preset, langs, seeds, out, figures_dir, docs, vectors
+
+
+def _iterate(langs: Sequence[str], seeds: Sequence[int]) -> Iterator[tuple[str, int]]:
+    for lang in langs:
+        for seed in seeds:
+            yield lang, seed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _configure_logging()
+    try:
+        preset, langs, seeds, out, figures_dir, docs, vectors = _job_runs(args)
         started = time.perf_counter()
-        run_dirs = [run_language(preset, lang, Path(args.out), args.seed, args.device, args.force) for lang in langs]
-        executed_dir = Path(args.out) / f"{preset}-figures"
-        run_figures(run_dirs, Path(args.figures), executed_dir, force=args.force)
-    except (StepFailed, ValueError, FileNotFoundError) as err:
+        run_dirs = []
+        for lang, seed in _iterate(langs, seeds):
+            print(f"== {preset} · {lang} · seed {seed}")
+            run_dirs.append(run_language(preset, lang, out, seed, args.device, args.force, corpus=args.corpus,
+                                         vectors=vectors, max_steps=args.max_steps))
+        executed_dir = out / f"{preset}-figures"
+        with folder_lock(executed_dir):
+            run_figures(run_dirs, figures_dir, executed_dir, force=args.force)
+        if docs is not None:
+            written = render_docs(run_dirs, executed_dir / f"{FIGURES_STEP.name}.ipynb", docs)
+            print(f"rendered {len(written)} notebooks into {docs}")
+    except (StepFailed, JobError, ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     minutes = (time.perf_counter() - started) / 60
-    print(f"finished in {minutes:.1f} min; executed notebooks under {Path(args.out)}, figures in {Path(args.figures)}")
+    print(f"finished in {minutes:.1f} min; executed notebooks under {out}, figures in {figures_dir}")
     return 0
 
 

@@ -39,10 +39,19 @@ def set_seed(seed: int) -> None:
         pass
 
 
+def check_device(name: str) -> str:
+    """Refuse a device name torch cannot use here, before any work is done: auto, cpu, cuda or cuda:N."""
+    text = str(name)
+    if text in ("auto", "cpu", "cuda") or (text.startswith("cuda:") and text[5:].isdigit()):
+        return text
+    raise ValueError(f"unknown device {name!r}; choose auto, cpu, cuda or cuda:N")
+
+
 def pick_device(prefer: str = "auto") -> str:
     """'cuda' when a GPU is present (or asked for), else 'cpu'; a clear error if CUDA is asked for but absent."""
     import torch
 
+    check_device(prefer)
     if prefer == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if prefer.startswith("cuda") and not torch.cuda.is_available():

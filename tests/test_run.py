@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -12,7 +14,7 @@ from helpers import run as job
 
 def _notebook(path: Path, body: str) -> None:
     nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell('out_dir = "x"\nvalue = 1')
+    params = nbformat.v4.new_code_cell('run_dir = "x"\nout_dir = None\nvalue = 1')
     params.metadata["tags"] = ["parameters"]
     nb.cells = [params, nbformat.v4.new_code_cell(body)]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -25,15 +27,15 @@ def toy_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> job.Step:
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
     _notebook(notebooks / "99_toy.ipynb",
-              "from pathlib import Path\nPath(out_dir).mkdir(parents=True, exist_ok=True)\n"
-              "(Path(out_dir) / 'value.txt').write_text(str(value))")
+              "from pathlib import Path\nout = Path(out_dir) if out_dir else Path(run_dir) / 'toy'\n"
+              "out.mkdir(parents=True, exist_ok=True)\n(out / 'value.txt').write_text(str(value))")
     monkeypatch.setattr(job, "NOTEBOOKS_DIR", notebooks)
     return job.Step("99_toy", "toy")
 
 
 def test_step_runs_then_skips_until_something_changes(tmp_path: Path, toy_step: job.Step) -> None:
     run_dir = tmp_path / "runs" / "smoke-en"
-    params = {"out_dir": str(run_dir / "toy"), "value": 1}
+    params = {"run_dir": str(run_dir), "value": 1}
     messages: list[str] = []
     assert job.run_step(toy_step, run_dir, params, log=messages.append) is True
     assert (run_dir / "toy" / "value.txt").read_text() == "1"
@@ -52,7 +54,7 @@ def test_rerun_after_a_change_starts_empty_but_a_rerun_after_a_crash_keeps_its_f
     """A stale checkpoint must not be resumed; a crashed run's checkpoint must be."""
     run_dir = tmp_path / "runs" / "smoke-en"
     out = run_dir / "toy"
-    params = {"out_dir": str(out), "value": 1}
+    params = {"run_dir": str(run_dir), "value": 1}
     assert job.run_step(toy_step, run_dir, params, log=lambda m: None)
     (out / "checkpoint.pt").write_text("state of value=1")
     (out / job.STAMP_NAME).unlink()  # as if it had crashed after writing its checkpoint
@@ -82,7 +84,7 @@ def test_upstream_change_reruns_the_step(tmp_path: Path, toy_step: job.Step) -> 
     upstream = tmp_path / "up"
     upstream.mkdir()
     (upstream / job.STAMP_NAME).write_text('{"fingerprint": "a"}')
-    params = {"out_dir": str(tmp_path / "toy"), "value": 1}
+    params = {"run_dir": str(tmp_path), "value": 1}
     assert job.run_step(toy_step, tmp_path, params, [upstream], log=lambda m: None)
     assert not job.run_step(toy_step, tmp_path, params, [upstream], log=lambda m: None)
     (upstream / job.STAMP_NAME).write_text('{"fingerprint": "b"}')
@@ -96,7 +98,7 @@ def test_failing_notebook_names_itself_the_error_and_the_partial_copy(
     _notebook(notebooks / "98_broken.ipynb", "raise ValueError('corpus is empty')")
     monkeypatch.setattr(job, "NOTEBOOKS_DIR", notebooks)
     step = job.Step("98_broken", "broken")
-    params = {"out_dir": str(tmp_path / "broken"), "value": 1}
+    params = {"run_dir": str(tmp_path), "value": 1}
     with pytest.raises(job.StepFailed) as info:
         job.run_step(step, tmp_path, params, log=lambda m: None)
     message = str(info.value)
@@ -108,15 +110,21 @@ def test_failing_notebook_names_itself_the_error_and_the_partial_copy(
     assert not (tmp_path / "broken" / job.STAMP_NAME).exists()
 
 
-def test_parameters_chain_each_step_to_the_folders_it_reads(tmp_path: Path) -> None:
+def test_parameters_give_every_step_the_run_folder_and_only_what_its_notebook_declares(tmp_path: Path) -> None:
     run_dir = tmp_path / "demo-en"
-    pretrain = job.step_parameters(job.STEP_BY_NAME["04_pretraining"], run_dir, "demo", "en")
-    assert pretrain["out_dir"] == str(run_dir / "pretrain")
-    assert pretrain["tokenizer_dir"] == str(run_dir / "tokenizer")
-    assert pretrain["static_dir"] == str(run_dir / "static")
-    assert pretrain["device"] == "auto"
-    probe = job.step_parameters(job.STEP_BY_NAME["05_probing"], run_dir, "demo", "en")
-    assert probe["pretrain_dir"] == str(run_dir / "pretrain")
+    for step in job.STEPS:
+        params = job.step_parameters(step, run_dir, "demo", "en", corpus="files:/data", max_steps=5)
+        assert params["run_dir"] == str(run_dir.resolve()) and params["corpus"] == "files:/data"
+        job.check_parameters(step.notebook, params)  # raises if the notebook does not declare one
+        assert job.out_dir_of(step, params) == run_dir.resolve() / step.out
+    assert job.step_parameters(job.STEP_BY_NAME["04_pretraining"], run_dir, "demo", "en")["device"] == "auto"
+    job.check_parameters(job.FIGURES_STEP.notebook, job.figures_parameters([run_dir], tmp_path / "f"))
+
+
+def test_a_parameter_the_notebook_does_not_declare_is_an_error_not_a_log_line(tmp_path: Path,
+                                                                             toy_step: job.Step) -> None:
+    with pytest.raises(job.JobError, match="does not take the parameter.*corpus_source"):
+        job.run_step(toy_step, tmp_path, {"run_dir": str(tmp_path), "corpus_source": "files"}, log=lambda m: None)
 
 
 def test_every_step_has_a_notebook_with_a_parameters_cell() -> None:
@@ -130,10 +138,168 @@ def test_every_step_has_a_notebook_with_a_parameters_cell() -> None:
 
 @pytest.mark.parametrize("argv, expected", [
     (["--preset", "huge"], "unknown preset 'huge'"),
-    (["--lang", ","], "--lang needs at least one language"),
+    (["--lang", ","], "--lang needs at least one value"),
     (["--lang", "xx"], "unknown language 'xx'"),
 ])
 def test_bad_arguments_fail_with_one_clear_line(argv: list[str], expected: str, tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     assert job.main([*argv, "--out", str(tmp_path)]) == 1
     assert expected in capsys.readouterr().err
+
+
+def _save_as_autosave_would(path: Path) -> None:
+    """Outputs, execution counts and metadata added, sources untouched: what JupyterLab's autosave writes."""
+    nb = nbformat.read(path, as_version=4)
+    for n, cell in enumerate(nb.cells):
+        if cell.cell_type == "code":
+            cell.execution_count = n + 1
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="hello\n")]
+            cell.metadata["scrolled"] = True
+    nb.metadata["widgets"] = {"state": {}}
+    nbformat.write(nb, path)
+
+
+def test_a_notebook_saved_with_outputs_does_not_rerun_its_step(tmp_path: Path, toy_step: job.Step) -> None:
+    run_dir = tmp_path / "runs" / "smoke-en"
+    params = {"run_dir": str(run_dir), "value": 1}
+    assert job.run_step(toy_step, run_dir, params, log=lambda m: None)
+    _save_as_autosave_would(toy_step.notebook)
+    assert not job.run_step(toy_step, run_dir, params, log=lambda m: None)
+    nb = nbformat.read(toy_step.notebook, as_version=4)
+    nb.cells[1].source += "\n# an edited line"
+    nbformat.write(nb, toy_step.notebook)
+    assert job.run_step(toy_step, run_dir, params, log=lambda m: None)  # a source edit does rerun
+
+
+def test_moving_the_runs_folder_reruns_nothing(tmp_path: Path, toy_step: job.Step) -> None:
+    first = tmp_path / "a" / "smoke-en"
+    assert job.run_step(toy_step, first, {"run_dir": str(first), "value": 1}, log=lambda m: None)
+    moved = tmp_path / "b" / "smoke-en"
+    moved.parent.mkdir()
+    first.rename(moved)
+    assert not job.run_step(toy_step, moved, {"run_dir": str(moved), "value": 1}, log=lambda m: None)
+
+
+def test_a_step_fingerprint_follows_only_the_helpers_it_imports(tmp_path: Path, toy_step: job.Step,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.copytree(job.HELPERS_DIR, tmp_path / "helpers", ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(job, "REPO_ROOT", tmp_path)
+    nb = nbformat.read(toy_step.notebook, as_version=4)
+    nb.cells[1].source = "from helpers import crossing\n" + nb.cells[1].source
+    nbformat.write(nb, toy_step.notebook)
+    params = {"run_dir": str(tmp_path / "r"), "value": 1}
+    assert "helpers.crossing" in job.helper_modules(toy_step) and "helpers.figures" not in job.helper_modules(toy_step)
+    before = job.fingerprint(toy_step, params)
+    (tmp_path / "helpers" / "figures.py").write_text("# only a plot label changed\n")
+    assert job.fingerprint(toy_step, params) == before
+    with (tmp_path / "helpers" / "crossing.py").open("a") as handle:
+        handle.write("\n# an edit\n")
+    assert job.fingerprint(toy_step, params) != before
+
+
+def test_editing_the_figures_module_reruns_only_the_figures_step() -> None:
+    assert "helpers.figures" in job.helper_modules(job.FIGURES_STEP)
+    for step in job.STEPS:
+        assert "helpers.figures" not in job.helper_modules(step), step.name
+
+
+def test_a_second_job_on_the_same_folder_stops_and_names_the_holder(tmp_path: Path) -> None:
+    with job.folder_lock(tmp_path / "demo-en"):
+        with pytest.raises(job.JobError, match=rf"another job is using .*pid {os.getpid()}"):
+            with job.folder_lock(tmp_path / "demo-en"):
+                pass
+    with job.folder_lock(tmp_path / "demo-en"):  # released on exit, so the next job may start
+        pass
+
+
+def _figures_notebook(notebooks: Path, body: str) -> None:
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell("run_dirs = None\nout_dir = None\nsolve_exercises = False")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell(body)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, notebooks / "06_figures.ipynb")
+
+
+def test_figures_that_fail_part_way_leave_the_old_figures_untouched(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    monkeypatch.setattr(job, "NOTEBOOKS_DIR", notebooks)
+    figures = tmp_path / "figures"
+    figures.mkdir()
+    (figures / "table.csv").write_text("old")
+    (figures / "kept.txt").write_text("not written by 06")
+    _figures_notebook(notebooks, "from pathlib import Path\n(Path(out_dir) / 'table.csv').write_text('new')\n"
+                                 "raise RuntimeError('plot failed')")
+    with pytest.raises(job.StepFailed, match="plot failed"):
+        job.run_figures([], figures, tmp_path / "exec", log=lambda m: None)
+    assert (figures / "table.csv").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir() if "incoming" in p.name) == []
+    _figures_notebook(notebooks, "from pathlib import Path\n(Path(out_dir) / 'table.csv').write_text('new')")
+    assert job.run_figures([], figures, tmp_path / "exec", log=lambda m: None)
+    assert (figures / "table.csv").read_text() == "new" and (figures / "kept.txt").exists()
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--device", "tpu"], "unknown device 'tpu'"),
+    (["--lang", "en,en"], "--lang lists en more than once"),
+    (["--seeds", "0,x"], "--seeds takes non-negative integers"),
+    (["--corpus", "files:/no/such/folder"], "does not exist"),
+    (["--corpus", "ftp"], "unknown corpus 'ftp'"),
+    (["--vectors", "/no/such.vec"], "no such file"),
+    (["--lang", "cs"], "other languages need --corpus hub"),
+])
+def test_more_bad_arguments_fail_before_any_step_runs(argv: list[str], expected: str, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    assert job.main([*argv, "--out", str(tmp_path / "out")]) == 1
+    assert expected in capsys.readouterr().err
+    assert not (tmp_path / "out" / "demo-en").exists()
+
+
+def test_an_out_that_is_a_file_or_read_only_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    assert job.main(["--out", str(a_file)]) == 1
+    assert "is a file, not a folder" in capsys.readouterr().err
+    if os.geteuid() != 0:  # root may write anywhere, so the read-only case is only testable as a user
+        read_only = tmp_path / "ro"
+        read_only.mkdir(mode=0o555)
+        assert job.main(["--out", str(read_only)]) == 1
+        assert "not writable" in capsys.readouterr().err
+
+
+def test_a_zero_max_steps_is_refused_by_the_parser() -> None:
+    with pytest.raises(SystemExit):
+        job.build_parser().parse_args(["--max-steps", "0"])
+
+
+def test_only_the_readme_job_writes_the_committed_figures(tmp_path: Path) -> None:
+    assert job.default_figures_dir("demo", "embedded", None, [0], tmp_path) == job.COMMITTED_FIGURES_DIR
+    assert job.default_figures_dir("smoke", "embedded", None, [0], tmp_path) == tmp_path / "figures-smoke"
+    assert job.default_figures_dir("demo", "embedded", 20, [0], tmp_path) == tmp_path / "figures-demo"
+    assert job.default_figures_dir("demo", "hub", None, [0], tmp_path) == tmp_path / "figures-demo"
+    assert job.default_figures_dir("demo", "embedded", None, [0, 1], tmp_path) == tmp_path / "figures-demo"
+
+
+def test_run_folders_name_their_seed(tmp_path: Path) -> None:
+    assert job.run_dir_for(tmp_path, "demo", "en", 0) == tmp_path / "demo-en"
+    assert job.run_dir_for(tmp_path, "demo", "en", 2) == tmp_path / "demo-en-seed2"
+
+
+def test_rendered_notebooks_keep_their_images_and_no_absolute_paths(tmp_path: Path) -> None:
+    import base64
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("plot()")
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"0" * 32).decode()
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": png, "text/plain": "<Figure>"}),
+                    nbformat.v4.new_output("stream", name="stdout", text=f"wrote {job.REPO_ROOT}/runs/x.csv\n")]
+    nb.cells = [nbformat.v4.new_markdown_cell("# Title"), cell]
+    executed = tmp_path / "01_masking.ipynb"
+    nbformat.write(nb, executed)
+    page = job.render_notebook(executed, tmp_path / "docs")
+    text = page.read_text()
+    assert "# Title" in text and str(job.REPO_ROOT) not in text and "wrote runs/x.csv" in text
+    images = list((tmp_path / "docs").rglob("*.png"))
+    assert len(images) == 1 and images[0].name in text

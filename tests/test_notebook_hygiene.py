@@ -1,0 +1,52 @@
+"""What every committed notebook guarantees: stripped, its algorithm cells equal to the package, exercises at the end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers import notebook_sync
+from helpers.run import FIGURES_STEP, STEPS
+
+NOTEBOOKS = [step.notebook for step in (*STEPS, FIGURES_STEP)]
+FIX = "run: .venv/bin/nbstripout notebooks/*.ipynb (or make strip)"
+
+
+def _cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_committed_notebooks_carry_no_outputs_or_execution_counts(path: Path) -> None:
+    for n, cell in enumerate(_cells(path)):
+        if cell["cell_type"] == "code":
+            assert not cell.get("outputs") and cell.get("execution_count") is None, f"{path.name} cell {n}: {FIX}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_notebook_shows_its_algorithm_in_export_cells_equal_to_the_package(path: Path) -> None:
+    assert notebook_sync.exported_cells(path), f"{path.name} shows no algorithm in a '#| export' cell"
+    problems = notebook_sync.check_notebook(path)
+    assert not problems, "\n".join(map(str, problems))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_notebook_ends_with_self_checked_exercises(path: Path) -> None:
+    sources = ["".join(c["source"]) for c in _cells(path)]
+    checks = [s for s in sources if "exercises.check(" in s]
+    assert len(checks) >= 2, f"{path.name} needs at least two exercises with a self-check cell"
+    assert any("solve_exercises" in s for s in sources if "answer" in s)
+
+
+def test_the_sync_check_catches_a_notebook_that_drifted_from_the_package(tmp_path: Path) -> None:
+    nb = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                     "source": "#| export helpers.crossing\ndef fraction_of(step, total):\n    return 0.5\n"}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "drift.ipynb"
+    path.write_text(json.dumps(nb))
+    [problem] = notebook_sync.check_notebook(path)
+    assert problem.name == "fraction_of" and "differs" in problem.problem
+    assert notebook_sync.write_notebook(path) == 1
+    assert notebook_sync.check_notebook(path) == []

@@ -1,36 +1,32 @@
-"""BERT's masked-language-model corruption (15% selected; of those 80% [MASK], 10% random, 10% kept).
+"""BERT's masked-language-model corruption: 15 % of the tokens selected, of those 80 % [MASK], 10 % random, 10 % kept.
 
-:class:`MLMCollator` draws a fresh mask on every call (RoBERTa-style dynamic masking) with a few
-whole-batch tensor operations, on whatever device the batch lives on. We write our own instead of
-using ``transformers.DataCollatorForLanguageModeling`` for two measurable reasons:
+The algorithm is four short functions (:func:`eligible_positions`, :func:`select_positions`,
+:func:`random_tokens`, :func:`replace_selected`), written and explained in notebook 01 and copied
+here character for character. :class:`MLMCollator` checks its input, keeps the lookups and a
+seeded generator per device, and calls exactly those functions: a fresh mask on every call
+(RoBERTa's dynamic masking), a few whole-batch tensor operations, no host-device synchronisation.
 
-* that collator builds the special-tokens mask row by row in Python (``get_special_tokens_mask``
-  per row), which the notebook times against ours on the same batch;
-* it draws "random" replacement ids over the whole vocabulary, so [PAD], [CLS], [SEP] and even
-  [MASK] sometimes appear as the random token. Ours draws from the non-special ids only.
+Unlike ``transformers.DataCollatorForLanguageModeling`` it draws the random replacements from the
+non-special ids only, and finds special tokens with one table lookup instead of a Python loop over rows.
 
-Also here: :func:`check_maskable`, which catches a tokenizer that maps real text to [UNK] (the
-silent failure of ``BertTokenizerFast(vocab_file=...)`` in transformers 5.x: nothing is eligible,
-nothing is masked and the loss is NaN); :func:`masking_stats` for the empirical rates the notebook
-plots and the tests check; and :func:`mask_loop_style`, the flawed per-row baseline kept for
-teaching and timing only.
+The rest measures what a collator did: :func:`masking_stats` and :func:`within_tolerance` (rates
+against the binomial maths), :func:`selection_coverage` (dynamic against static masking),
+:func:`check_maskable` (the silent all-[UNK] failure) and :func:`mask_loop_style`, the flawed
+tutorial recipe kept as a baseline for timing and discussion.
 """
 
 from __future__ import annotations
 
 import math
-import statistics
-import time
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import torch
 
 from helpers.presets import pick
 
-IGNORE_INDEX = -100  # what torch's cross_entropy skips; labels carry it wherever nothing was selected
 LOAD_HINT = (
     "Load a trained tokenizer from its tokenizer.json, e.g. "
     "transformers.AutoTokenizer.from_pretrained(<folder written by save_pretrained>) or "
@@ -51,8 +47,8 @@ class MaskingPreset:
     timing_rows: int
     timing_repeats: int
     coverage_epochs: int  # epochs in the dynamic-vs-static coverage plot
-    # Rows used for the coverage plot: 128 x 128 stays under torch's parallel grain size (32,768
-    # elements), so each op runs on one thread; bigger batches stalled for seconds on the busy 2-core machine.
+    # Rows for the coverage plot: 128 x 128 stays under torch's parallel grain size (32,768 elements),
+    # so each op runs on one thread and the plot stays quick even on a CPU shared with other work.
     coverage_rows: int = 128
 
 
@@ -68,11 +64,63 @@ PRESETS: dict[str, MaskingPreset] = {
 
 
 def preset_config(preset: str) -> MaskingPreset:
+    """Notebook 01's sizes for ``preset`` (smoke, demo or paper)."""
     return pick(PRESETS, preset)
 
 
 # --------------------------------------------------------------------------------------------
-# The collator
+# The algorithm (shown and explained in notebook 01, section 1)
+# --------------------------------------------------------------------------------------------
+
+IGNORE_INDEX = -100  # the label cross_entropy skips: every position that is not a prediction target
+
+
+def eligible_positions(input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                       special_table: torch.Tensor) -> torch.Tensor:
+    """Positions that may be selected: real tokens (attention 1) that are not special ([CLS], [SEP], [PAD]...).
+
+    ``special_table[id]`` is True for every special id, so one gather answers the question for the
+    whole batch (torch.isin would do too, but with many specials it sorts, a host sync on a GPU).
+    """
+    is_special = special_table.index_select(0, input_ids.flatten()).view_as(input_ids)
+    return attention_mask.bool() & ~is_special
+
+
+def select_positions(eligible: torch.Tensor, u: torch.Tensor, mlm_probability: float = 0.15) -> torch.Tensor:
+    """The 15 % selection: an eligible position becomes a prediction target when its uniform draw u < p.
+
+    ``u`` holds one number drawn uniformly from [0, 1) per position, so each eligible position is
+    selected independently with probability ``mlm_probability``.
+    """
+    return eligible & (u < mlm_probability)
+
+
+def random_tokens(allowed_ids: torch.Tensor, shape: torch.Size,
+                  generator: torch.Generator | None = None) -> torch.Tensor:
+    """One id drawn uniformly from ``allowed_ids`` (the non-special vocabulary) for every position."""
+    draws = torch.randint(0, allowed_ids.numel(), shape, generator=generator, device=allowed_ids.device)
+    # index_select gives the same as allowed_ids[draws], without advanced indexing's overhead on a CPU
+    return allowed_ids.index_select(0, draws.flatten()).view(shape)
+
+
+def replace_selected(input_ids: torch.Tensor, selected: torch.Tensor, u: torch.Tensor, random_ids: torch.Tensor,
+                     mask_token_id: int, mlm_probability: float = 0.15, mask_replace_prob: float = 0.8,
+                     random_replace_prob: float = 0.1) -> tuple[torch.Tensor, torch.Tensor]:
+    """The 80/10/10 replacement; returns the corrupted ids and the labels.
+
+    It reuses the ``u`` that selected a position: a selected u is uniform on [0, p), so u < 0.8 p
+    for 80 % of the selected, 0.8 p <= u < 0.9 p for 10 % and u >= 0.9 p for the last 10 %.
+    """
+    to_mask = selected & (u < mlm_probability * mask_replace_prob)
+    to_random = selected & ~to_mask & (u < mlm_probability * (mask_replace_prob + random_replace_prob))
+    corrupted = torch.where(to_mask, mask_token_id, input_ids)
+    corrupted = torch.where(to_random, random_ids, corrupted)  # the rest of the selected stay as they are
+    labels = torch.where(selected, input_ids, IGNORE_INDEX)  # the original id where selected, -100 elsewhere
+    return corrupted, labels
+
+
+# --------------------------------------------------------------------------------------------
+# The collator: input checks, lookups per device, a seeded generator, then the four functions
 # --------------------------------------------------------------------------------------------
 
 
@@ -201,26 +249,13 @@ class MLMCollator:
                 )
         special_table, allowed = self._lookups(device)
         gen = self._generator(device)
-
-        # A gather from the boolean table built once: one op, no sync (torch.isin switches to
-        # sort + unique when there are many specials, and unique is a host sync on CUDA).
-        is_special = special_table.index_select(0, ids.flatten()).view_as(ids)
-        eligible = attention_mask.bool() & ~is_special
-        # One uniform u per position: u < p selects; given selection u/p is again uniform on [0, 1),
-        # so cutting [0, p) at p*mask and p*(mask+random) splits the selected tokens exactly 80/10/10.
+        # The algorithm of notebook 01, section 1, in the same order of random draws.
+        eligible = eligible_positions(ids, attention_mask, special_table)
         u = torch.rand(ids.shape, generator=gen, device=device)
-        selected = eligible & (u < self.mlm_probability)
-        to_mask = selected & (u < self.mlm_probability * self.mask_replace_prob)
-        to_random = selected & ~to_mask & (
-            u < self.mlm_probability * (self.mask_replace_prob + self.random_replace_prob))
-        draws = torch.randint(0, allowed.numel(), ids.shape, generator=gen, device=device)
-        # index_select rather than allowed[draws]: same result, but advanced indexing stalls for
-        # milliseconds on a busy 2-core CPU (measured: 6 ms vs 0.08 ms for 128 x 128).
-        random_ids = allowed.index_select(0, draws.flatten()).view_as(draws)
-
-        corrupted = torch.where(to_mask, self.mask_token_id, ids)
-        corrupted = torch.where(to_random, random_ids, corrupted)
-        labels = torch.where(selected, ids, IGNORE_INDEX)
+        selected = select_positions(eligible, u, self.mlm_probability)
+        random_ids = random_tokens(allowed, ids.shape, gen)
+        corrupted, labels = replace_selected(ids, selected, u, random_ids, self.mask_token_id, self.mlm_probability,
+                                             self.mask_replace_prob, self.random_replace_prob)
         return {"input_ids": corrupted, "attention_mask": attention_mask, "labels": labels}
 
     def pad(self, examples: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
@@ -330,25 +365,13 @@ class MaskingStats:
     n_unselected_changed: int  # positions without a label whose id changed (must be 0)
     n_label_mismatch: int  # labelled positions whose label is not the original id (must be 0)
 
-    @property
-    def selection_rate(self) -> float:
-        return self.n_selected / self.n_eligible if self.n_eligible else float("nan")
-
-    @property
-    def mask_share(self) -> float:
-        return self.n_mask / self.n_selected if self.n_selected else float("nan")
-
-    @property
-    def random_share(self) -> float:
-        return self.n_random / self.n_selected if self.n_selected else float("nan")
-
-    @property
-    def unchanged_share(self) -> float:
-        return self.n_unchanged / self.n_selected if self.n_selected else float("nan")
-
     def rates(self) -> dict[str, float]:
-        return {"selection": self.selection_rate, "mask": self.mask_share, "random": self.random_share,
-                "unchanged": self.unchanged_share}
+        """Selection among the eligible tokens; the three actions among the selected (NaN if none)."""
+        def share(count: int, total: int) -> float:
+            return count / total if total else float("nan")
+
+        return {"selection": share(self.n_selected, self.n_eligible), "mask": share(self.n_mask, self.n_selected),
+                "random": share(self.n_random, self.n_selected), "unchanged": share(self.n_unchanged, self.n_selected)}
 
     def trials(self) -> dict[str, int]:
         """The binomial ``n`` behind each rate (eligible tokens for selection, selected for the shares)."""
@@ -418,7 +441,7 @@ def within_tolerance(stats: MaskingStats, expected: Mapping[str, float], z: floa
 
 
 # --------------------------------------------------------------------------------------------
-# Teaching aids: the tutorial-style baseline, static vs dynamic coverage, timing
+# Teaching aids: the tutorial-style baseline, static vs dynamic coverage, the silent failure
 # --------------------------------------------------------------------------------------------
 
 
@@ -470,49 +493,6 @@ def selection_coverage(collator: MLMCollator, input_ids: torch.Tensor, attention
     return coverage
 
 
-def time_calls(calls: Mapping[str, Callable[[], Any]], repeats: int = 5, warmup: int = 1) -> dict[str, float]:
-    """Median wall seconds per call for each named callable (a demonstration, not a benchmark suite)."""
-    if repeats < 1:
-        raise ValueError(f"repeats must be at least 1, got {repeats}")
-    medians = {}
-    for name, call in calls.items():
-        for _ in range(warmup):
-            call()
-        seconds = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            call()
-            seconds.append(time.perf_counter() - start)
-        medians[name] = statistics.median(seconds)
-    return medians
-
-
-def masked_table(tokenizer: Any, input_ids: torch.Tensor, output: Mapping[str, torch.Tensor],
-                 row: int = 0) -> list[dict[str, Any]]:
-    """One row per real token of a masked sequence: token, selected?, action, label (for display)."""
-    before = input_ids[row].tolist()
-    after = output["input_ids"][row].tolist()
-    labels = output["labels"][row].tolist()
-    real = output["attention_mask"][row].tolist()
-    rows = []
-    for b, a, lab, r in zip(before, after, labels, real):
-        if not r:
-            continue
-        selected = lab != IGNORE_INDEX
-        if not selected:
-            action = ""
-        elif a == tokenizer.mask_token_id:
-            action = "[MASK]"
-        elif a != b:
-            action = f"random -> {tokenizer.convert_ids_to_tokens(a)}"
-        else:
-            action = "kept"
-        rows.append({"token": tokenizer.convert_ids_to_tokens(b), "selected": selected, "action": action,
-                     "model_sees": tokenizer.convert_ids_to_tokens(a),
-                     "label": tokenizer.convert_ids_to_tokens(lab) if selected else "-100"})
-    return rows
-
-
 def write_vocab_file(tokenizer: Any, path: str | Path) -> Path:
     """vocab.txt (one token per line, line number = id): the file the silent failure is built from."""
     path = Path(path)
@@ -551,66 +531,3 @@ def silent_failure_report(tokenizer: Any, texts: Sequence[str], seq_len: int = 1
     }
 
 
-# --------------------------------------------------------------------------------------------
-# Plots
-# --------------------------------------------------------------------------------------------
-
-
-def plot_split(report: Mapping[str, Mapping[str, Any]], nominal: Mapping[str, float], title: str = "") -> Any:
-    """Left: observed rates against BERT's targets. Right: the deviations, zoomed, inside the tolerance band.
-
-    At full scale a 5-s.d. error bar is thinner than the bar's outline, so the right panel is the
-    one that shows whether the collator is on target.
-    """
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [1.2, 1]})
-    keys = list(report)
-    names = {"selection": "selected\n(of eligible)", "mask": "[MASK]\n(of selected)",
-             "random": "random\n(of selected)", "unchanged": "kept\n(of selected)"}
-    ticks = [names.get(k, k) for k in keys]
-    x = list(range(len(keys)))
-    observed = [report[k]["observed"] for k in keys]
-    tolerance = [report[k]["tolerance"] for k in keys]
-    left.bar(x, observed, yerr=tolerance, capsize=6, color="#4c72b0", alpha=0.8, label="observed")
-    left.scatter(x, [nominal[k] for k in keys], marker="_", s=900, color="#c44e52", zorder=3, label="BERT target")
-    for i, value in zip(x, observed):
-        left.annotate(f"{value:.3f}", (i, value), textcoords="offset points", xytext=(0, 4), ha="center", fontsize=8)
-    left.set_xticks(x, ticks)
-    left.set_ylabel("rate")
-    left.set_ylim(0, 1)
-    left.legend(loc="upper right", fontsize=8)
-    left.set_title("observed vs target")
-
-    deviation = [o - nominal[k] for o, k in zip(observed, keys)]
-    right.bar(x, [2 * t for t in tolerance], bottom=[-t for t in tolerance], color="0.85", width=0.6,
-              label="tolerance (±5 binomial s.d.)")
-    right.errorbar(x, deviation, yerr=[t / 5 for t in tolerance], fmt="o", color="#4c72b0", capsize=4,
-                   label="observed − target (±1 s.d.)")
-    right.axhline(0, color="#c44e52", lw=1)
-    right.set_xticks(x, ticks)
-    right.set_ylabel("observed − target")
-    span = 1.7 * max(max(tolerance), *(abs(d) for d in deviation))
-    right.set_ylim(-span, span)  # headroom above the bands for the legend
-    right.legend(loc="upper center", fontsize=8, ncol=2)
-    right.set_title("deviation, zoomed")
-    fig.suptitle(title or "Masking split")
-    fig.tight_layout()
-    return fig
-
-
-def plot_coverage(curves: Mapping[str, Sequence[float]], ax: Any = None) -> Any:
-    """Share of eligible tokens that have been a prediction target at least once, per epoch."""
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6.5, 3.8))
-    for name, values in curves.items():
-        ax.plot(range(1, len(values) + 1), values, marker=".", label=name)
-    ax.set_xlabel("epoch (passes over the same sequences)")
-    ax.set_ylabel("share of tokens ever selected")
-    ax.set_ylim(0, 1.02)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    ax.set_title("Dynamic vs static masking")
-    return ax.figure

@@ -1,4 +1,4 @@
-"""helpers.masking: rates checked against the binomial maths, invariants checked exactly."""
+"""helpers.masking: rates checked against the binomial maths, invariants checked exactly; notebook 01's exercises."""
 
 from __future__ import annotations
 
@@ -10,12 +10,28 @@ import torch
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
 from transformers import BertTokenizerFast, DataCollatorForLanguageModeling, PreTrainedTokenizerFast
 
+from helpers import exercises
 from helpers.data import load_corpus
 from helpers.masking import (
-    IGNORE_INDEX, PRESETS, MLMCollator, binomial_tolerance, check_maskable, expected_random_specials,
-    mask_loop_style, masked_table,
-    masking_stats, preset_config, selection_coverage, special_ids, time_calls, within_tolerance,
+    IGNORE_INDEX,
+    PRESETS,
+    MLMCollator,
+    binomial_tolerance,
+    check_maskable,
+    eligible_positions,
+    expected_random_specials,
+    mask_loop_style,
+    masking_stats,
+    preset_config,
+    random_tokens,
+    replace_selected,
+    select_positions,
+    selection_coverage,
+    special_ids,
+    within_tolerance,
 )
+from helpers.plots.masking import masked_table, plot_coverage, plot_split
+from helpers.solutions import nb01
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 Z = 5.0  # standard deviations allowed for every statistical check
@@ -65,7 +81,8 @@ def batch(tok: PreTrainedTokenizerFast, texts: list[str]) -> dict[str, torch.Ten
 def tiny_batch(tiny_tok: PreTrainedTokenizerFast) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(1)
     words = torch.randint(5, 10, (4000, 64), generator=g)
-    ids = torch.cat([torch.full((4000, 1), tiny_tok.cls_token_id), words, torch.full((4000, 1), tiny_tok.sep_token_id)], 1)
+    cls, sep = torch.full((4000, 1), tiny_tok.cls_token_id), torch.full((4000, 1), tiny_tok.sep_token_id)
+    ids = torch.cat([cls, words, sep], 1)
     return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
 
 
@@ -77,6 +94,64 @@ def _collator(tok, **kw) -> MLMCollator:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the tiny vocabulary warns on purpose
         return MLMCollator(tok, **kw)
+
+
+# ---------------------------------------------------------------- the algorithm shown in notebook 01
+
+
+def test_ignore_index_is_what_cross_entropy_skips_by_default():
+    logits = torch.randn(4, 7, generator=torch.Generator().manual_seed(0))
+    labels = torch.tensor([3, IGNORE_INDEX, 5, IGNORE_INDEX])
+    kept = torch.nn.functional.cross_entropy(logits[[0, 2]], labels[[0, 2]])
+    assert torch.allclose(torch.nn.functional.cross_entropy(logits, labels), kept)
+
+
+def test_eligible_positions_exclude_specials_and_padding():
+    special_table = torch.tensor([True, True, True, False, False, False])  # ids 0-2 special
+    ids = torch.tensor([[1, 3, 4, 2, 0], [1, 5, 2, 0, 0]])
+    att = torch.tensor([[1, 1, 1, 1, 0], [1, 1, 1, 0, 0]])
+    expected = torch.tensor([[False, True, True, False, False], [False, True, False, False, False]])
+    assert torch.equal(eligible_positions(ids, att, special_table), expected)
+    # a real token id sitting in a padded position is not eligible either
+    assert not eligible_positions(torch.tensor([[3]]), torch.tensor([[0]]), special_table).any()
+
+
+def test_selection_and_the_80_10_10_cut_follow_u_exactly():
+    # u just either side of 0.15 * 0.8 = 0.12, 0.15 * 0.9 = 0.135 and 0.15
+    u = torch.tensor([[0.01, 0.05, 0.1199, 0.1201, 0.1349, 0.1351, 0.1499, 0.1501, 0.9]])
+    eligible = torch.ones_like(u, dtype=torch.bool)
+    eligible[0, 0] = False
+    ids = torch.arange(10, 19).unsqueeze(0)
+    selected = select_positions(eligible, u, 0.15)
+    assert selected.tolist() == [[False, True, True, True, True, True, True, False, False]]
+    corrupted, labels = replace_selected(ids, selected, u, torch.full_like(ids, 99), mask_token_id=4)
+    assert corrupted.tolist() == [[10, 4, 4, 99, 99, 15, 16, 17, 18]]
+    assert labels.tolist() == [[IGNORE_INDEX, 11, 12, 13, 14, 15, 16, IGNORE_INDEX, IGNORE_INDEX]]
+
+
+def test_random_tokens_are_uniform_over_the_allowed_ids_only():
+    allowed = torch.tensor([5, 6, 7, 8, 9])
+    draws = random_tokens(allowed, torch.Size([500, 100]), torch.Generator().manual_seed(0))
+    assert draws.shape == (500, 100)
+    counts = torch.bincount(draws.flatten(), minlength=10)
+    assert counts[:5].sum() == 0
+    n, p = draws.numel(), 1 / 5
+    for count in counts[5:].tolist():  # each allowed id: binomial(n, 1/5)
+        assert abs(count - n * p) <= Z * math.sqrt(n * p * (1 - p))
+
+
+def test_collator_runs_exactly_the_notebook_functions(tok, batch):
+    ids, att = batch["input_ids"][:64], batch["attention_mask"][:64]
+    collator = MLMCollator(tok, mlm_probability=0.2, mask_replace_prob=0.6, random_replace_prob=0.3, seed=12)
+    gen = torch.Generator().manual_seed(12)
+    eligible = eligible_positions(ids, att, collator.special_table)
+    u = torch.rand(ids.shape, generator=gen)
+    selected = select_positions(eligible, u, 0.2)
+    random_ids = random_tokens(collator.allowed_ids, ids.shape, gen)
+    corrupted, labels = replace_selected(ids, selected, u, random_ids, tok.mask_token_id, 0.2, 0.6, 0.3)
+    out = collator.mask(ids, att)
+    assert torch.equal(out["input_ids"], corrupted) and torch.equal(out["labels"], labels)
+    assert int(selected.sum()) > 500
 
 
 # ---------------------------------------------------------------- rates
@@ -103,7 +178,7 @@ def test_expected_shares_account_for_random_draw_hitting_the_original(tiny_tok, 
     report = within_tolerance(stats, expected, Z)
     assert all(r["ok"] for r in report.values()), report
     # and the naive 0.1 is rejected: the derivation is visible in the data
-    assert abs(stats.unchanged_share - 0.1) > binomial_tolerance(0.1, stats.n_selected, Z)
+    assert abs(stats.rates()["unchanged"] - 0.1) > binomial_tolerance(0.1, stats.n_selected, Z)
 
 
 def test_custom_probabilities_are_honoured(tok, batch):
@@ -142,9 +217,9 @@ def test_specials_and_padding_never_selected_and_random_never_special(tok, batch
 
 
 def test_tiny_vocab_random_draws_avoid_specials_while_loop_style_does_not(tiny_tok, tiny_batch):
-    ours = _stats(tiny_tok, tiny_batch, _collator(tiny_tok, seed=0).mask(tiny_batch["input_ids"], tiny_batch["attention_mask"]))
-    loop = _stats(tiny_tok, tiny_batch, mask_loop_style(tiny_batch["input_ids"], tiny_batch["attention_mask"], tiny_tok,
-                                                        generator=torch.Generator().manual_seed(0)))
+    ids, att = tiny_batch["input_ids"], tiny_batch["attention_mask"]
+    ours = _stats(tiny_tok, tiny_batch, _collator(tiny_tok, seed=0).mask(ids, att))
+    loop = _stats(tiny_tok, tiny_batch, mask_loop_style(ids, att, tiny_tok, generator=torch.Generator().manual_seed(0)))
     assert ours.n_random > 1000 and ours.n_random_special == 0
     # the baseline draws over all 10 ids, 4 of them specials other than [MASK] (which counts as "mask")
     expected = expected_random_specials(loop.n_selected, len(SPECIALS), len(tiny_tok))
@@ -232,7 +307,8 @@ def test_calling_with_a_tensor_masks_it_directly(tok, batch):
 def test_rates_agree_with_transformers_collator(tok, batch):
     ids, att = batch["input_ids"], batch["attention_mask"]
     ours = _stats(tok, batch, MLMCollator(tok, seed=0).mask(ids, att))
-    hf = DataCollatorForLanguageModeling(tok, mlm_probability=0.15, mask_replace_prob=0.8, random_replace_prob=0.1, seed=0)
+    hf = DataCollatorForLanguageModeling(tok, mlm_probability=0.15, mask_replace_prob=0.8, random_replace_prob=0.1,
+                                         seed=0)
     examples = [{"input_ids": r[m.bool()].tolist()} for r, m in zip(ids, att)]
     hf_out = hf(examples)
     assert hf_out["input_ids"].shape == ids.shape  # same padding, so the same positions are compared
@@ -304,7 +380,7 @@ def test_loop_style_baseline_has_bert_selection_rate(tok, batch):
                           generator=torch.Generator().manual_seed(0))
     stats = masking_stats(batch["input_ids"][:600], out, special_ids(tok), tok.mask_token_id)
     assert stats.n_selected_ineligible == 0
-    assert abs(stats.selection_rate - 0.15) <= binomial_tolerance(0.15, stats.n_eligible, Z)
+    assert abs(stats.rates()["selection"] - 0.15) <= binomial_tolerance(0.15, stats.n_eligible, Z)
 
 
 def test_selection_coverage_dynamic_vs_static(tok, batch):
@@ -329,12 +405,66 @@ def test_masked_table_lists_every_real_token(tok, texts):
     assert rows[0]["token"] == "[CLS]" and not rows[0]["selected"]
 
 
-def test_presets_and_time_calls(tok):
+def test_presets_cover_every_name_and_unknown_names_fail():
     assert set(PRESETS) == {"smoke", "demo", "paper"} and preset_config("paper").vocab_size == 30_000
     with pytest.raises(ValueError, match="unknown preset"):
         preset_config("huge")
-    timings = time_calls({"noop": lambda: None}, repeats=2)
-    assert set(timings) == {"noop"} and timings["noop"] >= 0
+
+
+def test_plots_draw_the_measured_split_and_coverage(tok, batch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    collator = MLMCollator(tok, seed=0)
+    ids, att = batch["input_ids"][:200], batch["attention_mask"][:200]
+    report = within_tolerance(_stats(tok, {"input_ids": ids, "attention_mask": att}, collator.mask(ids, att)),
+                              collator.expected_shares(), Z)
+    fig = plot_split(report, collator.expected_shares(), title="split")
+    assert len(fig.axes) == 2 and fig.axes[0].get_ylim() == (0, 1)
+    fig = plot_coverage({"dynamic": [0.15, 0.28, 0.39], "static": [0.15, 0.15, 0.15]})
+    assert [len(line.get_xdata()) for line in fig.axes[0].get_lines()] == [3, 3]
+
+
+# ---------------------------------------------------------------- exercises of notebook 01
+
+
+@pytest.fixture(scope="module")
+def stats_50(tok, batch):
+    collator = MLMCollator(tok, mask_replace_prob=0.5, random_replace_prob=0.25, seed=0)
+    return _stats(tok, batch, collator.mask(batch["input_ids"], batch["attention_mask"]))
+
+
+def test_exercise_1_accepts_the_predicted_split_and_rejects_plausible_mistakes(stats_50):
+    reference = nb01.exercise_1(0.5, 0.25)
+    assert reference == {"mask": 0.5, "random": 0.25, "unchanged": 0.25}
+    assert exercises.check("Exercise 1", reference, lambda a: nb01.shares_agree(a, stats_50, Z), "") is True
+    wrong = [{"mask": 0.8, "random": 0.1, "unchanged": 0.1},  # the old split, unchanged
+             {"mask": 0.075, "random": 0.0375, "unchanged": 0.0375},  # shares of all tokens, not of the selected
+             {"mask": 0.5, "random": 0.25},  # a share missing
+             {"mask": 0.5, "random": 0.125, "unchanged": 0.375}]  # half of the rest random, half kept
+    for answer in wrong:
+        assert not nb01.shares_agree(answer, stats_50, Z), answer
+        with pytest.raises(exercises.WrongAnswer):
+            exercises.check("Exercise 1", answer, lambda a: nb01.shares_agree(a, stats_50, Z), "")
+
+
+def test_exercise_2_wants_the_smallest_whole_number_of_epochs():
+    reference = nb01.exercise_2(0.15, 0.99)
+    assert 1 - 0.85 ** reference >= 0.99 > 1 - 0.85 ** (reference - 1)
+    assert nb01.epochs_right(reference) and nb01.epochs_right(float(reference))
+    for wrong in (reference - 1, reference + 1, math.log(0.01) / math.log(0.85), 1 / 0.15):
+        assert not nb01.epochs_right(wrong), wrong
+    with pytest.raises(exercises.WrongAnswer):
+        exercises.check("Exercise 2", "many", nb01.epochs_right, "")
+
+
+def test_exercise_3_counts_special_insertions_over_the_paper_run():
+    reference = nb01.exercise_3()
+    assert reference == pytest.approx(100_000 * 128 * 120 * 0.15 * 0.1 * 4 / 30_000)  # 3,072
+    assert nb01.special_draws_right(reference) and nb01.special_draws_right(3100)
+    counting_mask = reference * 5 / 4
+    for wrong in (counting_mask, reference * 10, reference / 0.15, 0):
+        assert not nb01.special_draws_right(wrong), wrong
 
 
 # ---------------------------------------------------------------- GPU (runs only where CUDA exists)

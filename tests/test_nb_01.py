@@ -1,4 +1,4 @@
-"""Notebook 01 under the smoke preset: its statistics file and figures, checked against the maths."""
+"""Notebook 01: the algorithm cells it shows, and under the smoke preset its statistics file, figures and exercises."""
 
 from __future__ import annotations
 
@@ -7,7 +7,11 @@ import math
 
 import pytest
 
+from helpers.notebook_sync import NOTEBOOKS_DIR, check_notebook, definitions, exported_cells
+
 NOMINAL = {"selection": 0.15, "mask": 0.8, "random": 0.1, "unchanged": 0.1}
+NOTEBOOK = NOTEBOOKS_DIR / "01_masking.ipynb"
+ALGORITHM = {"IGNORE_INDEX", "eligible_positions", "select_positions", "random_tokens", "replace_selected"}
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +81,24 @@ def test_figures_written(masking_dir, result):
         assert png.is_file() and png.stat().st_size > 5_000, name
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert name in result["figures"]
+
+
+@pytest.mark.notebook
+def test_every_exercise_passed_its_self_check(masking_dir):
+    executed = json.loads((masking_dir.parent / NOTEBOOK.name).read_text(encoding="utf-8"))
+    printed = "".join("".join(out.get("text", "")) for cell in executed["cells"] for out in cell.get("outputs", []))
+    for n in (1, 2, 3):
+        assert f"Exercise {n}: ✓ right" in printed, f"exercise {n} was not solved and checked"
+
+
+def test_notebook_shows_the_whole_algorithm_as_the_package_runs_it():
+    shown = {name for _, module, source in exported_cells(NOTEBOOK) if module == "helpers.masking"
+             for name in definitions(source)}
+    assert ALGORITHM <= shown
+    assert check_notebook(NOTEBOOK) == []
+
+
+def test_notebook_is_committed_without_outputs():
+    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    code = [c for c in cells if c["cell_type"] == "code"]
+    assert code and all(c["outputs"] == [] and c["execution_count"] is None for c in code)

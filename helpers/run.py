@@ -291,14 +291,14 @@ def figures_parameters(run_dirs: Sequence[Path], figures_dir: Path) -> dict[str,
 
 
 def run_figures(run_dirs: Sequence[Path], figures_dir: Path, executed_dir: Path, force: bool = False,
-                log: Any = print) -> bool:
+                log: Any = print, solve_exercises: bool = False) -> bool:
     """Run 06 into a temporary folder and move its files into ``figures_dir`` only once all are written.
 
     A failure part-way therefore leaves ``figures_dir`` as it was: never new figures beside old
     tables and an old provenance. Files in ``figures_dir`` that 06 does not write are kept.
     """
     figures_dir = Path(figures_dir).resolve()
-    params = figures_parameters(run_dirs, figures_dir)
+    params = {**figures_parameters(run_dirs, figures_dir), "solve_exercises": solve_exercises}
     upstream = [Path(d) / s.out for d in run_dirs for s in STEPS]
     key = fingerprint(FIGURES_STEP, params, upstream)
     if not force and is_up_to_date(figures_dir, key):

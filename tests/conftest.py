@@ -48,5 +48,6 @@ def smoke_figures(smoke_step: Callable[[str], Path], smoke_run_dir: Path) -> Pat
     for step in job.STEPS:
         smoke_step(step.name)
     figures_dir = smoke_run_dir.parent / "figures"
-    job.run_figures([smoke_run_dir], figures_dir, smoke_run_dir.parent / "smoke-figures", force=True)
+    job.run_figures([smoke_run_dir], figures_dir, smoke_run_dir.parent / "smoke-figures", force=True,
+                    solve_exercises=True)
     return figures_dir

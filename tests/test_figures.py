@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,8 @@ import pytest
 
 from helpers import figures
 from helpers import paper_values as paper
+from helpers.crossing import crossing_step
+from helpers.plots import figures as plots
 
 EVAL_STEPS = [0, 10, 20, 30, 40]
 
@@ -32,8 +35,10 @@ def synthetic_metrics(seed: int, offset: float) -> pd.DataFrame:
 
 
 def write_run(root: Path, preset: str, lang: str, metrics: dict[str, pd.DataFrame] | None = None,
-              static: bool = True, steps: int = 40) -> Path:
-    run_dir = root / f"{preset}-{lang}"
+              static: bool = True, steps: int = 40, seed: int = 0,
+              info: dict[str, dict[str, Any]] | None = None) -> Path:
+    """A synthetic run folder; ``info`` adds or replaces run.json fields per model."""
+    run_dir = root / (f"{preset}-{lang}" + (f"-seed{seed}" if seed else ""))
     if static:
         (run_dir / "static").mkdir(parents=True)
         (run_dir / "static" / "manifest.json").write_text(json.dumps(
@@ -45,9 +50,10 @@ def write_run(root: Path, preset: str, lang: str, metrics: dict[str, pd.DataFram
         table.to_csv(model_dir / "metrics.csv", index=False)
         env = {"date": "2025-01-01T00:00:00+00:00", "git_commit": f"abc-{lang}", "device": "cpu",
                "device_name": "cpu (test)", "packages": {}}
-        (model_dir / "run.json").write_text(json.dumps(
-            {"model": name, "preset": preset, "lang": lang, "steps": steps, "batch_size": 4, "seq_len": 32,
-             "seed": 0, "environment": env}))
+        record = {"model": name, "preset": preset, "lang": lang, "steps": steps, "batch_size": 4, "seq_len": 32,
+                  "seed": seed, "init": "random" if name == "bert_tiny" else "static", "environment": env,
+                  **(info or {}).get(name, {})}
+        (model_dir / "run.json").write_text(json.dumps(record))
     run_dir.mkdir(parents=True, exist_ok=True)
     return run_dir
 
@@ -131,7 +137,7 @@ def test_missing_languages_stay_missing(runset: figures.RunSet) -> None:
     for table in (figures.table2_loss(runset), figures.table3_accuracy(runset)):
         for lang in ("de", "cs", "pl", "it", "es"):
             row = our_row(table, lang)
-            numbers = row.drop(["lang", "source", "label", "preset", "steps", "status", "run_dir"])
+            numbers = row.drop(["lang", "source", "label", "preset", "steps", "n_seeds", "status", "run_dir"])
             assert numbers.isna().all(), (lang, numbers)
             assert row["status"].startswith("missing")
         assert "pretrain" in our_row(table, "es")["status"]
@@ -150,8 +156,8 @@ def test_run_without_pretrain_is_missing_not_an_error(tmp_path: Path) -> None:
     assert our_row(figures.table3_accuracy(runset), "en")["status"].startswith("missing")
     assert figures.verify_claims(runset).empty
     with pytest.raises(ValueError, match="no run with pretraining metrics"):
-        figures.figure2_accuracy(runset, "en")
-    fig = figures.figure3_accuracy_by_language(runset)
+        plots.figure2_accuracy(runset, "en")
+    fig = plots.figure3_accuracy_by_language(runset)
     assert not any(ax.get_lines() for ax in fig.axes)
     paths = figures.write_outputs(runset, tmp_path / "figs")
     assert (tmp_path / "figs" / "fig3_accuracy_by_language.png") in paths
@@ -164,7 +170,7 @@ def legend_labels(ax) -> list[str]:
 
 @pytest.mark.parametrize("kind", ["train", "eval"])
 def test_figure1_lines_and_labels(runset: figures.RunSet, kind: str) -> None:
-    fig = figures.figure1_loss(runset, "en", kind)
+    fig = plots.figure1_loss(runset, "en", kind)
     (ax,) = fig.axes
     assert len(ax.get_lines()) == 4  # our two curves + two paper reference lines
     labels = legend_labels(ax)
@@ -172,21 +178,21 @@ def test_figure1_lines_and_labels(runset: figures.RunSet, kind: str) -> None:
     assert "paper EN BERT_TINY, Table 2 (100k steps)" in labels
     assert "BERT_FT, ours (demo, 40 steps)" in labels
     assert "demo preset" in ax.get_title() and "40 steps" in ax.get_title()
-    paper_lines = [l for l in ax.get_lines() if l.get_label().startswith("paper")]
-    assert all(l.get_linestyle() in ("--", "-.") and l.get_marker() in (None, "None", "") for l in paper_lines)
+    paper_lines = [line for line in ax.get_lines() if line.get_label().startswith("paper")]
+    assert all(line.get_linestyle() in ("--", "-.") and line.get_marker() in (None, "None", "") for line in paper_lines)
     expected = paper.TRAIN_LOSS if kind == "train" else paper.EVAL_LOSS
-    assert sorted(l.get_ydata()[0] for l in paper_lines) == sorted(expected["en"].values())
+    assert sorted(line.get_ydata()[0] for line in paper_lines) == sorted(expected["en"].values())
     # training loss is NaN at step 0 and is not drawn there
-    tiny = next(l for l in ax.get_lines() if l.get_label().startswith("BERT_TINY"))
+    tiny = next(line for line in ax.get_lines() if line.get_label().startswith("BERT_TINY"))
     assert len(tiny.get_xdata()) == (4 if kind == "train" else 5)
     with pytest.raises(ValueError):
-        figures.figure1_loss(runset, "en", "test")
+        plots.figure1_loss(runset, "en", "test")
 
 
 def test_figure2_and_figure3_panels(runset: figures.RunSet) -> None:
-    fig2 = figures.figure2_accuracy(runset, "fr", paper_refs=False)
+    fig2 = plots.figure2_accuracy(runset, "fr", paper_refs=False)
     assert len(fig2.axes[0].get_lines()) == 2
-    fig3 = figures.figure3_accuracy_by_language(runset)
+    fig3 = plots.figure3_accuracy_by_language(runset)
     assert len(fig3.axes) == 2  # en and fr have runs; es (no pretrain/) and the rest are not drawn
     assert [ax.get_title().split(",")[0] for ax in fig3.axes] == ["English", "French"]
     for ax in fig3.axes:
@@ -196,15 +202,16 @@ def test_figure2_and_figure3_panels(runset: figures.RunSet) -> None:
     for lang in ("DE", "CS", "PL", "ES", "IT"):
         assert lang in suptitle
     with pytest.raises(ValueError, match="'de'"):
-        figures.figure2_accuracy(runset, "de")
+        plots.figure2_accuracy(runset, "de")
 
 
 def test_crossing_step_on_constructed_curve() -> None:
     steps = [0, 10, 20, 30, 40]
-    assert figures.crossing_step(steps, [9, 7, 5.5, 4.9, 4.5], 5.0, below=True) == 30
-    assert math.isnan(figures.crossing_step(steps, [9, 7, 5.0, 5.0, 5.0], 5.0, below=True))  # ties do not count
-    assert figures.crossing_step(steps, [0.0, 0.1, 0.2, 0.31, 0.4], 0.3, below=False) == 30
-    assert math.isnan(figures.crossing_step(steps, [0.0, 0.1], math.nan))
+    assert crossing_step(steps, [9, 7, 5.5, 4.9, 4.5], 5.0, lower_is_better=True) == 30
+    assert crossing_step(steps, [9, 7, 5.0, 5.0, 5.0], 5.0, lower_is_better=True) is None  # ties do not count
+    assert crossing_step(steps, [0.0, 0.1, 0.2, 0.31, 0.4], 0.3, lower_is_better=False) == 30
+    assert crossing_step(steps, [4.0, 7, 6, 6, 6], 5.0, lower_is_better=True) is None  # step 0 never counts
+    assert crossing_step(steps[:2], [0.0, 0.1], math.nan, lower_is_better=False) is None
 
 
 def test_verify_claims_on_constructed_run(tmp_path: Path) -> None:
@@ -271,7 +278,7 @@ def test_a_cut_short_run_is_labelled_as_such(tmp_path: Path) -> None:
     runset = figures.load_runs([write_run(tmp_path, "demo", "en", metrics, steps=40)])
     row = our_row(figures.table3_accuracy(runset), "en")
     assert row["label"] == "ours (demo, stopped at 20 of 40 steps)" and row["steps"] == 20
-    assert "stopped at 20 of 40 steps" in figures.figure2_accuracy(runset, "en").axes[0].get_title()
+    assert "stopped at 20 of 40 steps" in plots.figure2_accuracy(runset, "en").axes[0].get_title()
 
 
 def test_models_stopped_at_different_steps_are_compared_at_the_step_they_share(tmp_path: Path) -> None:
@@ -292,3 +299,207 @@ def test_paths_inside_the_repository_are_written_relative(tmp_path: Path) -> Non
 
     assert figures.display_path(REPO_ROOT / "runs" / "demo-en") == "runs/demo-en"
     assert figures.display_path(tmp_path / "demo-en") == str(tmp_path / "demo-en")
+
+
+# --------------------------------------------------------------------------- issues 11 and 12
+
+
+def flat_curves(tiny_loss: list[float], ft_loss: list[float], tiny_acc: list[float], ft_acc: list[float],
+                steps: list[int] = EVAL_STEPS) -> dict[str, pd.DataFrame]:
+    def table(loss: list[float], acc: list[float]) -> pd.DataFrame:
+        return pd.DataFrame({"step": steps, "train_loss": [np.nan, *loss[1:]], "eval_loss": loss,
+                             "eval_accuracy": acc})
+    return {"bert_tiny": table(tiny_loss, tiny_acc), "bert_ft": table(ft_loss, ft_acc)}
+
+
+def test_one_metrics_reader_is_used() -> None:
+    from helpers import pretrain
+
+    assert not hasattr(figures, "METRIC_COLUMNS") or figures.METRIC_COLUMNS is pretrain.METRIC_COLUMNS
+    from helpers import crossing
+
+    assert figures.read_metrics is pretrain.read_metrics and figures.crossing_step is crossing.crossing_step
+
+
+def test_exactly_one_third_is_not_under_a_third_and_a_tie_is_not_a_crossing(tmp_path: Path) -> None:
+    steps = [0, 10, 20, 30]  # FT beats TINY's final loss (5.0) first at step 10 of 30: exactly one third
+    curves = flat_curves([9, 8, 6, 5.0], [9, 4.9, 4.8, 4.5], [0, 0.1, 0.2, 0.3], [0, 0.3, 0.3, 0.35], steps)
+    run_dir = write_run(tmp_path, "demo", "es", curves, steps=30)
+    claims = figures.verify_claims(figures.load_runs([run_dir])).set_index("claim_id")
+    row = claims.loc["eval_loss_crossing_step"]
+    assert row["ours"] == 10 and row["fraction_of_training"] == pytest.approx(1 / 3)
+    assert row["holds_on_ours"] == False  # noqa: E712  (1/3 is not under a third)
+    # FT's accuracy ties TINY's final 0.3 at steps 10 and 20 and passes it only at step 30
+    assert claims.loc["accuracy_crossing_step", "ours"] == 30
+
+
+def test_folder_names_carry_the_seed() -> None:
+    assert figures.split_folder_name(Path("demo-en")) == ("demo", "en", None)
+    assert figures.split_folder_name(Path("demo-en-seed2")) == ("demo", "en", 2)
+    assert figures.split_folder_name(Path("figures")) == (None, None, None)
+
+
+def three_seeds(tmp_path: Path, gains: list[float]) -> list[Path]:
+    dirs = []
+    for seed, gain in enumerate(gains):
+        curves = flat_curves([9, 8, 7, 6, 5.0], [9, 7, 5.5, 4.9, 4.5], [0, 0.1, 0.2, 0.25, 0.3],
+                             [0, 0.2, 0.3, 0.3, 0.3 + gain])
+        dirs.append(write_run(tmp_path, "demo", "en", curves, seed=seed))
+    return dirs
+
+
+def test_three_seeds_are_pooled_with_a_t_interval(tmp_path: Path) -> None:
+    from scipy import stats
+
+    gains = [0.02, 0.05, 0.03]
+    runset = figures.load_runs(three_seeds(tmp_path, gains))
+    row = our_row(figures.table3_accuracy(runset), "en")
+    assert row["n_seeds"] == 3 and row["seeds"] == "0,1,2" and "3 seeds" in row["label"]
+    half = stats.t.ppf(0.975, 2) * np.std(gains, ddof=1) / math.sqrt(3)
+    assert row["FT - TINY"] == pytest.approx(np.mean(gains))
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((np.mean(gains) - half, np.mean(gains) + half))
+    assert row["interval"] == "t over 3 seeds"
+    claims = figures.verify_claims(runset).set_index("claim_id")
+    assert claims.loc["final_accuracy_gain", "n_seeds"] == 3
+    assert claims.loc["final_accuracy_gain", "ci_low"] == pytest.approx(np.mean(gains) - half)
+    assert claims.loc["eval_loss_crossing_step", "ours"] == 30  # every seed crossed at step 30
+    assert claims.loc["eval_loss_crossing_step", "ci_low"] == pytest.approx(30)  # no spread between seeds
+
+
+def write_positions(run_dir: Path, name: str, correct: np.ndarray, loss: np.ndarray) -> None:
+    np.savez(run_dir / "pretrain" / name / figures.POSITIONS_FILE, correct=correct, loss=loss.astype(np.float32))
+
+
+def test_one_seed_gets_a_bootstrap_over_positions_or_says_why_not(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    n = 4000
+    tiny_correct, ft_correct = rng.random(n) < 0.30, rng.random(n) < 0.35
+    curves = flat_curves([9, 8, 7, 6, 5.0], [9, 7, 5.5, 4.9, 4.5], [0, 0.1, 0.2, 0.25, tiny_correct.mean()],
+                         [0, 0.2, 0.3, 0.3, ft_correct.mean()])
+    run_dir = write_run(tmp_path, "demo", "en", curves)
+    missing = our_row(figures.table3_accuracy(figures.load_runs([run_dir])), "en")
+    assert math.isnan(missing["ci_low"]) and "eval_positions.npz not found" in missing["interval"]
+    write_positions(run_dir, "bert_tiny", tiny_correct, rng.random(n) * 5)
+    write_positions(run_dir, "bert_ft", ft_correct, rng.random(n) * 5)
+    row = our_row(figures.table3_accuracy(figures.load_runs([run_dir])), "en")
+    assert row["interval"] == "bootstrap over 4,000 evaluation positions (1 seed)"
+    diff = ft_correct.astype(float) - tiny_correct.astype(float)
+    half = 1.96 * diff.std() / math.sqrt(n)  # the normal approximation the percentile interval should match
+    assert row["ci_low"] == pytest.approx(diff.mean() - half, abs=0.15 * half)
+    assert row["ci_high"] == pytest.approx(diff.mean() + half, abs=0.15 * half)
+
+
+def identity(lang: str = "en", seed: int = 0, **changes: Any) -> dict[str, Any]:
+    base = {"lang": lang, "seed": seed, "preset": "demo", "corpus": "embedded", "max_steps": None,
+            "data_fingerprint": "d1", "tokenizer_fingerprint": "t1", "train_config_hash": "c1"}
+    return {**base, **changes}
+
+
+def test_runs_that_differ_in_more_than_the_init_are_not_paired(tmp_path: Path) -> None:
+    info = {"bert_tiny": {"lang": "fr", "seed": 7}, "bert_ft": {"lang": "en", "seed": 0}}
+    run_dir = write_run(tmp_path, "demo", "fr", both_models(0), info=info)
+    with pytest.warns(UserWarning, match="inconsistent languages"):
+        runset = figures.load_runs([run_dir])
+    table = figures.table3_accuracy(runset)
+    rows = table[(table["source"] == "ours") & table["status"].str.startswith("mismatch")]
+    assert len(rows) == 1 and "lang 'fr' vs 'en'" in rows.iloc[0]["status"] and "seed 7 vs 0" in rows.iloc[0]["status"]
+    assert rows[["BERT_TINY", "BERT_FT", "FT - TINY"]].isna().all().all()
+    assert figures.verify_claims(runset).empty
+
+
+def test_the_identity_block_decides_and_only_the_init_may_differ(tmp_path: Path) -> None:
+    same = {"bert_tiny": {"identity": identity(), "init": {"kind": "random", "manifest_sha256": None}},
+            "bert_ft": {"identity": identity(), "init": {"kind": "static", "manifest_sha256": "abc"}}}
+    ok = figures.load_runs([write_run(tmp_path / "a", "demo", "en", both_models(0), info=same)])
+    assert figures.pair_problem(ok.runs[0]) is None
+    assert our_row(figures.table3_accuracy(ok), "en")["status"] == "ok"
+    other_data = {**same, "bert_ft": {**same["bert_ft"], "identity": identity(data_fingerprint="d2")}}
+    bad = figures.load_runs([write_run(tmp_path / "b", "demo", "en", both_models(0), info=other_data)])
+    assert figures.pair_problem(bad.runs[0]) == "mismatch: data_fingerprint 'd1' vs 'd2'"
+    random_ft = {**same, "bert_ft": {**same["bert_ft"], "init": {"kind": "random"}}}
+    worse = figures.load_runs([write_run(tmp_path / "c", "demo", "en", both_models(0), info=random_ft)])
+    assert "BERT_FT was initialised at random" in figures.pair_problem(worse.runs[0])
+    assert figures.verify_claims(bad).empty and figures.verify_claims(worse).empty
+
+
+def test_without_an_identity_block_the_train_config_is_compared(tmp_path: Path) -> None:
+    info = {"bert_tiny": {"train_config": {"lr": 0.001, "steps": 40}}, "bert_ft": {"train_config": {"lr": 0.002,
+                                                                                                     "steps": 40}}}
+    runset = figures.load_runs([write_run(tmp_path, "demo", "en", both_models(0), info=info)])
+    assert figures.pair_problem(runset.runs[0]) == "mismatch: train_config.lr 0.001 vs 0.002"
+
+
+def test_a_claim_is_not_testable_when_bert_tiny_is_near_the_unigram_loss(tmp_path: Path) -> None:
+    from test_baselines import write_prepared_data
+
+    run_dir = write_run(tmp_path, "demo", "en", both_models(0))  # BERT_TINY ends near 5.0
+    write_prepared_data(run_dir / "pretrain")  # unigram loss about 1.8 on the three labels
+    runset = figures.load_runs([run_dir])
+    base = runset.runs[0].baseline
+    claims = figures.verify_claims(runset)
+    assert not figures.is_testable(5.0, 5.4) and figures.is_testable(4.0, 4.6) and not figures.is_testable(4.1, 4.6)
+    assert figures.is_testable(runset.runs[0].final("bert_tiny", "eval_loss"), base.unigram_loss) is False
+    per_lang = claims[claims["lang"] == "en"]
+    assert (per_lang["testable"] == False).all()  # noqa: E712
+    assert per_lang["note"].str.contains("not testable at this scale").all()
+    table = figures.table2_loss(runset)
+    unigram = table[(table["lang"] == "en") & (table["source"] == "unigram")].iloc[0]
+    assert unigram["eval_loss BERT_TINY"] == pytest.approx(base.unigram_loss)
+    fig = plots.figure1_loss(runset, "en", "eval")
+    assert "unigram baseline (no context, same positions)" in legend_labels(fig.axes[0])
+
+
+def test_table2_reports_both_readings_of_the_training_loss(tmp_path: Path) -> None:
+    curves = flat_curves([9, 8, 7, 6, 5.0], [9, 7, 5.5, 4.9, 4.5], [0, 0.1, 0.2, 0.25, 0.3], [0, 0.2, 0.3, 0.3, 0.4],
+                         steps=[0, 10, 20, 40, 80])
+    runset = figures.load_runs([write_run(tmp_path, "demo", "en", curves, steps=80)])
+    row = our_row(figures.table2_loss(runset), "en")
+    assert row["train_loss BERT_TINY"] == pytest.approx(5.0)  # the last interval's mean
+    assert row["train_loss (run mean) BERT_TINY"] == pytest.approx((8 * 10 + 7 * 10 + 6 * 20 + 5 * 40) / 80)
+    assert "comparison with the paper uses" in figures.TRAIN_LOSS_NOTE
+
+
+def test_language_claims_check_the_ordering_and_the_average(tmp_path: Path) -> None:
+    dirs = []
+    for lang, gain in (("en", 0.01), ("fr", 0.04), ("es", 0.05)):
+        for seed in range(3):
+            curves = flat_curves([9, 8, 7, 6, 5.0], [9, 7, 5.5, 4.9, 4.5], [0, 0.1, 0.2, 0.25, 0.3],
+                                 [0, 0.2, 0.3, 0.3, 0.3 + gain + 0.002 * seed])
+            dirs.append(write_run(tmp_path, "demo", lang, curves, seed=seed, static=False))
+    with pytest.warns(UserWarning):
+        claims = figures.verify_claims(figures.load_runs(dirs)).set_index("claim_id")
+    least = claims.loc["english_gains_least"]
+    assert least["ours"] == pytest.approx(0.03) and least["holds_on_ours"] == True  # noqa: E712
+    assert least["ci_low"] < 0.03 < least["ci_high"] and least["lang"] == "en,es,fr"
+    assert least["paper"] == "+0.020 over the same languages"  # min(FR 0.052, ES 0.057) - EN 0.032
+    average = claims.loc["average_accuracy_gain"]
+    assert average["ours"] == pytest.approx((0.01 + 0.04 + 0.05) / 3 + 0.002)
+    assert average["ci_low"] < average["ours"] < average["ci_high"]
+    assert "+0.047 over en,es,fr" in average["paper"] and "+0.061 over its 7 languages" in average["paper"]
+
+
+def test_titles_name_the_max_steps_cap(tmp_path: Path) -> None:
+    info = {name: {"max_steps": 40} for name in paper.MODELS}
+    runset = figures.load_runs([write_run(tmp_path, "demo", "en", both_models(0), info=info, steps=40)])
+    title = plots.figure2_accuracy(runset, "en").axes[0].get_title()
+    assert "demo preset" in title and "40 steps" in title and "max_steps=40" in title
+
+
+def test_write_outputs_writes_only_into_its_folder(runset: figures.RunSet, tmp_path: Path) -> None:
+    before = {p for p in tmp_path.rglob("*")}
+    out = tmp_path / "staging"
+    paths = figures.write_outputs(runset, out)
+    after = {p for p in tmp_path.rglob("*")}
+    assert after - before == {out, *paths}
+    assert "comparison with the paper uses" in (out / "table2_loss.md").read_text()
+
+
+def test_exercise_checks_accept_the_solutions_and_reject_plausible_mistakes() -> None:
+    from helpers.solutions import nb06
+
+    assert nb06.crossing_right(nb06.exercise_1(**nb06.EXERCISE_1)) and nb06.exercise_1(**nb06.EXERCISE_1) == 100
+    assert not nb06.crossing_right(50)  # the first tie is not a crossing
+    assert nb06.average_right(nb06.exercise_2()) and nb06.exercise_2() == pytest.approx(0.0614, abs=1e-4)
+    assert not nb06.average_right(0.072)  # Czech's gain, not the average
+    assert nb06.testable_right(nb06.exercise_3()) and nb06.exercise_3() == {"fr"}
+    assert not nb06.testable_right({"fr", "es"})  # es ends 0.45 below its unigram loss: within 0.5 nat

@@ -1,0 +1,175 @@
+"""The paper's Figures 1-3 drawn from our runs (numbers come from :mod:`helpers.figures`; nothing is computed here).
+
+Our curves are solid and coloured with a marker at each evaluation (one thin line per extra seed);
+the paper's final values are dashed grey horizontal lines; the unigram baseline on the same
+evaluation positions is a dotted black line. Figures are built on ``matplotlib.figure.Figure``
+directly, without pyplot: no global figure state, and saving works with or without a display.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from helpers import paper_values as paper
+from helpers.figures import FIGURE_FORMATS, KIND_COLUMN, RunSet, SeedGroup, comparison_groups
+
+OUR_STYLE: dict[str, dict[str, Any]] = {
+    "bert_tiny": {"color": "tab:blue", "marker": "o", "linestyle": "-", "markersize": 4},
+    "bert_ft": {"color": "tab:orange", "marker": "s", "linestyle": "-", "markersize": 4},
+}
+PAPER_STYLE: dict[str, dict[str, Any]] = {
+    "bert_tiny": {"color": "0.35", "linestyle": "--", "linewidth": 1.2},
+    "bert_ft": {"color": "0.6", "linestyle": "-.", "linewidth": 1.2},
+}
+UNIGRAM_STYLE: dict[str, Any] = {"color": "black", "linestyle": ":", "linewidth": 1.4}
+
+
+def lang_name(lang: str) -> str:
+    return paper.LANG_NAMES.get(lang, lang.upper())
+
+
+def group_for(runset: RunSet, lang: str) -> SeedGroup:
+    """The group of comparable runs drawn for ``lang`` (the one with the most seeds)."""
+    groups = [g for g in comparison_groups(runset) if g.lang == lang and g.runs]
+    if not groups:
+        raise ValueError(f"no run with pretraining metrics for language {lang!r} that can be compared; "
+                         f"languages with metrics: {runset.langs_with_metrics() or 'none'}")
+    return groups[0]
+
+
+def plot_models(ax: Axes, group: SeedGroup, column: str, short: bool = False) -> list[str]:
+    """Our two curves (one per seed); returns the models that had nothing to draw."""
+    absent = []
+    for name in paper.MODELS:
+        drawn = False
+        for i, run in enumerate(group.runs):
+            metrics = run.model(name).metrics
+            if metrics is None or metrics[column].isna().all():
+                continue
+            points = metrics[["step", column]].dropna()
+            if drawn:  # further seeds: thin, unlabelled, same colour
+                ax.plot(points["step"], points[column], color=OUR_STYLE[name]["color"], linewidth=0.8, alpha=0.45)
+                continue
+            label = f"{paper.MODEL_LABELS[name]}, " + ("ours" if short else group.label)
+            ax.plot(points["step"], points[column], label=label, **OUR_STYLE[name])
+            drawn = True
+        if not drawn:
+            absent.append(paper.MODEL_LABELS[name])
+    return absent
+
+
+def paper_lines(ax: Axes, published: dict[str, dict[str, float]], lang: str, table: str) -> None:
+    """The paper's final values for ``lang`` as horizontal references, styled apart from our curves."""
+    if lang not in published:
+        return
+    for name in paper.MODELS:
+        ax.axhline(published[lang][name], **PAPER_STYLE[name],
+                   label=f"paper {lang.upper()} {paper.MODEL_LABELS[name]}, {table} ({paper.STEPS // 1000}k steps)")
+
+
+def unigram_line(ax: Axes, group: SeedGroup, key: str) -> None:
+    """The context-free baseline on the same evaluation positions (when the prepared data was found)."""
+    if group.baseline is not None:
+        ax.axhline(group.baseline[key], **UNIGRAM_STYLE, label="unigram baseline (no context, same positions)")
+
+
+def finish(ax: Axes, ylabel: str, absent: list[str], fontsize: float = 8) -> None:
+    ax.set_xlabel("training step")
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+    if absent:
+        ax.text(0.5, 0.5, f"missing: {', '.join(absent)}", transform=ax.transAxes, ha="center", color="tab:red")
+    if ax.get_lines():
+        ax.legend(fontsize=fontsize)
+
+
+def group_title(group: SeedGroup) -> str:
+    """'English, demo preset, 300 steps' (+ the max_steps cap and the seeds when there are several)."""
+    seeds = f", seeds {', '.join(map(str, group.seeds))}" if len(group.runs) > 1 else ""
+    return f"{lang_name(group.lang)}, {group.first.preset or '?'} preset, {group.first.steps_text}{seeds}"
+
+
+def figure1_loss(runset: RunSet, lang: str, kind: str = "train", paper_refs: bool = True) -> Figure:
+    """Figure 1a (kind='train') or 1b (kind='eval', with the unigram line): loss over steps, both models."""
+    if kind not in KIND_COLUMN:
+        raise ValueError(f"kind must be 'train' or 'eval', not {kind!r}")
+    group = group_for(runset, lang)
+    fig = Figure(figsize=(7, 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    absent = plot_models(ax, group, KIND_COLUMN[kind])
+    if kind == "eval":
+        unigram_line(ax, group, "unigram_loss")
+    if paper_refs:
+        paper_lines(ax, paper.TRAIN_LOSS if kind == "train" else paper.EVAL_LOSS, lang, "Table 2")
+    what = "training loss" if kind == "train" else "evaluation loss"
+    finish(ax, f"{what} (cross-entropy{', interval mean' if kind == 'train' else ''})", absent)
+    panel = "1a" if kind == "train" else "1b"
+    ax.set_title(f"Figure {panel} (ours): {what}, {group_title(group)}\n"
+                 f"grey lines: the paper's final values for this language (its own Figure {panel} shows Czech)",
+                 fontsize=10)
+    return fig
+
+
+def figure2_accuracy(runset: RunSet, lang: str, paper_refs: bool = True) -> Figure:
+    """Figure 2: masked-token accuracy over steps, both models of one language, with the unigram line."""
+    group = group_for(runset, lang)
+    fig = Figure(figsize=(7, 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    absent = plot_models(ax, group, "eval_accuracy")
+    unigram_line(ax, group, "unigram_accuracy")
+    if paper_refs:
+        paper_lines(ax, paper.EVAL_ACCURACY, lang, "Table 3")
+    finish(ax, "evaluation accuracy (masked tokens)", absent)
+    ax.set_title(f"Figure 2 (ours): evaluation accuracy, {group_title(group)}\n"
+                 "grey lines: the paper's final values for this language (its own Figure 2 shows Czech)", fontsize=10)
+    return fig
+
+
+def figure3_accuracy_by_language(runset: RunSet, paper_refs: bool = True, ncols: int = 3) -> Figure:
+    """Figure 3: one accuracy panel per language with comparable runs; the others are named, not drawn."""
+    groups = list({g.lang: g for g in reversed(comparison_groups(runset)) if g.runs}.values())[::-1]
+    drawn = {g.lang for g in groups}
+    without = [x.upper() for x in paper.LANGS if x not in drawn]
+    ncols = max(1, min(ncols, len(groups)))
+    nrows = max(1, math.ceil(len(groups) / ncols))
+    fig = Figure(figsize=(4.6 * ncols, 3.6 * nrows + 0.6), layout="constrained")
+    if not groups:
+        ax = fig.add_subplot()
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, "no run with pretraining metrics", ha="center", va="center")
+    for i, group in enumerate(groups):
+        ax = fig.add_subplot(nrows, ncols, i + 1)
+        absent = plot_models(ax, group, "eval_accuracy", short=True)
+        if paper_refs:
+            paper_lines(ax, paper.EVAL_ACCURACY, group.lang, "Table 3")
+        finish(ax, "evaluation accuracy", absent, fontsize=7)
+        ax.set_title(group_title(group), fontsize=10)
+    note = (f"no comparable run of ours for: {', '.join(without)}" if without else "every paper language has a run")
+    fig.suptitle(f"Figure 3 (ours): evaluation accuracy over training steps by language\n{note}; "
+                 "grey lines = the paper's final values per language (Table 3, 100k steps)", fontsize=11)
+    return fig
+
+
+def draw_figures(runset: RunSet, lang: str | None) -> dict[str, Figure]:
+    """Every figure ``write_outputs`` saves; Figures 1-2 only when ``lang`` has a comparable run."""
+    figures: dict[str, Figure] = {}
+    if lang is not None:
+        figures["fig1a_train_loss"] = figure1_loss(runset, lang, "train")
+        figures["fig1b_eval_loss"] = figure1_loss(runset, lang, "eval")
+        figures["fig2_eval_accuracy"] = figure2_accuracy(runset, lang)
+    figures["fig3_accuracy_by_language"] = figure3_accuracy_by_language(runset)
+    return figures
+
+
+def save_figure(fig: Figure, out_dir: Path, name: str, metadata_title: str) -> list[Path]:
+    paths = []
+    for fmt in FIGURE_FORMATS:
+        path = out_dir / f"{name}.{fmt}"
+        fig.savefig(path, dpi=150, metadata={"Title": metadata_title})
+        paths.append(path)
+    return paths

@@ -1,0 +1,50 @@
+"""Reference solutions of notebook 06's exercises (crossings, the paper's average, testability), and their checks.
+
+Try the exercises before reading on: every function below gives an answer away.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+from helpers import paper_values as paper
+from helpers.crossing import crossing_step
+from helpers.figures import TESTABLE_MARGIN, is_testable
+
+# Exercise 1: BERT_FT's accuracy at each evaluation; BERT_TINY ended at 0.0662 (as in a demo run, where
+# BERT_TINY scored exactly the same at two evaluations because the evaluation mask is fixed).
+EXERCISE_1 = {"steps": [0, 25, 50, 75, 100, 125], "ft_accuracy": [0.0, 0.0581, 0.0662, 0.0662, 0.0701, 0.0815],
+              "tiny_final": 0.0662}
+# Exercise 3: final BERT_TINY eval loss and unigram loss per language (nats, made-up but plausible values).
+EXERCISE_3 = {"en": {"tiny": 7.162, "unigram": 7.299}, "fr": {"tiny": 6.100, "unigram": 6.850},
+              "es": {"tiny": 6.600, "unigram": 7.050}}
+
+
+def exercise_1(steps: Sequence[int], ft_accuracy: Sequence[float], tiny_final: float) -> int | None:
+    """The first step after 0 where BERT_FT is strictly above BERT_TINY's final accuracy: ties do not count."""
+    return crossing_step(steps, ft_accuracy, tiny_final, lower_is_better=False)
+
+
+def crossing_right(answer: Any) -> bool:
+    return int(answer) == exercise_1(**EXERCISE_1)
+
+
+def exercise_2(accuracy: Mapping[str, Mapping[str, float]] = paper.EVAL_ACCURACY) -> float:
+    """Table 3's average gain over its seven languages: the mean of BERT_FT minus BERT_TINY."""
+    gains = [acc["bert_ft"] - acc["bert_tiny"] for acc in accuracy.values()]
+    return sum(gains) / len(gains)
+
+
+def average_right(answer: Any) -> bool:
+    """Within half a rounding step of Table 3's third decimal."""
+    return math.isfinite(float(answer)) and abs(float(answer) - exercise_2()) < 5e-4
+
+
+def exercise_3(losses: Mapping[str, Mapping[str, float]] = EXERCISE_3) -> set[str]:
+    """The languages whose BERT_TINY ended more than TESTABLE_MARGIN below the unigram loss."""
+    return {lang for lang, x in losses.items() if is_testable(x["tiny"], x["unigram"], TESTABLE_MARGIN)}
+
+
+def testable_right(answer: Any) -> bool:
+    return {str(lang) for lang in answer} == set(exercise_3())

@@ -11,7 +11,6 @@ import pytest
 
 from helpers import figures
 from helpers import paper_values as paper
-from helpers import run as job
 
 pytestmark = pytest.mark.notebook
 

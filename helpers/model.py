@@ -27,6 +27,8 @@ from transformers import AttentionInterface, BertConfig, BertForMaskedLM
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
+from helpers.masking import IGNORE_INDEX
+
 # Table 4 of Mištera & Král: the model both BERT_TINY and BERT_FT use.
 TABLE4: dict[str, Any] = {
     "vocab_size": 30_000,
@@ -41,7 +43,6 @@ TABLE4: dict[str, Any] = {
     "tie_word_embeddings": True,
 }
 TABLE4_PARAMETERS = 10_501_324  # Table 4; decoder tied to the input embeddings, no pooler
-IGNORE_INDEX = -100  # label of positions that are not scored (the Hugging Face convention)
 PADDED_ATTENTION = "sdpa_padded"
 PAD_HEAD_DIM_TO = 8
 
@@ -166,28 +167,25 @@ def sync_free_mask(model: BertForMaskedLM, attention_mask: torch.Tensor | None) 
     return attention_mask.bool()[:, None, None, :]
 
 
-def mlm_loss(model: BertForMaskedLM, input_ids: torch.Tensor, attention_mask: torch.Tensor | None,
-             labels: torch.Tensor, max_masked: int | None = None, with_accuracy: bool = True
-             ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
-    """Cross-entropy over the masked positions only; returns (loss, n_correct, n_masked) as tensors.
-
-    Written by hand because the 300 x 30,000 vocabulary projection dominates a step of this model:
-    BertForMaskedLM projects all B x T positions, of which only ~15 % are scored. Projecting the
-    scored rows only gives the same loss and gradients (tests/test_model.py) in a fraction of the
-    time (benchmarks/throughput.py). Counts stay on the device so a training step never syncs.
-    ``with_accuracy=False`` skips the argmax over the vocabulary (n_correct is then None): training
-    steps do not need it, and on the CPU it costs about a tenth of a step.
-    """
-    hidden = model.bert(input_ids=input_ids, attention_mask=sync_free_mask(model, attention_mask)).last_hidden_state
+def masked_logits(model: BertForMaskedLM, input_ids: torch.Tensor, attention_mask: torch.Tensor | None,
+                  labels: torch.Tensor, max_masked: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits at the masked positions only, with their target ids: the output layer sees ~15 % of the rows."""
+    # The encoder runs on every position: each token's output depends on the whole sequence.
+    hidden = model.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    # Keep the rows whose label is scored (IGNORE_INDEX everywhere else), in reading order.
     index, targets = masked_rows(labels, max_masked)
     rows = hidden.reshape(-1, hidden.shape[-1]).index_select(0, index)
+    # The output layer (a transform, then hidden x vocabulary tied to the input embeddings) on those rows,
+    # in at least float32: the softmax over the vocabulary needs it even when the encoder ran in bfloat16.
     logits = model.cls(rows)
-    if logits.dtype in (torch.float16, torch.bfloat16):
-        logits = logits.float()  # the softmax over 30,000 entries wants float32 under autocast
-    loss = F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX)
-    scored = targets != IGNORE_INDEX
-    n_correct = ((logits.argmax(dim=-1) == targets) & scored).sum() if with_accuracy else None
-    return loss, n_correct, scored.sum()
+    return logits.to(torch.promote_types(logits.dtype, torch.float32)), targets
+
+
+def mlm_loss(model: BertForMaskedLM, input_ids: torch.Tensor, attention_mask: torch.Tensor | None,
+             labels: torch.Tensor, max_masked: int | None = None) -> torch.Tensor:
+    """BERT's MLM objective: mean cross-entropy over the masked positions, as a device tensor."""
+    logits, targets = masked_logits(model, input_ids, attention_mask, labels, max_masked)
+    return F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX)
 
 
 # --------------------------------------------------------------------------------------------

@@ -4,36 +4,46 @@ Three stages, each runnable alone:
 
 * :func:`prepare_data` tokenises once and writes 128-token sequences and a fixed, pre-masked
   evaluation set as ``.npy`` files (plus the tokenizer), so training needs nothing but these files;
-* :func:`train` is a plain loop a reader can hold in their head: sample a batch, mask it on the
-  device, masked-only MLM loss, backward, clip, AdamW, learning-rate schedule; evaluate and
-  checkpoint every N steps, resume exactly;
+* :func:`train` is a plain loop a reader can hold in their head: sample a batch, :func:`train_step`
+  (mask on the device, masked-only MLM loss, backward, clip, AdamW, learning-rate schedule),
+  evaluate and checkpoint every N steps; it stops at the first non-finite loss or gradient norm;
 * :func:`compare_runs` reads both ``metrics.csv`` files and answers the paper's question: how many
   steps did BERT_FT need to reach BERT_TINY's final evaluation loss and accuracy?
 
+Checkpoints, resume and a run's identity live in helpers.checkpoints, the command line in
+helpers.pretrain_cli (``python -m helpers.pretrain --help``), the plots in helpers.plots.pretrain.
 Module-level imports are limited to the standard library, numpy, torch, transformers and
-tokenizers (through helpers.model / helpers.masking / helpers.runinfo): the GPU machines lack
-datasets, fasttext, papermill and the plotting stack. ``python -m helpers.pretrain --help``.
+tokenizers: the GPU machines lack datasets, fasttext, papermill and the plotting stack.
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import math
-import os
 import sys
 import time
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from transformers import get_linear_schedule_with_warmup
 
+from helpers import checkpoints as ck
+from helpers.crossing import crossing_step, fraction_of
 from helpers.masking import IGNORE_INDEX, MLMCollator
-from helpers.model import InitSpec, build_model, count_parameters, mlm_loss, use_attention
+from helpers.model import (
+    InitSpec,
+    build_model,
+    count_parameters,
+    masked_logits,
+    mlm_loss,
+    sync_free_mask,
+    use_attention,
+)
 from helpers.presets import pick
 from helpers.runinfo import environment, pick_device
 from helpers.static_vectors import vocab_fingerprint
@@ -48,13 +58,56 @@ MODEL_NAMES = ("bert_tiny", "bert_ft")
 # uses (read after the scheduler stepped), so it is 0.0 on the last row of a finished run.
 METRIC_COLUMNS = ("step", "train_loss", "eval_loss", "eval_accuracy", "lr", "elapsed_s")
 DATA_SUBDIR = "data"
-CHECKPOINT_FILE = "checkpoint.pt"
+CHECKPOINT_FILE = ck.CHECKPOINT_FILE
+EVAL_POSITIONS_FILE = "eval_positions.npz"
 EVAL_MASK_SEED = 1234  # fixed: the evaluation mask belongs to the data, not to a training seed
+BATCHING = ("random", "bucketed")
+DROPOUT = ("torch", "fast")
+ATTENTION = ("auto", "sdpa", "sdpa_padded", "eager")
 
 
 # --------------------------------------------------------------------------------------------
 # Settings
 # --------------------------------------------------------------------------------------------
+
+# Allowed values of the real-valued settings: (low, high, low allowed, high allowed). TrainConfig and
+# the command line both check through check_number, so a bad value fails the same way everywhere.
+NUMBER_RANGES: dict[str, tuple[float, float, bool, bool]] = {
+    "lr": (0.0, 1.0, False, False),
+    "eps": (0.0, 1.0, False, False),
+    "beta": (0.0, 1.0, True, False),
+    "weight_decay": (0.0, 1.0, True, False),
+    "warmup_fraction": (0.0, 1.0, True, False),
+    "grad_clip": (0.0, math.inf, False, False),
+    "mlm_probability": (0.0, 1.0, False, False),
+}
+
+
+def check_number(name: str, value: Any, kind: str | None = None) -> float:
+    """``value`` as a finite float inside ``NUMBER_RANGES[kind or name]``, else a ValueError naming the range."""
+    low, high, low_ok, high_ok = NUMBER_RANGES[kind or name]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if (value < low or (value == low and not low_ok)) or (value > high or (value == high and not high_ok)):
+        interval = f"{'[' if low_ok else '('}{low:g}, {high:g}{']' if high_ok else ')'}"
+        raise ValueError(f"{name} must lie in {interval}, got {value!r}")
+    return float(value)
+
+
+def check_count(name: str, value: Any, low: int = 1, high: int | None = None, why: str = "") -> int:
+    """``value`` as an integer in [low, high], else a ValueError that says what is allowed."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < low or (high is not None and value > high):
+        allowed = f"at least {low}" if high is None else f"in [{low}, {high}]"
+        raise ValueError(f"{name} must be {allowed}{why}, got {value!r}")
+    return int(value)
+
+
+def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -65,7 +118,8 @@ class TrainConfig:
     warmup): eps 1e-6 and weight decay 0.01 on matrices only (not biases or LayerNorm), both from
     the original BERT recipe the paper says it follows; the Hugging Face Trainer's defaults would
     be eps 1e-8 and no decay. eps 1e-6 also keeps the update of rarely seen embedding rows (tiny
-    second moments) bounded. Linear decay to zero after the warmup, as in BERT.
+    second moments) bounded. Linear decay to zero after the warmup, as in BERT. Every value is
+    checked on construction (finite, in range), so a bad setting fails before any training.
     """
 
     name: str  # the preset this came from, recorded in run.json
@@ -89,16 +143,26 @@ class TrainConfig:
     compile: bool = False  # torch.compile the loss on CUDA (static shapes through max_masked)
     attention: str = "auto"  # 'auto': sdpa on CPU, sdpa_padded (head dim 75 -> 80) on CUDA
     cpu_threads: int | None = None  # torch threads while training on the CPU (None: torch's default)
+    max_steps: int | None = None  # the cap cap_steps applied (recorded; steps already holds its effect)
+    batching: str = "random"  # 'random': BatchSampler; 'bucketed': helpers.batching (similar lengths together)
+    dropout: str = "torch"  # 'torch': nn.Dropout; 'fast': helpers.fast_dropout
 
     def __post_init__(self) -> None:
-        if self.steps < 1 or self.batch_size < 1:
-            raise ValueError(f"steps and batch_size must be positive, got {self.steps} and {self.batch_size}")
-        if not 8 <= self.seq_len <= 128:
-            raise ValueError(f"seq_len must lie in [8, 128] (Table 4: 128 positions), got {self.seq_len}")
-        if self.eval_every < 1 or self.checkpoint_every < 1:
-            raise ValueError("eval_every and checkpoint_every must be positive step counts")
-        if not 0.0 <= self.warmup_fraction < 1.0:
-            raise ValueError(f"warmup_fraction must lie in [0, 1), got {self.warmup_fraction}")
+        for name in ("steps", "batch_size", "eval_every", "checkpoint_every", "eval_batch_size"):
+            check_count(name, getattr(self, name))
+        for name in ("eval_sequences", "train_docs", "eval_docs", "cpu_threads", "max_steps"):
+            if getattr(self, name) is not None:
+                check_count(name, getattr(self, name))
+        check_count("seq_len", self.seq_len, 8, 128, " (Table 4: 128 positions)")
+        for name in ("lr", "eps", "weight_decay", "warmup_fraction", "grad_clip", "mlm_probability"):
+            check_number(name, getattr(self, name))
+        if not isinstance(self.betas, (tuple, list)) or len(self.betas) != 2:
+            raise ValueError(f"betas must be a pair such as (0.9, 0.999), got {self.betas!r}")
+        for i, beta in enumerate(self.betas):
+            check_number(f"betas[{i}]", beta, "beta")
+        check_choice("attention", self.attention, ATTENTION)
+        check_choice("batching", self.batching, BATCHING)
+        check_choice("dropout", self.dropout, DROPOUT)
 
     @property
     def warmup_steps(self) -> int:
@@ -135,15 +199,15 @@ def cap_steps(cfg: TrainConfig, max_steps: int) -> TrainConfig:
     """The same run cut to at most ``max_steps`` steps, for trying a configuration cheaply.
 
     The schedule is rescaled (warmup stays the same fraction) and evaluation and checkpoints happen
-    at least four times, so a capped run still draws a curve. The cap is part of the config's name,
-    so it is recorded in run.json and in every figure title.
+    at least four times, so a capped run still draws a curve. The cap is part of the config's name
+    and its ``max_steps``, so it is recorded in run.json, in the run's identity and in every figure title.
     """
     if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
         raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
     if max_steps >= cfg.steps:
-        return cfg
+        return cfg.replace(max_steps=max_steps)
     every = max(1, max_steps // 4)
-    return cfg.replace(name=f"{cfg.name} (max {max_steps} steps)", steps=max_steps,
+    return cfg.replace(name=f"{cfg.name} (max {max_steps} steps)", steps=max_steps, max_steps=max_steps,
                        eval_every=min(cfg.eval_every, every), checkpoint_every=min(cfg.checkpoint_every, every))
 
 
@@ -230,7 +294,8 @@ def pack_sequences(corpus: TokenizedCorpus, seq_len: int, cls_id: int, sep_id: i
     return out, np.full(n, seq_len, dtype=np.int16)
 
 
-def make_sequences(corpus: TokenizedCorpus, tokenizer: Any, seq_len: int, packing: bool) -> tuple[np.ndarray, np.ndarray]:
+def make_sequences(corpus: TokenizedCorpus, tokenizer: Any, seq_len: int,
+                   packing: bool) -> tuple[np.ndarray, np.ndarray]:
     if packing:
         return pack_sequences(corpus, seq_len, tokenizer.cls_token_id, tokenizer.sep_token_id)
     return truncate_sequences(corpus, seq_len, tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)
@@ -252,25 +317,28 @@ def fixed_eval_mask(tokenizer: Any, ids: np.ndarray, lengths: np.ndarray, mlm_pr
 
 def prepare_data(tokenizer: Any, train_texts: Sequence[str], eval_texts: Sequence[str], out_dir: str | Path,
                  seq_len: int = 128, packing: bool = False, lang: str = "unknown",
-                 mlm_probability: float = 0.15, eval_mask_seed: int = EVAL_MASK_SEED) -> dict[str, Any]:
+                 mlm_probability: float = 0.15, eval_mask_seed: int = EVAL_MASK_SEED,
+                 corpus: str = "unknown") -> dict[str, Any]:
     """Write ``out_dir/data/``: train/eval sequences, the masked evaluation set, the tokenizer, meta.json.
 
-    Returns the meta dictionary (counts, formats, where the files are).
+    Returns the meta dictionary (counts, formats, where the files are). ``lang`` and ``corpus`` are
+    recorded there and become part of every run's identity.
     """
     data_dir = Path(out_dir) / DATA_SUBDIR
     data_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    meta: dict[str, Any] = {"seq_len": seq_len, "packing": packing, "lang": lang, "vocab_size": len(tokenizer),
+    meta: dict[str, Any] = {"seq_len": seq_len, "packing": packing, "lang": lang, "corpus": corpus,
+                            "vocab_size": len(tokenizer),
                             "mlm_probability": mlm_probability, "eval_mask_seed": eval_mask_seed,
                             "pad_token_id": tokenizer.pad_token_id, "format": _format_note(packing, seq_len),
                             "vocab_sha256": vocab_fingerprint(tokenizer)}
     for split, texts in (("train", train_texts), ("eval", eval_texts)):
-        corpus = tokenize_corpus(tokenizer, texts)
-        ids, lengths = make_sequences(corpus, tokenizer, seq_len, packing)
+        tokens = tokenize_corpus(tokenizer, texts)
+        ids, lengths = make_sequences(tokens, tokenizer, seq_len, packing)
         np.save(data_dir / f"{split}_ids.npy", ids)
         np.save(data_dir / f"{split}_lengths.npy", lengths)
-        doc_lens = np.diff(corpus.offsets)
-        meta[split] = {"documents": corpus.n_docs, "tokens": int(corpus.ids.size), "sequences": int(ids.shape[0]),
+        doc_lens = np.diff(tokens.offsets)
+        meta[split] = {"documents": tokens.n_docs, "tokens": int(tokens.ids.size), "sequences": int(ids.shape[0]),
                        "real_positions": int(lengths.astype(np.int64).sum()),
                        "padding_share": float(1 - lengths.astype(np.int64).sum() / ids.size),
                        "docs_longer_than_seq": float(np.mean(doc_lens > seq_len - 2))}
@@ -307,6 +375,17 @@ class PreparedData:
     def seq_len(self) -> int:
         return int(self.train_ids.shape[1])
 
+    def train_batch(self, picked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Token ids and lengths of the training sequences at ``picked``."""
+        return self.train_ids[picked], self.train_lengths[picked]
+
+    def fingerprint(self) -> str:
+        """SHA-256 of every array and of meta.json (timings aside): the data part of a run's identity."""
+        arrays = {"train_ids": self.train_ids, "train_lengths": self.train_lengths,
+                  "eval_masked_ids": self.eval_masked_ids, "eval_lengths": self.eval_lengths,
+                  "eval_labels": self.eval_labels}
+        return ck.arrays_fingerprint(arrays, self.meta)
+
 
 def resolve_data_dir(path: str | Path) -> Path:
     """Accept either the data folder itself or the out_dir that holds ``data/``."""
@@ -334,6 +413,193 @@ def load_data_tokenizer(path: str | Path) -> Any:
     return AutoTokenizer.from_pretrained(str(folder))
 
 
+# --------------------------------------------------------------------------------------------
+# One training step
+# --------------------------------------------------------------------------------------------
+
+
+def decay_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """Weight decay on matrices and embeddings, none on biases and LayerNorm (BERT's convention).
+
+    named_parameters() lists a tied tensor once, so the shared embedding/decoder matrix is not
+    decayed twice.
+    """
+    decay, no_decay = [], []
+    for name, param in model.named_parameters():
+        (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(param)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
+    """AdamW (decoupled weight decay) with the fused kernel, on CPU and CUDA alike.
+
+    The fused kernel gives the same update as the for-loop one in a fraction of the time
+    (benchmarks/optimizer_step.py measures the three kernels): small beside a training step, but free.
+    """
+    return torch.optim.AdamW(decay_groups(model, cfg.weight_decay), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
+                             fused=True)
+
+
+def static_cap(cfg: TrainConfig) -> int:
+    """Masked rows per batch for static shapes on CUDA: the mean plus 6 binomial standard deviations.
+
+    Every position counts as eligible here, so the real count (which excludes [CLS], [SEP] and
+    padding) stays further below the cap; overflow has probability under 1e-9 per batch.
+    """
+    n = cfg.batch_size * cfg.seq_len
+    p = cfg.mlm_probability
+    cap = n * p + 6 * math.sqrt(n * p * (1 - p))
+    return min(n, int(math.ceil(cap / 64) * 64))
+
+
+def encoder_mask(model: torch.nn.Module, attention: torch.Tensor, packed: bool) -> torch.Tensor | None:
+    """The attention mask the encoder gets: none for full packed blocks (CUDA's fastest SDPA kernels),
+    a ready 4-D mask on CUDA (no host sync), the plain 2-D mask on the CPU."""
+    return None if packed else sync_free_mask(model, attention)
+
+
+@dataclass
+class StepContext:
+    """What a training step needs besides the batch; built once by :func:`make_step_context`."""
+
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    collator: MLMCollator
+    cfg: TrainConfig
+    device: torch.device
+    max_masked: int | None  # a fixed number of scored rows on CUDA (static shapes); None: exactly the masked ones
+    loss_fn: Any  # mlm_loss, or its torch.compile'd form on CUDA
+
+    def autocast(self) -> torch.autocast:
+        """bfloat16 autocast on a GPU; off on the CPU, where bfloat16 matmuls measured slower."""
+        return torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=self.device.type == "cuda")
+
+    def encoder_mask(self, attention: torch.Tensor) -> torch.Tensor | None:
+        return encoder_mask(self.model, attention, self.cfg.packing)
+
+
+def make_step_context(model: torch.nn.Module, cfg: TrainConfig, tokenizer: Any, device: str, seed: int) -> StepContext:
+    """The optimiser, the schedule and the masking collator of one run (both models get the same ones)."""
+    dev = torch.device(device)
+    cuda = dev.type == "cuda"
+    optimizer = make_optimizer(model, cfg)
+    # Linear warmup from 0 to cfg.lr over warmup_steps, then linear decay to 0 at cfg.steps (BERT's schedule).
+    scheduler = get_linear_schedule_with_warmup(optimizer, cfg.warmup_steps, cfg.steps)
+    collator = MLMCollator(tokenizer, mlm_probability=cfg.mlm_probability, seed=seed)
+    loss_fn = torch.compile(mlm_loss) if (cfg.compile and cuda) else mlm_loss
+    # On CUDA a fixed number of scored rows avoids the host sync of nonzero(); on the CPU the
+    # exact count costs nothing and nothing is ever dropped.
+    max_masked = static_cap(cfg) if cuda else None
+    return StepContext(model, optimizer, scheduler, collator, cfg, dev, max_masked, loss_fn)
+
+
+def train_step(ctx: StepContext, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One optimisation step on a batch of token ids; returns (loss, gradient norm) as device tensors."""
+    # 1. Mask afresh: 15 % of the real tokens; of those 80 % [MASK], 10 % random, 10 % unchanged (notebook 01).
+    attention = lengths_to_mask(lengths, ids.shape[1])
+    batch = ctx.collator.mask(ids, attention)
+    # 2. The loss on the masked positions only (bfloat16 autocast on a GPU, nothing on the CPU).
+    with ctx.autocast():
+        loss = ctx.loss_fn(ctx.model, batch["input_ids"], ctx.encoder_mask(attention), batch["labels"],
+                           ctx.max_masked)
+    # 3. Gradients, then scale them down if their global norm exceeds grad_clip (the norm before clipping
+    #    is returned, so a non-finite one can be caught).
+    loss.backward()
+    grad_norm = torch.nn.utils.clip_grad_norm_(ctx.model.parameters(), ctx.cfg.grad_clip)
+    # 4. AdamW update, then move the learning rate one step along its warmup/decay schedule.
+    ctx.optimizer.step()
+    ctx.scheduler.step()
+    ctx.optimizer.zero_grad(set_to_none=True)
+    return loss.detach(), grad_norm.detach()
+
+
+def batch_to_device(ids: np.ndarray, lengths: np.ndarray, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    ids_t = torch.from_numpy(ids.astype(np.int64))
+    len_t = torch.from_numpy(lengths.astype(np.int64))
+    if device.type == "cuda":
+        ids_t, len_t = ids_t.pin_memory(), len_t.pin_memory()
+    return ids_t.to(device, non_blocking=True), len_t.to(device, non_blocking=True)
+
+
+@dataclass
+class Evaluation:
+    """Loss and accuracy on the fixed masked evaluation set; per-position results when asked for."""
+
+    loss: float
+    accuracy: float
+    positions: dict[str, np.ndarray] | None = None
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, data: PreparedData, cfg: TrainConfig, device: torch.device,
+             per_position: bool = False) -> Evaluation:
+    """MLM loss (mean over masked tokens) and masked-token accuracy on the fixed evaluation set.
+
+    With ``per_position`` also each masked position's loss and correctness, in reading order
+    (sequence, then position), so figures can bootstrap over evaluation positions.
+    """
+    was_training = model.training
+    model.eval()
+    n = len(data.eval_labels) if cfg.eval_sequences is None else min(cfg.eval_sequences, len(data.eval_labels))
+    losses, corrects = [], []
+    for start in range(0, n, cfg.eval_batch_size):
+        stop = min(n, start + cfg.eval_batch_size)
+        ids, lengths = batch_to_device(data.eval_masked_ids[start:stop], data.eval_lengths[start:stop], device)
+        labels = torch.from_numpy(data.eval_labels[start:stop].astype(np.int64)).to(device)
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
+            logits, targets = masked_logits(model, ids, encoder_mask(model, lengths_to_mask(lengths, ids.shape[1]),
+                                                                     cfg.packing), labels)
+        losses.append(F.cross_entropy(logits, targets, reduction="none"))
+        corrects.append(logits.argmax(dim=-1) == targets)
+    model.train(was_training)
+    loss, correct = torch.cat(losses), torch.cat(corrects)
+    if loss.numel() == 0:
+        raise ValueError("the evaluation set has no masked positions; prepare more evaluation documents")
+    result = Evaluation(float(loss.double().mean().item()), float(correct.double().mean().item()))
+    if per_position:
+        sequence, position = np.nonzero(data.eval_labels[:n] != IGNORE_INDEX)
+        result.positions = {"sequence": sequence.astype(np.int32), "position": position.astype(np.int16),
+                            "correct": correct.cpu().numpy().astype(bool),
+                            "loss": loss.float().cpu().numpy().astype(np.float32)}
+    return result
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss or the gradient norm became NaN or infinite; training stopped there."""
+
+    def __init__(self, step: int, loss: float, grad_norm: float) -> None:
+        self.step = step
+        super().__init__(f"training diverged at step {step}: loss {loss}, gradient norm {grad_norm}. Lower the "
+                         "learning rate, check the static vectors for non-finite values, or keep grad_clip small")
+
+
+class FiniteGuard:
+    """Remembers the first step whose loss or gradient norm is not finite, without a host sync per step on CUDA.
+
+    On the CPU it checks every step (reading a number costs nothing there); on CUDA the first bad
+    step is kept on the device and checked before every evaluation and checkpoint, so nothing
+    non-finite is ever logged or saved, and the error names the exact step.
+    """
+
+    def __init__(self, device: torch.device) -> None:
+        self.every_step = device.type != "cuda"
+        self.first = torch.full((3,), -1.0, dtype=torch.float64, device=device)  # step, loss, grad norm
+
+    def watch(self, step: int, loss: torch.Tensor, grad_norm: torch.Tensor) -> None:
+        bad = ~(torch.isfinite(loss) & torch.isfinite(grad_norm))
+        now = torch.stack([torch.tensor(float(step), dtype=torch.float64, device=loss.device),
+                           loss.double(), grad_norm.double()])
+        self.first = torch.where(bad & (self.first[0] < 0), now, self.first)
+        if self.every_step:
+            self.check()
+
+    def check(self) -> None:
+        step, loss, grad_norm = self.first.tolist()
+        if step >= 0:
+            raise TrainingDiverged(int(step), loss, grad_norm)
+
+
 class BatchSampler:
     """Shuffled epochs from a seed: the batch of step s depends only on (seed, s).
 
@@ -357,125 +623,13 @@ class BatchSampler:
         return {"seed": self.seed, "step": step, "epoch": step // self.per_epoch}
 
 
-# --------------------------------------------------------------------------------------------
-# One step, evaluation, optimiser
-# --------------------------------------------------------------------------------------------
+def make_sampler(cfg: TrainConfig, data: PreparedData, seed: int) -> Any:
+    """The batch order: seeded random epochs, or length buckets (helpers.batching, imported only then)."""
+    if cfg.batching == "bucketed":
+        from helpers.batching import BucketedBatchSampler
 
-
-def decay_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    """Weight decay on matrices and embeddings, none on biases and LayerNorm (BERT's convention).
-
-    named_parameters() lists a tied tensor once, so the shared embedding/decoder matrix is not
-    decayed twice.
-    """
-    decay, no_decay = [], []
-    for name, param in model.named_parameters():
-        (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(param)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-
-
-def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
-    """AdamW with the fused kernel on CPU and CUDA alike.
-
-    Measured on the 2-core CPU (benchmarks/optimizer_step.py): one step over these 10.5 M parameters
-    took 40 ms with the for-loop kernel, 31 ms with foreach and 6 ms fused; small beside a 0.7 s
-    training step, but free to take.
-    """
-    return torch.optim.AdamW(decay_groups(model, cfg.weight_decay), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
-                             fused=True)
-
-
-def static_cap(cfg: TrainConfig) -> int:
-    """Masked rows per batch for static shapes on CUDA: the mean plus 6 binomial standard deviations.
-
-    Every position counts as eligible here, so the real count (which excludes [CLS], [SEP] and
-    padding) stays further below the cap; overflow has probability under 1e-9 per batch.
-    """
-    n = cfg.batch_size * cfg.seq_len
-    p = cfg.mlm_probability
-    cap = n * p + 6 * math.sqrt(n * p * (1 - p))
-    return min(n, int(math.ceil(cap / 64) * 64))
-
-
-@dataclass
-class StepContext:
-    """What a training step needs besides the batch; built once by :func:`make_step_context`."""
-
-    model: torch.nn.Module
-    optimizer: torch.optim.Optimizer
-    scheduler: Any
-    collator: MLMCollator
-    cfg: TrainConfig
-    device: torch.device
-    max_masked: int | None
-    loss_fn: Any
-
-
-def make_step_context(model: torch.nn.Module, cfg: TrainConfig, tokenizer: Any, device: str, seed: int) -> StepContext:
-    dev = torch.device(device)
-    cuda = dev.type == "cuda"
-    optimizer = make_optimizer(model, cfg)
-    scheduler = get_linear_schedule_with_warmup(optimizer, cfg.warmup_steps, cfg.steps)
-    collator = MLMCollator(tokenizer, mlm_probability=cfg.mlm_probability, seed=seed)
-    loss_fn = torch.compile(mlm_loss) if (cfg.compile and cuda) else mlm_loss
-    # On CUDA a fixed number of scored rows avoids the host sync of nonzero(); on the CPU the
-    # exact count costs nothing and nothing is ever dropped.
-    max_masked = static_cap(cfg) if cuda else None
-    return StepContext(model, optimizer, scheduler, collator, cfg, dev, max_masked, loss_fn)
-
-
-def batch_to_device(ids: np.ndarray, lengths: np.ndarray, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    ids_t = torch.from_numpy(ids.astype(np.int64))
-    len_t = torch.from_numpy(lengths.astype(np.int64))
-    if device.type == "cuda":
-        ids_t, len_t = ids_t.pin_memory(), len_t.pin_memory()
-    return ids_t.to(device, non_blocking=True), len_t.to(device, non_blocking=True)
-
-
-def model_attention_mask(attention: torch.Tensor, packed: bool) -> torch.Tensor | None:
-    """None for full packed blocks: no mask lets CUDA's SDPA use its fastest kernels."""
-    return None if packed else attention
-
-
-def train_step(ctx: StepContext, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """One optimisation step; returns the loss as a device tensor (no host sync)."""
-    attention = lengths_to_mask(lengths, ids.shape[1])
-    batch = ctx.collator.mask(ids, attention)
-    with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=ctx.device.type == "cuda"):
-        loss, _, _ = ctx.loss_fn(ctx.model, batch["input_ids"], model_attention_mask(attention, ctx.cfg.packing),
-                                 batch["labels"], ctx.max_masked, with_accuracy=False)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(ctx.model.parameters(), ctx.cfg.grad_clip)
-    ctx.optimizer.step()
-    ctx.scheduler.step()
-    ctx.optimizer.zero_grad(set_to_none=True)
-    return loss.detach()
-
-
-@torch.no_grad()
-def evaluate(model: torch.nn.Module, data: PreparedData, cfg: TrainConfig, device: torch.device) -> tuple[float, float]:
-    """MLM loss (mean over masked tokens) and masked-token accuracy on the fixed evaluation set."""
-    was_training = model.training
-    model.eval()
-    n = len(data.eval_labels) if cfg.eval_sequences is None else min(cfg.eval_sequences, len(data.eval_labels))
-    loss_sum = torch.zeros((), device=device, dtype=torch.float64)
-    correct = torch.zeros((), device=device, dtype=torch.long)
-    masked = torch.zeros((), device=device, dtype=torch.long)
-    for start in range(0, n, cfg.eval_batch_size):
-        stop = min(n, start + cfg.eval_batch_size)
-        ids, lengths = batch_to_device(data.eval_masked_ids[start:stop], data.eval_lengths[start:stop], device)
-        labels = torch.from_numpy(data.eval_labels[start:stop].astype(np.int64)).to(device)
-        attention = model_attention_mask(lengths_to_mask(lengths, ids.shape[1]), cfg.packing)
-        with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
-            loss, n_correct, n_masked = mlm_loss(model, ids, attention, labels)
-        loss_sum += loss.double() * n_masked
-        correct += n_correct
-        masked += n_masked
-    model.train(was_training)
-    total = int(masked.item())
-    if total == 0:
-        raise ValueError("the evaluation set has no masked positions; prepare more evaluation documents")
-    return float(loss_sum.item()) / total, int(correct.item()) / total
+        return BucketedBatchSampler(np.asarray(data.train_lengths), cfg.batch_size, seed)
+    return BatchSampler(len(data.train_ids), cfg.batch_size, seed)
 
 
 # --------------------------------------------------------------------------------------------
@@ -483,14 +637,15 @@ def evaluate(model: torch.nn.Module, data: PreparedData, cfg: TrainConfig, devic
 # --------------------------------------------------------------------------------------------
 
 
-def _init_record(init: InitSpec) -> dict[str, Any]:
-    if isinstance(init, str) and init == "random":
-        return {"init": "random", "manifest": None}
-    if hasattr(init, "matrix"):
-        return {"init": "alignment object", "manifest": getattr(init, "report", None)}
-    manifest_path = Path(init) / "manifest.json"
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
-    return {"init": str(init), "manifest": manifest}
+def check_model_init(model_name: str, init: InitSpec) -> None:
+    """BERT_TINY starts from random embeddings and BERT_FT from static vectors; anything else is mislabelled."""
+    check_choice("model name", model_name, MODEL_NAMES)
+    random = isinstance(init, str) and init == "random"
+    if model_name == "bert_ft" and random:
+        raise ValueError("bert_ft needs static vectors: pass init (--init) = the static/ folder notebook 03 wrote")
+    if model_name == "bert_tiny" and not random:
+        raise ValueError(f"bert_tiny starts from random embeddings, but init={str(init)!r} was given; "
+                         "use --model bert_ft for static vectors, or --init random")
 
 
 def check_same_vocabulary(init: InitSpec, meta: Mapping[str, Any]) -> None:
@@ -498,12 +653,175 @@ def check_same_vocabulary(init: InitSpec, meta: Mapping[str, Any]) -> None:
 
     Folders written before fingerprints were recorded carry none; they pass, as the shape check alone did.
     """
-    manifest = _init_record(init)["manifest"] or {}
+    manifest = ck.init_record(init)["manifest"] or {}
     built_for, data_for = manifest.get("vocab_sha256"), meta.get("vocab_sha256")
     if built_for and data_for and built_for != data_for:
         raise ValueError("the static vectors were aligned to a different vocabulary than the one the data was "
-                         "prepared with (same size, other tokens or order); rerun notebook 03 with the tokenizer saved in "
-                         "the data folder, or prepare the data with the tokenizer notebook 03 used")
+                         "prepared with (same size, other tokens or order); rerun notebook 03 with the tokenizer "
+                         "saved in the data folder, or prepare the data with the tokenizer notebook 03 used")
+
+
+def pick_attention(cfg: TrainConfig, device: torch.device) -> str:
+    if cfg.attention != "auto":
+        return cfg.attention
+    return "sdpa_padded" if device.type == "cuda" else "sdpa"
+
+
+def train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Path, out_dir: str | Path,
+          tokenizer: Any = None, device: str = "auto", seed: int = 0, resume: bool = True,
+          stop_at: int | None = None, progress: bool = True,
+          model_overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Pretrain one model; write metrics.csv, run.json, model/, eval_positions.npz (and checkpoint.pt)
+    under ``out_dir/model_name``.
+
+    ``init`` is 'random' (BERT_TINY) or a static-vector folder / Alignment (BERT_FT). ``stop_at``
+    ends the call after that step with a checkpoint (the next call with ``resume=True`` continues);
+    it exists for time-boxed sessions and for the resume test. ``model_overrides`` change the Table 4
+    config (the unit tests use a tiny model). Returns run.json's content. A non-finite loss or
+    gradient norm raises TrainingDiverged after run.json records ``finished: false`` and the step.
+    """
+    threads = torch.get_num_threads()
+    if cfg.cpu_threads and pick_device(device) == "cpu":
+        torch.set_num_threads(cfg.cpu_threads)
+    try:
+        return _train(model_name, init, cfg, data_dir, out_dir, tokenizer, device, seed, resume, stop_at, progress,
+                      model_overrides)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Path, out_dir: str | Path,
+           tokenizer: Any, device: str, seed: int, resume: bool, stop_at: int | None, progress: bool,
+           model_overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    # --- set up: data, model, optimiser, batch order, identity (all checked before any step) ---
+    check_model_init(model_name, init)
+    if stop_at is not None:
+        check_count("stop_at", stop_at)
+    data = load_data(data_dir)
+    if data.seq_len != cfg.seq_len or bool(data.meta["packing"]) != cfg.packing:
+        raise ValueError(f"the prepared data has seq_len={data.seq_len}, packing={data.meta['packing']} but the "
+                         f"config asks for seq_len={cfg.seq_len}, packing={cfg.packing}; rerun prepare_data")
+    tokenizer = tokenizer if tokenizer is not None else load_data_tokenizer(data.directory)
+    if len(tokenizer) != data.meta["vocab_size"]:
+        raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but the data was prepared with "
+                         f"{data.meta['vocab_size']}; use the tokenizer saved in {data.directory / 'tokenizer'}")
+    check_same_vocabulary(init, data.meta)
+    dev = torch.device(pick_device(device))
+    run_dir = Path(out_dir) / model_name
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+    overrides = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id, **(model_overrides or {})}
+    model = build_model(init, seed=seed, **overrides)
+    use_attention(model, pick_attention(cfg, dev))
+    model.to(dev).train()
+    if cfg.dropout == "fast":
+        from helpers.fast_dropout import use_fast_dropout
+
+        use_fast_dropout(model, seed)
+    torch.manual_seed(seed)  # the dropout stream starts in the same place for both models
+    ctx = make_step_context(model, cfg, tokenizer, str(dev), seed)
+    sampler = make_sampler(cfg, data, seed)
+    record = run_record(model_name, init, cfg, seed, data, tokenizer, model, dev)
+    key = {"model_name": model_name, "identity": record["identity"], "init": record["init"],
+           "model_overrides": overrides}
+
+    # --- resume where a checkpoint of this same run stopped ---
+    step, rows, running, running_n, elapsed = 0, [], 0.0, 0, 0.0
+    ckpt_path = run_dir / CHECKPOINT_FILE
+    if resume and ckpt_path.exists():
+        ckpt = ck.load_checkpoint(ckpt_path)
+        ck.check_resumable(ckpt_path, ckpt["key"], key, ckpt.get("train_config"), asdict(cfg))
+        model.load_state_dict(ckpt["model"])  # onto the parameters' device
+        ctx.optimizer.load_state_dict(ckpt["optimizer"])
+        ctx.scheduler.load_state_dict(ckpt["scheduler"])
+        ck.set_rng_state(ckpt["rng"], ctx.collator.generator(dev), dev)
+        step, rows, elapsed = ckpt["step"], ckpt["metrics"], ckpt["elapsed_s"]
+        running, running_n = ckpt["running_loss"]
+    record.update(finished=False, steps_done=step)
+    ck.write_run_json(run_dir, record)
+
+    last = cfg.steps if stop_at is None else min(cfg.steps, stop_at)
+    started = time.perf_counter() - elapsed
+    running = torch.tensor(running, device=dev)
+    guard = FiniteGuard(dev)
+    bar = tqdm(total=cfg.steps, initial=step, desc=model_name, mininterval=10, dynamic_ncols=True) \
+        if progress and tqdm is not None else None
+
+    def log_eval(at: int) -> None:
+        nonlocal running, running_n
+        final = at == cfg.steps
+        result = evaluate(model, data, cfg, dev, per_position=final)
+        train_loss = float(running.item()) / running_n if running_n else float("nan")
+        rows.append({"step": at, "train_loss": train_loss, "eval_loss": result.loss, "eval_accuracy": result.accuracy,
+                     "lr": ctx.scheduler.get_last_lr()[0], "elapsed_s": round(time.perf_counter() - started, 2)})
+        running, running_n = torch.zeros((), device=dev), 0
+        write_metrics(run_dir / "metrics.csv", rows)
+        if final:
+            np.savez(run_dir / EVAL_POSITIONS_FILE, **result.positions)
+        if bar is not None:
+            bar.set_postfix(train=f"{train_loss:.3f}", eval=f"{result.loss:.3f}", acc=f"{result.accuracy:.3f}",
+                            refresh=False)
+
+    # --- the loop: batch, step, and every so often evaluate and checkpoint ---
+    try:
+        if step == 0 and not rows:
+            log_eval(0)
+        while step < last:
+            ids, lengths = batch_to_device(*data.train_batch(sampler.indices(step)), dev)
+            loss, grad_norm = train_step(ctx, ids, lengths)
+            step += 1
+            guard.watch(step, loss, grad_norm)
+            running += loss.float()
+            running_n += 1
+            if bar is not None:
+                bar.update(1)
+            if step % cfg.eval_every == 0 or step == cfg.steps:
+                guard.check()
+                log_eval(step)
+            if step % cfg.checkpoint_every == 0 or step == last:
+                guard.check()
+                ck.save_checkpoint(ckpt_path, {
+                    "key": key, "train_config": asdict(cfg), "step": step, "model": model.state_dict(),
+                    "optimizer": ctx.optimizer.state_dict(), "scheduler": ctx.scheduler.state_dict(),
+                    "rng": ck.rng_state(ctx.collator.generator(dev), dev), "sampler": sampler.state(step),
+                    "metrics": rows, "running_loss": (float(running.item()), running_n),
+                    "elapsed_s": time.perf_counter() - started})
+    except TrainingDiverged as err:
+        record.update(finished=False, steps_done=err.step, stopped=str(err))
+        ck.write_run_json(run_dir, record)
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+
+    if step >= cfg.steps:
+        model.save_pretrained(str(run_dir / "model"))
+    record.update(finished=step >= cfg.steps, steps_done=step, train_seconds=round(time.perf_counter() - started, 2))
+    ck.write_run_json(run_dir, record)
+    return record
+
+
+def run_record(model_name: str, init: InitSpec, cfg: TrainConfig, seed: int, data: PreparedData, tokenizer: Any,
+               model: torch.nn.Module, device: torch.device) -> dict[str, Any]:
+    """run.json: the run's identity and init first, then what a reader wants to know about it."""
+    init_info = ck.init_record(init)
+    identity = ck.run_identity(data.meta.get("lang"), seed, cfg, data.meta.get("corpus"), data.fingerprint(),
+                               vocab_fingerprint(tokenizer))
+    return {
+        "model_name": model_name, "identity": identity,
+        "init": {k: init_info[k] for k in ("kind", "manifest_sha256", "embeddings_sha256", "source")},
+        "preset": cfg.name, "lang": data.meta.get("lang"), "corpus": data.meta.get("corpus"), "steps": cfg.steps,
+        "max_steps": cfg.max_steps, "batch_size": cfg.batch_size, "seq_len": cfg.seq_len, "seed": seed,
+        "init_manifest": init_info["manifest"], "parameters": count_parameters(model),
+        "attention": model.config._attn_implementation, "train_config": asdict(cfg),
+        "model_config": model.config.to_dict(), "data": data.meta, "data_dir": str(data.directory),
+        "environment": environment(str(device)),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Metrics, and comparing the two runs
+# --------------------------------------------------------------------------------------------
 
 
 def write_metrics(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -528,190 +846,30 @@ def read_metrics(path: str | Path) -> list[dict[str, float]]:
     return rows
 
 
-def _rng_state(ctx: StepContext) -> dict[str, Any]:
-    state = {"torch": torch.get_rng_state(), "mask": ctx.collator._generator(ctx.device).get_state()}
-    if ctx.device.type == "cuda":
-        state["cuda"] = torch.cuda.get_rng_state(ctx.device)
-    return state
-
-
-def _set_rng_state(ctx: StepContext, state: Mapping[str, Any]) -> None:
-    torch.set_rng_state(state["torch"])
-    ctx.collator._generator(ctx.device).set_state(state["mask"])
-    if ctx.device.type == "cuda" and "cuda" in state:
-        torch.cuda.set_rng_state(state["cuda"], ctx.device)
-
-
-def _save_checkpoint(path: Path, ctx: StepContext, step: int, sampler: BatchSampler, rows: list[dict[str, Any]],
-                     running: tuple[float, int], elapsed: float, identity: dict[str, Any]) -> None:
-    """Everything a resumed run needs to continue bit for bit; written to a temp file, then renamed."""
-    payload = {
-        "identity": identity, "step": step, "model": ctx.model.state_dict(),
-        "optimizer": ctx.optimizer.state_dict(), "scheduler": ctx.scheduler.state_dict(),
-        "rng": _rng_state(ctx), "sampler": sampler.state(step), "metrics": rows,
-        "running_loss": running, "elapsed_s": elapsed,
-    }
-    tmp = path.with_suffix(".tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
-
-
-def _identity(model_name: str, init: InitSpec, cfg: TrainConfig, seed: int, data: PreparedData) -> dict[str, Any]:
-    """What must match for a checkpoint to be resumed (anything else would mix two runs)."""
-    return {"model_name": model_name, "init": _init_record(init)["init"], "cfg": asdict(cfg), "seed": seed,
-            "data_meta": {k: data.meta[k] for k in ("seq_len", "packing", "vocab_size", "train", "eval")}}
-
-
-def pick_attention(cfg: TrainConfig, device: torch.device) -> str:
-    if cfg.attention != "auto":
-        return cfg.attention
-    return "sdpa_padded" if device.type == "cuda" else "sdpa"
-
-
-def train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Path, out_dir: str | Path,
-          tokenizer: Any = None, device: str = "auto", seed: int = 0, resume: bool = True,
-          stop_at: int | None = None, progress: bool = True,
-          model_overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Pretrain one model; write metrics.csv, run.json, model/ (and checkpoint.pt) under ``out_dir/model_name``.
-
-    ``init`` is 'random' (BERT_TINY) or a static-vector folder / Alignment (BERT_FT). ``stop_at``
-    ends the call after that step with a checkpoint (the next call with ``resume=True`` continues);
-    it exists for time-boxed sessions and for the resume test. ``model_overrides`` change the Table 4
-    config (the unit tests use a tiny model). Returns run.json's content.
-    """
-    threads = torch.get_num_threads()
-    if cfg.cpu_threads and pick_device(device) == "cpu":
-        torch.set_num_threads(cfg.cpu_threads)
-    try:
-        return _train(model_name, init, cfg, data_dir, out_dir, tokenizer, device, seed, resume, stop_at, progress,
-                      model_overrides)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Path, out_dir: str | Path,
-           tokenizer: Any, device: str, seed: int, resume: bool, stop_at: int | None, progress: bool,
-           model_overrides: Mapping[str, Any] | None) -> dict[str, Any]:
-    if model_name not in MODEL_NAMES:
-        raise ValueError(f"unknown model name {model_name!r}; choose one of {MODEL_NAMES}")
-    data = load_data(data_dir)
-    if data.seq_len != cfg.seq_len or bool(data.meta["packing"]) != cfg.packing:
-        raise ValueError(f"the prepared data has seq_len={data.seq_len}, packing={data.meta['packing']} but the "
-                         f"config asks for seq_len={cfg.seq_len}, packing={cfg.packing}; rerun prepare_data")
-    tokenizer = tokenizer if tokenizer is not None else load_data_tokenizer(data.directory)
-    if len(tokenizer) != data.meta["vocab_size"]:
-        raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but the data was prepared with "
-                         f"{data.meta['vocab_size']}; use the tokenizer saved in {data.directory / 'tokenizer'}")
-    check_same_vocabulary(init, data.meta)
-    dev = torch.device(pick_device(device))
-    run_dir = Path(out_dir) / model_name
-    run_dir.mkdir(parents=True, exist_ok=True)
-
-    overrides = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id, **(model_overrides or {})}
-    model = build_model(init, seed=seed, **overrides)
-    use_attention(model, pick_attention(cfg, dev))
-    model.to(dev).train()
-    torch.manual_seed(seed)  # the dropout stream starts in the same place for both models
-    ctx = make_step_context(model, cfg, tokenizer, str(dev), seed)
-    sampler = BatchSampler(len(data.train_ids), cfg.batch_size, seed)
-    identity = {**_identity(model_name, init, cfg, seed, data), "model_overrides": overrides}
-
-    step, rows, running_sum, running_n, elapsed_before = 0, [], 0.0, 0, 0.0
-    ckpt_path = run_dir / CHECKPOINT_FILE
-    if resume and ckpt_path.exists():
-        # On the CPU first: RNG states must be restored from CPU tensors, and load_state_dict moves the
-        # weights and optimiser moments to the parameters' device anyway.
-        ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
-        if ckpt["identity"] != identity:
-            raise ValueError(f"{ckpt_path} belongs to a different run (model, init, settings, seed or data "
-                             "differ); delete it or pass resume=False")
-        model.load_state_dict(ckpt["model"])
-        ctx.optimizer.load_state_dict(ckpt["optimizer"])
-        ctx.scheduler.load_state_dict(ckpt["scheduler"])
-        _set_rng_state(ctx, ckpt["rng"])
-        step, rows, elapsed_before = ckpt["step"], ckpt["metrics"], ckpt["elapsed_s"]
-        running_sum, running_n = ckpt["running_loss"]
-
-    run_info = _run_record(model_name, init, cfg, seed, data, model, dev)
-    (run_dir / "run.json").write_text(json.dumps(run_info, indent=2, default=str))
-    last = cfg.steps if stop_at is None else min(cfg.steps, stop_at)
-    started = time.perf_counter() - elapsed_before
-    running = torch.tensor(running_sum, device=dev)
-
-    def log_eval(at: int) -> None:
-        nonlocal running, running_n
-        eval_loss, eval_acc = evaluate(model, data, cfg, dev)
-        train_loss = float(running.item()) / running_n if running_n else float("nan")
-        rows.append({"step": at, "train_loss": train_loss, "eval_loss": eval_loss, "eval_accuracy": eval_acc,
-                     "lr": ctx.scheduler.get_last_lr()[0], "elapsed_s": round(time.perf_counter() - started, 2)})
-        running, running_n = torch.zeros((), device=dev), 0
-        write_metrics(run_dir / "metrics.csv", rows)
-        if bar is not None:
-            bar.set_postfix(train=f"{train_loss:.3f}", eval=f"{eval_loss:.3f}", acc=f"{eval_acc:.3f}", refresh=False)
-
-    bar = None
-    if progress and tqdm is not None:
-        bar = tqdm(total=cfg.steps, initial=step, desc=model_name, mininterval=10, dynamic_ncols=True)
-    if step == 0 and not rows:
-        log_eval(0)
-    while step < last:
-        picked = sampler.indices(step)
-        ids, lengths = batch_to_device(data.train_ids[picked], data.train_lengths[picked], dev)
-        running += train_step(ctx, ids, lengths).float()
-        running_n += 1
-        step += 1
-        if bar is not None:
-            bar.update(1)
-        if step % cfg.eval_every == 0 or step == cfg.steps:
-            log_eval(step)
-        if step % cfg.checkpoint_every == 0 or step == last:
-            _save_checkpoint(ckpt_path, ctx, step, sampler, rows, (float(running.item()), running_n),
-                             time.perf_counter() - started, identity)
-    if bar is not None:
-        bar.close()
-    if step >= cfg.steps:
-        model.save_pretrained(str(run_dir / "model"))
-    run_info["finished"] = step >= cfg.steps
-    run_info["steps_done"] = step
-    run_info["train_seconds"] = round(time.perf_counter() - started, 2)
-    (run_dir / "run.json").write_text(json.dumps(run_info, indent=2, default=str))
-    return run_info
-
-
-def _run_record(model_name: str, init: InitSpec, cfg: TrainConfig, seed: int, data: PreparedData,
-                model: torch.nn.Module, device: torch.device) -> dict[str, Any]:
-    record = _init_record(init)
-    return {
-        "model_name": model_name, "preset": cfg.name, "lang": data.meta.get("lang"), "steps": cfg.steps,
-        "batch_size": cfg.batch_size, "seq_len": cfg.seq_len, "seed": seed, "init": record["init"],
-        "init_manifest": record["manifest"], "parameters": count_parameters(model),
-        "attention": model.config._attn_implementation, "train_config": asdict(cfg),
-        "model_config": model.config.to_dict(), "data": data.meta, "data_dir": str(data.directory),
-        "environment": environment(str(device)),
-    }
-
-
-# --------------------------------------------------------------------------------------------
-# Comparing the two runs
-# --------------------------------------------------------------------------------------------
-
-
 def _rows(metrics: str | Path | Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return read_metrics(metrics) if isinstance(metrics, (str, Path)) else list(metrics)
 
 
-def first_step(rows: Iterable[Mapping[str, Any]], column: str, target: float, lower_is_better: bool) -> int | None:
-    """The first evaluated step at which ``column`` reached ``target`` (None if it never did)."""
-    for row in rows:
-        value = row[column]
-        if value == value and (value <= target if lower_is_better else value >= target):
-            return int(row["step"])
-    return None
+def _identity_beside(metrics: Any) -> dict[str, Any] | None:
+    """The identity in the run.json next to a metrics.csv path (None for rows given directly)."""
+    if not isinstance(metrics, (str, Path)):
+        return None
+    record = ck.read_run_json(Path(metrics).parent)
+    return record.get("identity") if record else None
 
 
 def compare_runs(tiny_metrics: str | Path | Sequence[Mapping[str, Any]],
-                 ft_metrics: str | Path | Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The paper's comparison: final numbers of both models and when BERT_FT reached BERT_TINY's final ones."""
+                 ft_metrics: str | Path | Sequence[Mapping[str, Any]],
+                 tiny_identity: Mapping[str, Any] | None = None,
+                 ft_identity: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The paper's comparison: final numbers of both models and when BERT_FT reached BERT_TINY's final ones.
+
+    Refuses runs whose identities differ (read from the run.json beside each metrics.csv, or given).
+    A crossing is helpers.crossing's: the first evaluation after step 0 that is strictly better.
+    """
+    tiny_identity = tiny_identity if tiny_identity is not None else _identity_beside(tiny_metrics)
+    ft_identity = ft_identity if ft_identity is not None else _identity_beside(ft_metrics)
+    ck.check_same_experiment(tiny_identity, ft_identity)
     tiny, ft = _rows(tiny_metrics), _rows(ft_metrics)
     if not tiny or not ft:
         raise ValueError("both metrics tables need at least one row")
@@ -722,15 +880,15 @@ def compare_runs(tiny_metrics: str | Path | Sequence[Mapping[str, Any]],
     ft = [r for r in ft if int(r["step"]) <= shared]
     final = lambda rows: {k: rows[-1][k] for k in ("step", "train_loss", "eval_loss", "eval_accuracy")}  # noqa: E731
     t, f = final(tiny), final(ft)
-    loss_step = first_step(ft, "eval_loss", t["eval_loss"], lower_is_better=True)
-    acc_step = first_step(ft, "eval_accuracy", t["eval_accuracy"], lower_is_better=False)
-    total = t["step"] or 1
+    steps = [r["step"] for r in ft]
+    loss_step = crossing_step(steps, [r["eval_loss"] for r in ft], t["eval_loss"], lower_is_better=True)
+    acc_step = crossing_step(steps, [r["eval_accuracy"] for r in ft], t["eval_accuracy"], lower_is_better=False)
     return {
         "bert_tiny_final": t, "bert_ft_final": f,
         "ft_steps_to_tiny_final_eval_loss": loss_step,
         "ft_steps_to_tiny_final_eval_accuracy": acc_step,
-        "ft_fraction_to_tiny_final_eval_loss": None if loss_step is None else loss_step / total,
-        "ft_fraction_to_tiny_final_eval_accuracy": None if acc_step is None else acc_step / total,
+        "ft_fraction_to_tiny_final_eval_loss": fraction_of(loss_step, t["step"]),
+        "ft_fraction_to_tiny_final_eval_accuracy": fraction_of(acc_step, t["step"]),
         "eval_loss_difference": f["eval_loss"] - t["eval_loss"],
         "eval_accuracy_difference": f["eval_accuracy"] - t["eval_accuracy"],
         "ft_ahead": bool(f["eval_loss"] < t["eval_loss"] and f["eval_accuracy"] > t["eval_accuracy"]),
@@ -743,97 +901,6 @@ def write_comparison(out_dir: str | Path) -> dict[str, Any]:
     result = compare_runs(out_dir / "bert_tiny" / "metrics.csv", out_dir / "bert_ft" / "metrics.csv")
     (out_dir / "comparison.json").write_text(json.dumps(result, indent=2))
     return result
-
-
-# --------------------------------------------------------------------------------------------
-# Command line (runs from prepared files only, e.g. on a GPU machine)
-# --------------------------------------------------------------------------------------------
-
-
-def _config_from_args(args: argparse.Namespace) -> TrainConfig:
-    cfg = preset_config(args.preset)
-    changes = {k: v for k, v in {"steps": args.steps, "batch_size": args.batch_size, "lr": args.lr,
-                                 "eval_every": args.eval_every, "checkpoint_every": args.checkpoint_every,
-                                 "attention": args.attention}.items() if v is not None}
-    if args.compile:
-        changes["compile"] = True
-    return cfg.replace(**changes)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.pretrain", description=__doc__.splitlines()[0])
-    parser.add_argument("--data", required=True, help="folder written by prepare_data (or the out_dir holding data/)")
-    parser.add_argument("--out", required=True, help="folder for bert_tiny/ and bert_ft/")
-    parser.add_argument("--model", required=True, choices=MODEL_NAMES)
-    parser.add_argument("--init", default="random", help="'random' (BERT_TINY) or a static-vector folder (BERT_FT)")
-    parser.add_argument("--preset", default="paper", help="smoke, demo or paper")
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--steps", type=int)
-    parser.add_argument("--batch-size", type=int)
-    parser.add_argument("--lr", type=float)
-    parser.add_argument("--eval-every", type=int)
-    parser.add_argument("--checkpoint-every", type=int)
-    parser.add_argument("--attention", choices=("auto", "sdpa", "sdpa_padded", "eager"))
-    parser.add_argument("--compile", action="store_true", help="torch.compile the loss (CUDA only)")
-    parser.add_argument("--stop-at", type=int, help="stop after this step with a checkpoint (resume later)")
-    parser.add_argument("--no-resume", action="store_true", help="ignore an existing checkpoint")
-    parser.add_argument("--compare", action="store_true", help="afterwards, write comparison.json if both runs exist")
-    args = parser.parse_args(argv)
-    try:
-        cfg = _config_from_args(args)
-        info = train(args.model, args.init, cfg, args.data, args.out, device=args.device, seed=args.seed,
-                     resume=not args.no_resume, stop_at=args.stop_at)
-        rows = read_metrics(Path(args.out) / args.model / "metrics.csv")
-        print(json.dumps({"model": args.model, "steps_done": info["steps_done"], "final": rows[-1]}))
-        if args.compare and all((Path(args.out) / m / "metrics.csv").exists() for m in MODEL_NAMES):
-            print(json.dumps(write_comparison(args.out), indent=2))
-    except (ValueError, FileNotFoundError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    return 0
-
-
-# --------------------------------------------------------------------------------------------
-# Reporting (matplotlib is imported inside: the GPU machines may train without it)
-# --------------------------------------------------------------------------------------------
-
-LABELS = {"bert_tiny": "BERT_TINY (random embeddings)", "bert_ft": "BERT_FT (fastText embeddings)"}
-
-
-def plot_runs(out_dir: str | Path, save: bool = True) -> list[Any]:
-    """Figures 1-2 style: training loss, evaluation loss, evaluation accuracy of both models over steps.
-
-    Saves pretrain_loss.png and pretrain_accuracy.png into ``out_dir``; returns the figures.
-    """
-    import matplotlib.pyplot as plt
-
-    out_dir = Path(out_dir)
-    runs = {name: read_metrics(out_dir / name / "metrics.csv") for name in MODEL_NAMES
-            if (out_dir / name / "metrics.csv").exists()}
-    if not runs:
-        raise FileNotFoundError(f"no metrics.csv under {out_dir}/bert_tiny or {out_dir}/bert_ft; train first")
-    loss_fig, (ax_train, ax_eval) = plt.subplots(1, 2, figsize=(11, 4))
-    acc_fig, ax_acc = plt.subplots(figsize=(5.5, 4))
-    for name, rows in runs.items():
-        steps = [r["step"] for r in rows]
-        ax_train.plot(steps[1:], [r["train_loss"] for r in rows][1:], marker=".", label=LABELS[name])
-        ax_eval.plot(steps, [r["eval_loss"] for r in rows], marker=".", label=LABELS[name])
-        ax_acc.plot(steps, [r["eval_accuracy"] for r in rows], marker=".", label=LABELS[name])
-    for ax, title, ylabel in ((ax_train, "(a) training loss (mean over each interval)", "cross-entropy"),
-                              (ax_eval, "(b) evaluation loss (fixed masked set)", "cross-entropy"),
-                              (ax_acc, "evaluation accuracy of masked tokens", "accuracy")):
-        ax.set_title(title, fontsize=10)
-        ax.set_xlabel("training step")
-        ax.set_ylabel(ylabel)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    loss_fig.tight_layout()
-    acc_fig.tight_layout()
-    if save:
-        loss_fig.savefig(out_dir / "pretrain_loss.png", dpi=120)
-        acc_fig.savefig(out_dir / "pretrain_accuracy.png", dpi=120)
-    return [loss_fig, acc_fig]
 
 
 def describe_comparison(result: Mapping[str, Any]) -> str:
@@ -863,4 +930,6 @@ def describe_comparison(result: Mapping[str, Any]) -> str:
 
 
 if __name__ == "__main__":
+    from helpers.pretrain_cli import main
+
     sys.exit(main())

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
-from helpers.model import (IGNORE_INDEX, PADDED_ATTENTION, TABLE4, TABLE4_PARAMETERS, bert_tiny_config,
-                           build_model, count_parameters, masked_rows, mlm_loss, use_attention)
+from helpers.masking import IGNORE_INDEX
+from helpers.model import (
+    PADDED_ATTENTION,
+    TABLE4,
+    TABLE4_PARAMETERS,
+    bert_tiny_config,
+    build_model,
+    count_parameters,
+    masked_logits,
+    masked_rows,
+    mlm_loss,
+    use_attention,
+)
 
 # A model small enough for float64 gradient checks: head dim 30 / 4 = 7.5 -> use 28 / 4 = 7 (not a multiple of 8).
 TINY = dict(vocab_size=53, hidden_size=28, num_hidden_layers=2, num_attention_heads=4, intermediate_size=40,
@@ -53,28 +66,28 @@ def test_masked_only_loss_equals_full_logits_loss_and_gradients():
     ours = build_model("random", **TINY).double().eval()
     full = reference(input_ids=ids, attention_mask=attention, labels=labels).loss
     full.backward()
-    loss, n_correct, n_masked = mlm_loss(ours, ids, attention, labels)
+    loss = mlm_loss(ours, ids, attention, labels)
     loss.backward()
     assert torch.allclose(loss, full, rtol=1e-12, atol=1e-12)
     ref_grads = dict(reference.named_parameters())
     for name, param in ours.named_parameters():
         assert torch.allclose(param.grad, ref_grads[name].grad, rtol=1e-9, atol=1e-12), name
-    # Counts agree with the full logits.
+    # The masked rows' logits are the full logits' rows at the scored positions, in reading order.
     with torch.no_grad():
         logits = reference(input_ids=ids, attention_mask=attention).logits
+        rows, targets = masked_logits(ours, ids, attention, labels)
     scored = labels != IGNORE_INDEX
-    assert int(n_masked) == int(scored.sum())
-    assert int(n_correct) == int((logits.argmax(-1)[scored] == labels[scored]).sum())
+    assert torch.allclose(rows, logits[scored], rtol=1e-12, atol=1e-12)
+    assert torch.equal(targets, labels[scored])
 
 
 def test_static_cap_pads_with_ignored_rows_and_keeps_the_loss():
     ids, attention, labels = tiny_batch(seed=1)
     model = build_model("random", **TINY).double().eval()
     n = int((labels != IGNORE_INDEX).sum())
-    exact, _, _ = mlm_loss(model, ids, attention, labels)
-    capped, _, n_capped = mlm_loss(model, ids, attention, labels, max_masked=n + 7)
+    exact = mlm_loss(model, ids, attention, labels)
+    capped = mlm_loss(model, ids, attention, labels, max_masked=n + 7)
     assert torch.allclose(exact, capped, rtol=1e-12)
-    assert int(n_capped) == n
     index, targets = masked_rows(labels, max_masked=n + 7)
     assert index.shape == (n + 7,) and int((targets == IGNORE_INDEX).sum()) == 7
     # A cap below the count keeps the first positions in order and drops the rest.
@@ -128,8 +141,8 @@ def test_attention_implementations_agree(other):
     base = build_model("random", **TINY).double().eval()
     alt = use_attention(build_model("random", **TINY).double().eval(), other)
     assert alt.config._attn_implementation == other
-    a, _, _ = mlm_loss(base, ids, attention, labels)
-    b, _, _ = mlm_loss(alt, ids, attention, labels)
+    a = mlm_loss(base, ids, attention, labels)
+    b = mlm_loss(alt, ids, attention, labels)
     a.backward()
     b.backward()
     assert torch.allclose(a, b, rtol=1e-12)
@@ -167,6 +180,25 @@ def test_masked_rows_matches_a_python_loop():
     expected = [i for i, v in enumerate(flat) if v != IGNORE_INDEX]
     assert index.tolist() == expected
     assert targets.tolist() == [flat[i] for i in expected]
+
+
+def test_ignore_index_has_one_definition():
+    import helpers.masking
+    import helpers.model
+
+    assert "IGNORE_INDEX = " not in Path(helpers.model.__file__).read_text()
+    assert helpers.model.IGNORE_INDEX is helpers.masking.IGNORE_INDEX == -100
+
+
+def test_uniform_predictor_loss_is_log_vocab_size():
+    """A model whose logits are all equal scores log(V) on every masked position (exercise 3's answer)."""
+    ids, attention, labels = tiny_batch(seed=6)
+    model = build_model("random", **TINY).double().eval()
+    with torch.no_grad():
+        model.cls.predictions.decoder.weight.zero_()
+        model.cls.predictions.bias.zero_()
+        loss = mlm_loss(model, ids, attention, labels)
+    assert loss.item() == pytest.approx(np.log(TINY["vocab_size"]), rel=1e-12)
 
 
 class _Alignment:

@@ -53,11 +53,24 @@ def test_run_json_and_saved_model(pretrain_dir, name):
 def test_bert_ft_names_its_static_init_and_tiny_is_random(pretrain_dir):
     ft = json.loads((pretrain_dir / "bert_ft" / "run.json").read_text())
     tiny = json.loads((pretrain_dir / "bert_tiny" / "run.json").read_text())
-    assert tiny["init"] == "random" and tiny["init_manifest"] is None
-    assert ft["init"].rstrip("/").endswith("static")
+    assert tiny["init"]["kind"] == "random" and tiny["init_manifest"] is None
+    assert ft["init"]["kind"] == "static" and ft["init"]["source"].rstrip("/").endswith("static")
+    assert len(ft["init"]["manifest_sha256"]) == 64
     assert ft["init_manifest"]["fallback"] == "zero" and ft["init_manifest"]["n_found"] > 0
-    # Identical settings for both models, apart from the initialisation.
+    # One experiment: identical identity and settings, apart from the initialisation.
+    assert ft["identity"] == tiny["identity"]
+    assert (ft["identity"]["lang"], ft["identity"]["corpus"], ft["identity"]["preset"]) == ("en", "embedded", "smoke")
     assert ft["train_config"] == tiny["train_config"]
+
+
+@pytest.mark.parametrize("name", pretrain.MODEL_NAMES)
+def test_final_evaluation_positions_match_the_last_metrics_row(pretrain_dir, name):
+    import numpy as np
+
+    saved = np.load(pretrain_dir / name / pretrain.EVAL_POSITIONS_FILE)
+    final = pretrain.read_metrics(pretrain_dir / name / "metrics.csv")[-1]
+    assert saved["loss"].astype(np.float64).mean() == pytest.approx(final["eval_loss"], rel=1e-5)
+    assert saved["correct"].mean() == pytest.approx(final["eval_accuracy"], abs=1e-12)
 
 
 def test_comparison_matches_the_metrics(pretrain_dir):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from helpers import pretrain as P
+from helpers import pretrain_cli as cli
 from helpers.data import load_corpus
 from helpers.masking import IGNORE_INDEX
 from helpers.tokenizer import train_wordpiece
@@ -178,7 +178,11 @@ def test_bert_ft_run_records_its_static_init(tokenizer, data_dir, tmp_path):
     _train(tokenizer, data_dir, tmp_path, init=str(static), cfg=cfg)
     _train(tokenizer, data_dir, tmp_path, init="random", cfg=cfg)
     run = json.loads((tmp_path / "bert_ft" / "run.json").read_text())
-    assert run["init"] == str(static) and run["init_manifest"]["n_found"] == len(tokenizer)
+    assert run["init"]["kind"] == "static" and run["init"]["source"] == str(static)
+    assert len(run["init"]["manifest_sha256"]) == 64 and run["init_manifest"]["n_found"] == len(tokenizer)
+    tiny_run = json.loads((tmp_path / "bert_tiny" / "run.json").read_text())
+    assert tiny_run["init"]["kind"] == "random" and tiny_run["init"]["manifest_sha256"] is None
+    assert tiny_run["identity"] == run["identity"]  # one experiment: only the init differs
     ft = P.read_metrics(tmp_path / "bert_ft" / "metrics.csv")
     tiny = P.read_metrics(tmp_path / "bert_tiny" / "metrics.csv")
     assert ft[0]["eval_loss"] != tiny[0]["eval_loss"]  # different embeddings from step 0
@@ -188,7 +192,7 @@ def test_bert_ft_run_records_its_static_init(tokenizer, data_dir, tmp_path):
 def test_mismatched_data_and_config_are_refused(tokenizer, data_dir, tmp_path):
     with pytest.raises(ValueError, match="seq_len"):
         _train(tokenizer, data_dir, tmp_path, cfg=CFG.replace(seq_len=64))
-    with pytest.raises(ValueError, match="unknown model name"):
+    with pytest.raises(ValueError, match="model name must be one of"):
         P.train("bert_base", "random", CFG, data_dir, tmp_path, tokenizer=tokenizer)
 
 
@@ -200,7 +204,7 @@ def test_cli_runs_from_prepared_files_only(data_dir, tmp_path, capsys):
     original = dict(P.PRESETS)
     P.PRESETS["smoke"] = small  # the smoke preset's seq_len (64) differs from this data's
     try:
-        code = P.main(["--data", str(data_dir), "--out", str(tmp_path), "--model", "bert_tiny", "--preset", "smoke",
+        code = cli.main(["--data", str(data_dir), "--out", str(tmp_path), "--model", "bert_tiny", "--preset", "smoke",
                        "--device", "cpu", *cfg_args])
     finally:
         P.PRESETS.clear()
@@ -214,19 +218,37 @@ def test_cli_runs_from_prepared_files_only(data_dir, tmp_path, capsys):
 
 
 def _rows(losses, accs):
-    return [{"step": 10 * i, "train_loss": l + 0.1, "eval_loss": l, "eval_accuracy": a, "lr": 0.0, "elapsed_s": 0.0}
-            for i, (l, a) in enumerate(zip(losses, accs))]
+    return [{"step": 10 * i, "train_loss": loss + 0.1, "eval_loss": loss, "eval_accuracy": a, "lr": 0.0,
+             "elapsed_s": 0.0}
+            for i, (loss, a) in enumerate(zip(losses, accs))]
 
 
-def test_compare_runs_finds_the_first_step():
+def test_compare_runs_finds_the_first_strictly_better_step():
     tiny = _rows([9.0, 7.0, 6.0, 5.0], [0.0, 0.1, 0.2, 0.3])
-    ft = _rows([8.0, 6.0, 5.0, 4.5], [0.05, 0.2, 0.3, 0.35])
+    ft = _rows([8.0, 6.0, 4.9, 4.5], [0.05, 0.2, 0.31, 0.35])
     result = P.compare_runs(tiny, ft)
     assert result["ft_steps_to_tiny_final_eval_loss"] == 20
     assert result["ft_steps_to_tiny_final_eval_accuracy"] == 20
+    assert result["ft_fraction_to_tiny_final_eval_loss"] == pytest.approx(20 / 30)
     assert result["ft_ahead"] and result["eval_loss_difference"] == pytest.approx(-0.5)
     never = P.compare_runs(ft, tiny)  # the other way round, the slower model never catches up
     assert never["ft_steps_to_tiny_final_eval_loss"] is None and not never["ft_ahead"]
+
+
+def test_a_tie_with_the_final_value_is_not_a_crossing():
+    tiny = _rows([9.0, 7.0, 6.0, 5.0], [0.0, 0.1, 0.2, 0.3])
+    ft = _rows([8.0, 6.0, 5.0, 4.5], [0.05, 0.2, 0.3, 0.35])  # equal to tiny's final values at step 20
+    result = P.compare_runs(tiny, ft)
+    assert result["ft_steps_to_tiny_final_eval_loss"] == 30
+    assert result["ft_steps_to_tiny_final_eval_accuracy"] == 30
+
+
+def test_step_zero_never_counts_as_a_crossing():
+    tiny = _rows([9.0, 7.0, 6.0], [0.0, 0.1, 0.2])
+    ft = _rows([5.0, 6.5, 5.9], [0.5, 0.15, 0.21])  # better than tiny's final already at step 0
+    result = P.compare_runs(tiny, ft)
+    assert result["ft_steps_to_tiny_final_eval_loss"] == 20
+    assert result["ft_steps_to_tiny_final_eval_accuracy"] == 20
 
 
 def test_compare_runs_uses_the_last_step_both_reached():

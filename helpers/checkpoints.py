@@ -1,0 +1,181 @@
+"""Plumbing of a pretraining run: who it is (identity), where it stopped (checkpoints), what it did (run.json).
+
+A run's **identity** says which experiment it belongs to: language, seed, preset, corpus, step cap,
+and fingerprints of the prepared data, the tokenizer and the training settings. BERT_TINY and
+BERT_FT of one experiment share it and differ only in their **init** record. Resume refuses a
+checkpoint of another identity or init, and comparisons refuse to pair runs of different
+identities, each saying what changed. A checkpoint holds everything a resumed run needs to go on
+bit for bit (weights, optimiser, schedule, random generators, metrics so far).
+
+Only the standard library, numpy and torch: this runs on the GPU machines too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+
+CHECKPOINT_FILE = "checkpoint.pt"
+RUN_FILE = "run.json"
+RESUME_HINT = "pass --no-resume (resume=False in Python) to start this model again, or delete the file"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be read or does not belong to this run; the message says what to do."""
+
+
+# ------------------------------------------------------------------------------------ fingerprints
+
+
+def sha256_json(value: Any) -> str:
+    """SHA-256 of ``value`` as canonical JSON (sorted keys), so formatting never changes the hash."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+def without_timings(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A record minus its wall-clock entries (keys holding 'seconds'), which differ between identical runs."""
+    return {k: (without_timings(v) if isinstance(v, Mapping) else v) for k, v in record.items() if "seconds" not in k}
+
+
+def arrays_fingerprint(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> str:
+    """SHA-256 over named arrays (dtype, shape, bytes) and a metadata record without its timings."""
+    digest = hashlib.sha256(sha256_json(without_timings(meta)).encode())
+    for name in sorted(arrays):
+        array = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name}:{array.dtype.str}:{array.shape}".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def init_record(init: Any) -> dict[str, Any]:
+    """How the token embeddings started: {'kind': 'random'|'static', 'manifest_sha256', 'embeddings_sha256', ...}.
+
+    ``init`` is 'random', a static-vector folder, or an Alignment-like object (``.matrix`` and
+    ``.report``). The manifest hash ignores timings, so retraining the same vectors keeps it.
+    """
+    if isinstance(init, str) and init == "random":
+        return {"kind": "random", "manifest_sha256": None, "embeddings_sha256": None, "source": "random",
+                "manifest": None}
+    if hasattr(init, "matrix"):
+        manifest, matrix, source = dict(getattr(init, "report", None) or {}), init.matrix, "alignment object"
+    else:
+        folder = Path(init)
+        manifest_path = folder / "manifest.json"
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
+        embeddings = folder / "embeddings.npy"
+        matrix = np.load(embeddings, mmap_mode="r") if embeddings.exists() else np.zeros(0, np.float32)
+        source = str(folder)
+    return {"kind": "static", "manifest_sha256": sha256_json(without_timings(manifest)),
+            "embeddings_sha256": arrays_fingerprint({"embeddings": np.asarray(matrix)}, {}),
+            "source": source, "manifest": manifest}
+
+
+def run_identity(lang: str | None, seed: int, cfg: Any, corpus: str | None, data_fingerprint: str,
+                 tokenizer_fingerprint: str | None) -> dict[str, Any]:
+    """What BERT_TINY and BERT_FT of one experiment share; anything else makes them incomparable."""
+    config = asdict(cfg) if is_dataclass(cfg) else dict(cfg)
+    return {"lang": lang, "seed": seed, "preset": config.get("name"), "corpus": corpus,
+            "max_steps": config.get("max_steps"), "data_fingerprint": data_fingerprint,
+            "tokenizer_fingerprint": tokenizer_fingerprint, "train_config_hash": sha256_json(config)}
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text[:12] + "..." if isinstance(value, str) and len(value) == 64 else text
+
+
+def differences(before: Mapping[str, Any], after: Mapping[str, Any], ignore: tuple[str, ...] = ()) -> list[str]:
+    """'key: old -> new' for every key whose value differs (nested records are compared key by key)."""
+    found = []
+    for key in sorted(set(before) | set(after)):
+        if key in ignore:
+            continue
+        old, new = before.get(key), after.get(key)
+        if isinstance(old, Mapping) and isinstance(new, Mapping):
+            found += [f"{key}.{d}" for d in differences(old, new)]
+        elif old != new:
+            found.append(f"{key}: {_short(old)} -> {_short(new)}")
+    return found
+
+
+def check_same_experiment(tiny: Mapping[str, Any] | None, ft: Mapping[str, Any] | None, where: str = "") -> None:
+    """Refuse to compare BERT_TINY and BERT_FT runs whose identities differ (the init may differ)."""
+    if tiny is None or ft is None:
+        return
+    changed = differences(tiny, ft)
+    if changed:
+        raise ValueError(f"BERT_TINY and BERT_FT {where}belong to different experiments ({'; '.join(changed)}); "
+                         "train both with the same data, tokenizer, seed, preset and settings before comparing")
+
+
+# ------------------------------------------------------------------------------------ checkpoints
+
+
+def rng_state(mask_generator: torch.Generator | None, device: torch.device) -> dict[str, Any]:
+    """The random streams a step draws from: torch's (dropout), the masking generator's, CUDA's."""
+    state = {"torch": torch.get_rng_state(), "mask": mask_generator.get_state() if mask_generator else None}
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def set_rng_state(state: Mapping[str, Any], mask_generator: torch.Generator | None, device: torch.device) -> None:
+    torch.set_rng_state(state["torch"])
+    if mask_generator is not None and state.get("mask") is not None:
+        mask_generator.set_state(state["mask"])
+    if device.type == "cuda" and "cuda" in state:
+        torch.cuda.set_rng_state(state["cuda"], device)
+
+
+def save_checkpoint(path: Path, payload: Mapping[str, Any]) -> None:
+    """Write to a temporary file, then rename: a crash mid-write never leaves half a checkpoint."""
+    tmp = path.with_suffix(".tmp")
+    torch.save(dict(payload), tmp)
+    os.replace(tmp, path)
+
+
+CHECKPOINT_KEYS = ("key", "step", "model", "optimizer", "scheduler", "rng", "metrics", "running_loss", "elapsed_s")
+
+
+def load_checkpoint(path: Path) -> dict[str, Any]:
+    """Read a checkpoint on the CPU; one clear CheckpointError (path and what to do) if it is unreadable."""
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # truncated zip, empty file, garbage pickle: all mean the same to the user
+        detail = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else 'no detail'}"
+        raise CheckpointError(f"cannot read the checkpoint {path} ({detail}); it is empty, truncated or not a "
+                              f"checkpoint; {RESUME_HINT}") from None
+    missing = [k for k in CHECKPOINT_KEYS if not isinstance(payload, dict) or k not in payload]
+    if missing:
+        raise CheckpointError(f"{path} is not a checkpoint of this version (missing {missing}); {RESUME_HINT}")
+    return payload
+
+
+def check_resumable(path: Path, saved_key: Mapping[str, Any], key: Mapping[str, Any],
+                    saved_config: Mapping[str, Any] | None = None, config: Mapping[str, Any] | None = None) -> None:
+    """Refuse a checkpoint whose run key (identity, init, model) differs, naming every change."""
+    changed = differences(saved_key, key)
+    if not changed:
+        return
+    if saved_config is not None and config is not None:
+        changed += [f"train_config.{d}" for d in differences(saved_config, config)]
+    raise CheckpointError(f"{path} belongs to a different run ({'; '.join(changed)}); {RESUME_HINT}")
+
+
+# ------------------------------------------------------------------------------------ run.json
+
+
+def write_run_json(run_dir: Path, record: Mapping[str, Any]) -> None:
+    (Path(run_dir) / RUN_FILE).write_text(json.dumps(record, indent=2, default=str))
+
+
+def read_run_json(run_dir: Path) -> dict[str, Any] | None:
+    path = Path(run_dir) / RUN_FILE
+    return json.loads(path.read_text()) if path.is_file() else None

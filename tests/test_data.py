@@ -1,25 +1,25 @@
-"""helpers.data: the embedded corpus and its splits, the Hub loaders (offline), local files, bad input."""
+"""helpers.data: the embedded corpus and its one partition, local files (C4 shards included), bad input."""
 
 from __future__ import annotations
 
 import collections
 import csv
+import gzip
 import hashlib
 import json
 import math
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from helpers import data
-from helpers.data import HubUnavailableError, load_corpus, load_labelled
+from helpers.data import load_corpus, load_labelled
 
 EN_ARTICLES = 10_033
 EN_TOPICS = 12
@@ -36,19 +36,52 @@ def test_embedded_english_has_all_vital_articles() -> None:
     assert [a["key"] for a in articles] == sorted(a["key"] for a in articles)
 
 
-def test_embedded_train_and_eval_partition_the_articles() -> None:
-    train = load_corpus("embedded", "en", "train")
-    held = load_corpus("embedded", "en", "eval")
+def test_the_partition_puts_every_article_in_exactly_one_part() -> None:
     every = {a["extract"] for a in data.embedded_articles("en")}
     assert len(every) == EN_ARTICLES  # English summaries are all distinct, so texts identify articles
-    assert len(train) + len(held) == EN_ARTICLES
-    assert not set(train.texts) & set(held.texts)
-    assert set(train.texts) | set(held.texts) == every
-    # The eval share is a hash-based Bernoulli(0.05) draw per article: allow 5 binomial sd.
-    n, p = EN_ARTICLES, data.EMBEDDED_EVAL_FRACTION
+    train = load_corpus("embedded", "en", "train")
+    held = load_corpus("embedded", "en", "eval")
+    test = load_labelled("embedded", "en", "test")
+    parts = [set(train.texts), set(held.texts), set(test.texts)]
+    assert sum(map(len, parts)) == EN_ARTICLES and set.union(*parts) == every
+    assert not (parts[0] & parts[1] or parts[0] & parts[2] or parts[1] & parts[2])
+    # eval: a hash-based Bernoulli(0.05 / 0.9) draw per article outside the test part; allow 5 binomial sd.
+    n, p = EN_ARTICLES - len(test), data.EMBEDDED_EVAL_FRACTION / (1 - data.EMBEDDED_TEST_FRACTION)
     assert abs(len(held) - n * p) <= 5 * math.sqrt(n * p * (1 - p))
     assert train.meta["articles_total"] == EN_ARTICLES
     assert train.licence and "CC BY-SA" in train.licence
+    assert train.meta["partition_sha256"] == test.meta["partition_sha256"] == data.partition_record("en")["sha256"]
+
+
+@pytest.mark.parametrize("lang", ["en", "fr", "es"])
+def test_no_probe_test_article_is_in_any_training_text(lang: str) -> None:
+    """The tokenizer, fastText and pretraining all read load_corpus(split='train'), whole or its first
+    max_docs documents; the evaluation text is load_corpus(split='eval'). None may hold a test article."""
+    test = set(load_labelled("embedded", lang, "test").texts)
+    train = load_corpus("embedded", lang, "train").texts
+    for split, texts in (("train", train), ("eval", load_corpus("embedded", lang, "eval").texts)):
+        assert texts and not set(texts) & test, split
+    for max_docs in (1, 400, 2_000, len(train)):  # what the presets ask for is always a prefix of the split
+        assert load_corpus("embedded", lang, "train", max_docs=max_docs).texts == train[:max_docs]
+    # not even as part of a longer document: every test text is looked up in the joined training text
+    joined = "\x00".join(train)
+    assert not [t for t in test if t in joined]
+
+
+def test_the_partition_record_names_each_part_with_a_hash() -> None:
+    record = data.partition_record("en")
+    assert set(record["parts"]) == set(data.PARTS)
+    sizes = {name: part["articles"] for name, part in record["parts"].items()}
+    assert sizes == {"train": len(load_corpus("embedded", "en", "train")),
+                     "eval": len(load_corpus("embedded", "en", "eval")),
+                     "probe_test": len(load_labelled("embedded", "en", "test"))}
+    assert all(len(part["sha256"]) == 64 for part in record["parts"].values())
+    other = data.partition_record("en", seed=1)
+    assert other["sha256"] != record["sha256"] and other["parts"]["probe_test"]["sha256"] != \
+        record["parts"]["probe_test"]["sha256"]
+    assert data.partition_record("fr")["sha256"] != record["sha256"]
+    with pytest.raises(ValueError, match="unknown partition part"):
+        data.embedded_partition("en").part("test")
 
 
 def test_embedded_split_is_repeatable_and_independent_of_max_docs() -> None:
@@ -64,13 +97,15 @@ def test_embedded_split_is_repeatable_and_independent_of_max_docs() -> None:
 
 def test_embedded_split_is_the_same_in_a_fresh_interpreter() -> None:
     """Python's string hashing is salted per process; the split must not depend on it."""
-    code = ("import hashlib, json; from helpers.data import load_corpus; "
+    code = ("import hashlib, json; from helpers.data import load_corpus, partition_record; "
             "t = load_corpus('embedded', 'en', 'eval').texts; "
-            "print(json.dumps([len(t), hashlib.sha256('\\n'.join(t).encode()).hexdigest()]))")
+            "print(json.dumps([len(t), hashlib.sha256('\\n'.join(t).encode()).hexdigest(), "
+            "partition_record('en')['sha256']]))")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=True)
     here = load_corpus("embedded", "en", "eval").texts
-    assert json.loads(out.stdout) == [len(here), hashlib.sha256("\n".join(here).encode()).hexdigest()]
+    assert json.loads(out.stdout) == [len(here), hashlib.sha256("\n".join(here).encode()).hexdigest(),
+                                      data.partition_record("en")["sha256"]]
 
 
 def test_embedded_first_documents_are_a_spread_out_sample() -> None:
@@ -91,13 +126,15 @@ def test_embedded_topics_and_stratified_split() -> None:
     assert train.label_names == test.label_names
     assert len(train.label_names) == EN_TOPICS
     assert {"People", "Geography", "Mathematics"} <= set(train.label_names)
-    assert len(train) + len(test) == EN_ARTICLES
+    assert len(train) + len(test) == EN_ARTICLES  # the labelled training part is the corpus' train + eval
+    corpus = load_corpus("embedded", "en", "train").texts + load_corpus("embedded", "en", "eval").texts
+    assert set(train.texts) == set(corpus)
     assert not set(train.texts) & set(test.texts)
     assert all(0 <= y < EN_TOPICS for y in train.labels + test.labels)
     n_train, n_test = collections.Counter(train.labels), collections.Counter(test.labels)
     for topic in range(EN_TOPICS):
         size = n_train[topic] + n_test[topic]
-        # round(0.2 * size) per topic: off from 20 % by at most half a document.
+        # round(fraction * size) per topic: off from the fraction by at most half a document.
         assert abs(n_test[topic] / size - data.EMBEDDED_TEST_FRACTION) <= 0.5 / size + 1e-12
     # the text-label pairs are the articles' own
     topic_of = {a["extract"]: a["topic"] for a in data.embedded_articles("en")}
@@ -109,6 +146,7 @@ def test_embedded_french_and_spanish(lang: str, n_topics: int) -> None:
     train, held = load_corpus("embedded", lang, "train"), load_corpus("embedded", lang, "eval")
     assert len(train) > 10 * len(held) > 0
     assert not set(train.texts) & set(held.texts)
+    assert not set(train.texts + held.texts) & set(load_labelled("embedded", lang, "test").texts)
     assert train.n_words() > 100_000
     extracts = [a["extract"] for a in data.embedded_articles(lang)]
     assert len(set(extracts)) == len(extracts)  # redirects sharing one summary are folded into one article
@@ -132,245 +170,18 @@ def test_stable_fraction_is_sha256_of_seed_and_key() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Hub: record handling on in-memory records, and the offline failure
-# --------------------------------------------------------------------------------------------
-
-
-def test_records_to_texts_stops_early_on_a_stream() -> None:
-    pulled = 0
-
-    def stream() -> Iterator[dict[str, Any]]:
-        nonlocal pulled
-        for i in range(1_000_000):
-            pulled += 1
-            yield {"text": f"document {i}", "url": "u", "timestamp": "t"}
-
-    assert data.records_to_texts(stream(), "text", max_docs=5) == [f"document {i}" for i in range(5)]
-    assert pulled <= 6
-    with pytest.raises(ValueError, match="no 'text' field"):
-        data.records_to_texts([{"body": "x"}])
-
-
-def test_wikitext_lines_become_articles() -> None:
-    lines = [
-        "", " = Valkyria Chronicles III = \n", "", " Senjō no Valkyria 3 is a role @-@ playing game . \n",
-        " = = Gameplay = = \n", " It sold 1 @,@ 000 copies at 3 @.@ 5 dollars . \n", "",
-        " = Tower Building = \n", " The building is tall . \n",
-    ]
-    assert list(data.wikitext_articles(lines)) == [
-        "Senjō no Valkyria 3 is a role-playing game . It sold 1,000 copies at 3.5 dollars .",
-        "The building is tall .",
-    ]
-
-
-def test_ag_news_records() -> None:
-    texts, labels = data.ag_news_records([{"text": "a", "label": 0}, {"text": "b", "label": 3}, {"text": "c", "label": 1}],
-                                         max_docs=2)
-    assert (texts, labels) == (["a", "b"], [0, 3])
-    with pytest.raises(ValueError, match="outside 0..3"):
-        data.ag_news_records([{"text": "a", "label": 4}])
-
-
-class FakeLoad:
-    """Stands in for datasets.load_dataset: records its calls, returns records or raises."""
-
-    def __init__(self, result: Any = None, error: BaseException | None = None) -> None:
-        self.result, self.error, self.calls = result, error, []
-
-    def __call__(self, path: str, name: str | None = None, **kwargs: Any) -> Any:
-        self.calls.append((path, name, kwargs))
-        if self.error is not None:
-            raise self.error
-        return self.result
-
-
-@pytest.fixture
-def online(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pretend the Hub's host answers and offline mode is off."""
-    monkeypatch.setattr(data, "hub_reachable", lambda *a, **k: True)
-    monkeypatch.setattr(data, "_offline_mode", lambda: False)
-
-
-def _patch_load(monkeypatch: pytest.MonkeyPatch, fake: FakeLoad) -> None:
-    import datasets
-
-    monkeypatch.setattr(datasets, "load_dataset", fake)
-
-
-def test_hub_c4_streams_the_asked_language(online: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    records = ({"text": f"Czech doc {i}", "timestamp": "2019", "url": "x"} for i in range(50))
-    fake = FakeLoad(result=records)
-    _patch_load(monkeypatch, fake)
-    corpus = load_corpus("hub", "cs", "eval", eval_docs=7)
-    assert corpus.texts == [f"Czech doc {i}" for i in range(7)]
-    assert fake.calls == [("allenai/c4", "cs", {"split": "validation", "streaming": True})]
-    assert (corpus.source, corpus.lang, corpus.name) == ("hub", "cs", "c4-cs")
-
-
-def test_hub_wikitext_and_ag_news_paths(online: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    wiki = FakeLoad(result=[{"text": " = A = \n"}, {"text": " First . \n"}, {"text": " = B = \n"}, {"text": " Second . \n"}])
-    _patch_load(monkeypatch, wiki)
-    corpus = load_corpus("hub", "en", "train", name="wikitext-103", max_docs=1)
-    assert corpus.texts == ["First ."]
-    assert wiki.calls == [("Salesforce/wikitext", "wikitext-103-raw-v1", {"split": "train", "streaming": False})]
-
-    news = FakeLoad(result=[{"text": "Stocks fall", "label": 2}, {"text": "Team wins", "label": 1}])
-    _patch_load(monkeypatch, news)
-    labelled = load_labelled("hub", "en", "test", name="ag_news")
-    assert (labelled.texts, labelled.labels) == (["Stocks fall", "Team wins"], [2, 1])
-    assert labelled.label_names == ["World", "Sports", "Business", "Sci/Tech"]
-    assert news.calls == [("fancyzhx/ag_news", None, {"split": "test", "streaming": False})]
-
-
-def _network_errors() -> list[BaseException]:
-    import httpx
-    import requests
-    from huggingface_hub.errors import LocalEntryNotFoundError, OfflineModeIsEnabled
-
-    chained = ValueError("could not resolve data files")
-    chained.__cause__ = OSError("[Errno -2] Name or service not known")
-    chained.__cause__.__cause__ = socket.gaierror(-2, "Name or service not known")
-
-    class Response:
-        status_code = 503
-
-    server_down = OSError("503 Service Unavailable")
-    server_down.response = Response()  # type: ignore[attr-defined]
-    return [
-        ConnectionError("Couldn't reach 'allenai/c4' on the Hub (LocalEntryNotFoundError)"),
-        requests.exceptions.ConnectionError("Max retries exceeded"),
-        requests.exceptions.ReadTimeout("read timed out"),
-        httpx.ConnectError("[Errno 111] Connection refused"),
-        LocalEntryNotFoundError("not in cache and no connection"),
-        OfflineModeIsEnabled("offline"),
-        TimeoutError("timed out"),
-        chained,
-        server_down,
-    ]
-
-
-@pytest.mark.parametrize("error", _network_errors(), ids=lambda e: type(e).__name__)
-def test_unreachable_hub_gives_one_clear_error(online: None, monkeypatch: pytest.MonkeyPatch,
-                                               error: BaseException) -> None:
-    fake = FakeLoad(error=error)
-    _patch_load(monkeypatch, fake)
-    with pytest.raises(HubUnavailableError) as caught:
-        load_corpus("hub", "de", "train", max_docs=10)
-    assert len(fake.calls) == 1  # one attempt from us, no retry loop
-    message = str(caught.value)
-    assert "source='embedded'" in message and "allenai/c4" in message
-    assert caught.value.__cause__ is None and caught.value.__suppress_context__  # one error, not a chain
-    assert caught.value.original is error  # type: ignore[attr-defined]
-
-
-@pytest.mark.parametrize("error", [
-    ValueError("BuilderConfig 'xx' not found. Available: ['en', 'de']"),
-    KeyError("text"),
-], ids=lambda e: type(e).__name__)
-def test_other_hub_errors_pass_through_unchanged(online: None, monkeypatch: pytest.MonkeyPatch,
-                                                 error: BaseException) -> None:
-    _patch_load(monkeypatch, FakeLoad(error=error))
-    with pytest.raises(type(error)) as caught:
-        load_labelled("hub", "en", "train")
-    assert caught.value is error
-
-
-def test_missing_dataset_means_not_cached_only_in_offline_mode(monkeypatch: pytest.MonkeyPatch) -> None:
-    from datasets.exceptions import DatasetNotFoundError
-
-    missing = DatasetNotFoundError("Dataset 'fancyzhx/ag_news' doesn't exist on the Hub or cannot be accessed.")
-    monkeypatch.setattr(data, "hub_reachable", lambda *a, **k: True)
-    _patch_load(monkeypatch, FakeLoad(error=missing))
-    monkeypatch.setattr(data, "_offline_mode", lambda: False)
-    with pytest.raises(DatasetNotFoundError):
-        load_labelled("hub", "en", "train")
-    monkeypatch.setattr(data, "_offline_mode", lambda: True)
-    with pytest.raises(HubUnavailableError, match="HF_HUB_OFFLINE is set"):
-        load_labelled("hub", "en", "train")
-
-
-def test_dead_connection_is_reported_before_any_download(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = FakeLoad(result=[])
-    _patch_load(monkeypatch, fake)
-    monkeypatch.setattr(data, "_offline_mode", lambda: False)
-    monkeypatch.setattr(data, "hub_reachable", lambda *a, **k: False)
-    with pytest.raises(HubUnavailableError, match="source='embedded'"):
-        load_corpus("hub", "en", "eval", name="wikitext-103")
-    assert fake.calls == []
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def test_hub_reachable_probes_one_connection(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in data._PROXY_VARS:
-        monkeypatch.delenv(var, raising=False)
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen(1)
-        assert data.hub_reachable(f"http://127.0.0.1:{server.getsockname()[1]}", timeout=2)
-    assert not data.hub_reachable(f"http://127.0.0.1:{_closed_port()}", timeout=2)
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
-    assert data.hub_reachable(f"http://127.0.0.1:{_closed_port()}", timeout=2)  # left to datasets
-
-
-_REAL_HUB_SCRIPT = """
-import json
-from helpers.data import load_corpus, load_labelled
-out = []
-for call in (lambda: load_corpus("hub", "cs", "eval"), lambda: load_labelled("hub", "en", "train")):
-    try:
-        call()
-        out.append(["no error", ""])
-    except Exception as err:
-        out.append([type(err).__name__, str(err)])
-print(json.dumps(out))
-"""
-
-
-@pytest.mark.parametrize("mode", ["offline-mode", "dead-endpoint"])
-def test_real_datasets_without_network(tmp_path: Path, mode: str) -> None:
-    """The real datasets.load_dataset, isolated cache: one clear error per call, no retries, no files."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_") and k not in data._PROXY_VARS}
-    env["HF_HOME"] = str(tmp_path / "hf_home")
-    if mode == "offline-mode":
-        env["HF_HUB_OFFLINE"] = env["HF_DATASETS_OFFLINE"] = "1"
-    else:
-        env["HF_ENDPOINT"] = f"http://127.0.0.1:{_closed_port()}"
-    run = subprocess.run([sys.executable, "-c", _REAL_HUB_SCRIPT], capture_output=True, text=True, env=env,
-                         timeout=60, cwd=tmp_path)
-    assert run.returncode == 0, run.stderr
-    results = json.loads(run.stdout)
-    assert [kind for kind, _ in results] == ["HubUnavailableError", "HubUnavailableError"]
-    assert all("source='embedded'" in message for _, message in results)
-    assert "Retrying" not in run.stderr
-    cache = tmp_path / "hf_home"
-    assert not cache.exists() or not [p for p in cache.rglob("*") if p.is_file()]
-
-
-def test_hub_bad_requests() -> None:
-    with pytest.raises(ValueError, match="pass max_docs"):
-        load_corpus("hub", "en", "train")
-    with pytest.raises(ValueError, match="unknown C4 language 'ja'"):
-        load_corpus("hub", "ja", "eval", eval_docs=5)
-    with pytest.raises(ValueError, match="English only"):
-        load_corpus("hub", "fr", "eval", name="wikitext-103")
-    with pytest.raises(ValueError, match="unknown hub corpus"):
-        load_corpus("hub", "en", "eval", name="bookcorpus")
-    with pytest.raises(ValueError, match="English only"):
-        load_labelled("hub", "de", "train")
-
-
-# --------------------------------------------------------------------------------------------
 # Files
 # --------------------------------------------------------------------------------------------
 
 
 def _lines(n: int, prefix: str = "line") -> list[str]:
     return [f"{prefix} number {i} about something" for i in range(n)]
+
+
+def _both_splits(path: Path, **options: Any) -> list[str]:
+    """Every document of a files corpus: its train split, then its eval split."""
+    return load_corpus("files", "xx", "train", path=path, **options).texts + \
+        load_corpus("files", "xx", "eval", path=path, **options).texts
 
 
 def test_txt_one_document_per_line(tmp_path: Path) -> None:
@@ -389,10 +200,9 @@ def test_txt_one_document_per_line(tmp_path: Path) -> None:
 
 def test_jsonl_with_a_chosen_column(tmp_path: Path) -> None:
     path = tmp_path / "docs.jsonl"
-    path.write_text("\n".join(json.dumps({"body": t, "id": i}) for i, t in enumerate(_lines(60))) + "\n", encoding="utf-8")
-    both = load_corpus("files", "en", "train", path=path, text_column="body").texts + \
-        load_corpus("files", "en", "eval", path=path, text_column="body").texts
-    assert sorted(both) == sorted(_lines(60))
+    records = [json.dumps({"body": t, "id": i}) for i, t in enumerate(_lines(60))]
+    path.write_text("\n".join(records) + "\n", encoding="utf-8")
+    assert sorted(_both_splits(path, text_column="body")) == sorted(_lines(60))
     with pytest.raises(ValueError, match=r"no column 'text'.*body, id.*text_column"):
         load_corpus("files", "en", "train", path=path)
 
@@ -424,7 +234,7 @@ def test_parquet_corpus_and_labels(tmp_path: Path) -> None:
     assert train.label_names == ["a", "b", "c", "d"]
     assert collections.Counter(test.labels) == {0: 2, 1: 2, 2: 2, 3: 2}
     assert all(int(t.split()[2]) % 4 == y for t, y in zip(train.texts, train.labels))
-    assert len(load_corpus("files", "en", "train", path=path)) + len(load_corpus("files", "en", "eval", path=path)) == 40
+    assert len(_both_splits(path)) == 40
 
 
 def test_folder_of_mixed_files(tmp_path: Path) -> None:
@@ -435,8 +245,7 @@ def test_folder_of_mixed_files(tmp_path: Path) -> None:
     (tmp_path / "c.CSV").write_text("text\n" + "\n".join(_lines(30, "csv")), encoding="utf-8")
     (tmp_path / "notes.md").write_text("# not data", encoding="utf-8")
     (tmp_path / ".hidden.txt").write_text("secret line", encoding="utf-8")
-    both = load_corpus("files", "xx", "train", path=tmp_path).texts + load_corpus("files", "xx", "eval", path=tmp_path).texts
-    assert sorted(both) == sorted(_lines(30, "txt") + _lines(30, "json") + _lines(30, "csv"))
+    assert sorted(_both_splits(tmp_path)) == sorted(_lines(30, "txt") + _lines(30, "json") + _lines(30, "csv"))
 
 
 def _write_ag_news(path: Path, rows: list[list[str]]) -> None:
@@ -542,9 +351,139 @@ def test_other_bad_files(tmp_path: Path) -> None:
         load_labelled("files", "en", "train", path=txt)
     unlabelled = tmp_path / "gaps.csv"
     unlabelled.write_text("text,label\nfirst,1\nsecond,\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="some rows have no label"):
+    with pytest.raises(ValueError, match="some rows of .*gaps.csv have no label"):
         load_labelled("files", "en", "train", path=unlabelled)
     with pytest.raises(ValueError, match="unknown csv_format"):
         load_labelled("files", "en", "train", path=unlabelled, csv_format="tsv")
     with pytest.raises(ValueError, match="eval_fraction must lie strictly between 0 and 1"):
         load_corpus("files", "en", "train", path=txt, eval_fraction=1.0)
+
+
+# --------------------------------------------------------------------------------------------
+# C4-format shards: folders of gzipped JSON lines (text, timestamp, url)
+# --------------------------------------------------------------------------------------------
+
+
+def _write_c4_shards(folder: Path, texts: list[str], n_shards: int, suffix: str = ".json.gz") -> None:
+    """Shards as allenai/c4 has them: one JSON record per line with text, timestamp and url, gzipped."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for shard in range(n_shards):
+        with gzip.open(folder / f"c4-train.{shard:05d}-of-{n_shards:05d}{suffix}", "wt", encoding="utf-8") as fh:
+            for i in range(shard, len(texts), n_shards):
+                fh.write(json.dumps({"text": texts[i], "timestamp": "2019-04-25T12:57:54Z",
+                                     "url": f"https://example.org/{i}"}, ensure_ascii=False) + "\n")
+
+
+def test_a_folder_of_c4_shards_reads_as_a_corpus(tmp_path: Path) -> None:
+    french = [a["extract"] for a in data.embedded_articles("fr")[:400]]
+    _write_c4_shards(tmp_path / "c4", french, n_shards=3)
+    train = load_corpus("files", "fr", "train", path=tmp_path / "c4")
+    held = load_corpus("files", "fr", "eval", path=tmp_path / "c4")
+    assert sorted(train.texts + held.texts) == sorted(french)  # accents survive the gzip and JSON round trip
+    assert held.texts and not set(train.texts) & set(held.texts)
+    assert train.meta["documents_total"] == 400
+    # the split follows each document's text: the same documents in 7 .jsonl.gz shards split the same way
+    _write_c4_shards(tmp_path / "again", list(reversed(french)), n_shards=7, suffix=".jsonl.gz")
+    assert set(load_corpus("files", "fr", "eval", path=tmp_path / "again").texts) == set(held.texts)
+    assert data.read_table(next((tmp_path / "c4").iterdir()))[0] == ["text", "timestamp", "url"]
+
+
+def test_gzip_is_streamed_not_read_whole(tmp_path: Path) -> None:
+    path = tmp_path / "big.json.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        for i in range(5000):
+            fh.write(json.dumps({"text": f"document {i}", "url": "u"}) + "\n")
+    columns, records = data.read_records(path)
+    assert columns == ["text", "url"]
+    assert next(records) == (1, {"text": "document 0", "url": "u"})  # a lazy iterator over the lines
+
+
+def test_a_truncated_gzip_names_the_file(tmp_path: Path) -> None:
+    whole = tmp_path / "whole.json.gz"
+    _write_c4_shards(tmp_path / "src", _lines(2000), n_shards=1)
+    whole.write_bytes(next((tmp_path / "src").iterdir()).read_bytes())
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    with pytest.raises(ValueError, match=r"cut.json.gz is not a complete gzip file.*write or download it again"):
+        load_corpus("files", "en", "train", path=cut)
+    garbage = tmp_path / "garbage.jsonl.gz"
+    garbage.write_bytes(b"this is not gzip at all\n")
+    with pytest.raises(ValueError, match="garbage.jsonl.gz is not a complete gzip file"):
+        load_corpus("files", "en", "train", path=garbage)
+
+
+# --------------------------------------------------------------------------------------------
+# Data errors that used to be silent or cryptic: one clear message each
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_latin1_text_file_is_refused_with_its_name_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.txt"
+    path.write_bytes("first line\nsecond line, café crème\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1.txt:2 is not UTF-8 text \(byte 0xe9.*iconv -f latin1"):
+        load_corpus("files", "en", "train", path=path)
+    csv_path = tmp_path / "latin1.csv"
+    csv_path.write_bytes("text,label\ncafé,a\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1.csv:2 is not UTF-8"):
+        load_labelled("files", "en", "train", path=csv_path)
+
+
+def test_a_utf8_bom_is_not_part_of_the_first_document(tmp_path: Path) -> None:
+    path = tmp_path / "bom.txt"
+    path.write_bytes("\ufefffirst document\n".encode("utf-8") + "\n".join(_lines(50)).encode("utf-8"))
+    assert "first document" in _both_splits(path)
+
+
+def test_an_empty_parquet_is_refused_for_a_labelled_set(tmp_path: Path) -> None:
+    path = tmp_path / "empty.parquet"
+    pq.write_table(pa.table({"text": pa.array([], pa.string()), "label": pa.array([], pa.int64())}), path)
+    with pytest.raises(ValueError, match=r"empty.parquet holds no rows; a labelled set needs rows"):
+        load_labelled("files", "en", "train", path=path)
+    with pytest.raises(ValueError, match="no non-empty documents"):
+        load_corpus("files", "en", "train", path=path)
+
+
+def test_a_jsonl_record_without_the_text_field_is_refused_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "gappy.jsonl"
+    path.write_text('{"text": "one"}\n\n{"text": "two"}\n{"body": "three"}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"gappy.jsonl:4: this record has no 'text' field \(its fields: body\)"):
+        load_corpus("files", "en", "train", path=path)
+    labelled = tmp_path / "nolabel.jsonl"
+    labelled.write_text('{"text": "one", "label": 0}\n{"text": "two"}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"nolabel.jsonl:2: this record has no 'label' field"):
+        load_labelled("files", "en", "train", path=labelled)
+
+
+def _labelled_jsonl(path: Path, labels: list[Any]) -> Path:
+    path.write_text("\n".join(json.dumps({"text": f"document {i}", "label": y}) for i, y in enumerate(labels)) + "\n",
+                    encoding="utf-8")
+    return path
+
+
+def test_equal_numbers_are_one_label(tmp_path: Path) -> None:
+    path = _labelled_jsonl(tmp_path / "mixed.jsonl", [2, 2.0, "2", 0, 0.0] * 10)
+    train, test = load_labelled("files", "en", "train", path=path), load_labelled("files", "en", "test", path=path)
+    assert train.label_names == test.label_names == ["0", "2"]
+    assert collections.Counter(train.labels + test.labels) == {0: 20, 1: 30}
+
+
+def test_sparse_integer_labels_become_dense_classes_with_their_names(tmp_path: Path) -> None:
+    path = _labelled_jsonl(tmp_path / "sparse.jsonl", [0, 1, 1000000] * 10)
+    train = load_labelled("files", "en", "train", path=path)
+    assert train.label_names == ["0", "1", "1000000"] and set(train.labels) == {0, 1, 2}
+    assert train.meta["label_values"] == [0, 1, 1000000]
+    assert all(int(t.split()[1]) % 3 == y for t, y in zip(train.texts, train.labels))
+    named = load_labelled("files", "en", "train", path=_labelled_jsonl(tmp_path / "two.jsonl", [1, 3] * 10),
+                          label_names=["zero", "one", "two", "three"])
+    assert named.label_names == ["one", "three"]
+
+
+@pytest.mark.parametrize("labels, message", [
+    ([0, 1, 1000000], r"2 label names given, but the labels of .* run from 0 to 1000000"),
+    ([0, 1.5], r"label 1.5 in .* is not a whole number"),
+    ([0, "sport"], r"mix numbers and names \(e.g. 0 and 'sport'\)"),
+])
+def test_labels_that_cannot_be_classes_are_refused(tmp_path: Path, labels: list[Any], message: str) -> None:
+    path = _labelled_jsonl(tmp_path / "bad.jsonl", labels * 5)
+    with pytest.raises(ValueError, match=message):
+        load_labelled("files", "en", "train", path=path, label_names=["a", "b"] if 1000000 in labels else None)

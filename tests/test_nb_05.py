@@ -9,6 +9,7 @@ from typing import Callable
 import pandas as pd
 import pytest
 
+from helpers.data import partition_record
 from helpers.probe import FEATURES, MODEL_ORDER, PRESETS, TABLE_COLUMNS
 
 pytestmark = pytest.mark.notebook
@@ -55,6 +56,13 @@ def test_json_records_the_run(out_dir: Path, results: pd.DataFrame) -> None:
     assert len(meta["results"]) == len(results)
     assert set(meta["feature_seconds"]) == set(ENCODERS)
     assert [r["accuracy"] for r in meta["results"]] == pytest.approx(results["accuracy"].tolist())
+
+
+def test_the_probe_test_set_is_text_no_model_saw(out_dir: Path) -> None:
+    meta = json.loads((out_dir / "results.json").read_text())
+    assert meta["test_overlap"] == 0
+    assert meta["partition"] == partition_record("en")  # the one recorded partition of the embedded articles
+    assert meta["partition"]["parts"]["probe_test"]["articles"] >= meta["n_test"]
 
 
 def test_figures_exist(out_dir: Path) -> None:

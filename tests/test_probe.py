@@ -102,6 +102,15 @@ def test_C_sweep_never_sees_the_test_labels():
     assert first.val_scores[first.best_C] == max(first.val_scores.values())
 
 
+def test_choose_C_keeps_the_first_of_equal_validation_scores():
+    X, y = blobs(60, n_classes=2)
+    # Well separated blobs: every C reaches validation accuracy 1.0, so the first listed must win.
+    best, scores = probe.choose_C(X, y, Cs=(10.0, 0.1, 1.0))
+    assert scores == {10.0: 1.0, 0.1: 1.0, 1.0: 1.0} and best == 10.0
+    best, _ = probe.choose_C(X, y, Cs=(1.0, 10.0))
+    assert best == 1.0
+
+
 def test_fit_probe_rejects_bad_input():
     X, y = blobs(20)
     with pytest.raises(ValueError, match="width"):
@@ -154,8 +163,10 @@ def test_paired_interval_is_narrower_than_separate_ones_and_finds_a_real_gap():
     a_right = rng.random(n) < 0.70
     b_right = a_right & (rng.random(n) > 0.06)  # b misses ~6 % of what a gets right, never the reverse
     wrong = (test_y + 1) % 4
-    a = probe.ProbeResult(a_right.mean(), *probe.bootstrap_ci(a_right), 1.0, {}, np.where(a_right, test_y, wrong), 10, n)
-    b = probe.ProbeResult(b_right.mean(), *probe.bootstrap_ci(b_right), 1.0, {}, np.where(b_right, test_y, wrong), 10, n)
+    a = probe.ProbeResult(a_right.mean(), *probe.bootstrap_ci(a_right), 1.0, {}, np.where(a_right, test_y, wrong),
+                          10, n)
+    b = probe.ProbeResult(b_right.mean(), *probe.bootstrap_ci(b_right), 1.0, {}, np.where(b_right, test_y, wrong),
+                          10, n)
     diff, low, high = probe.paired_difference(a, b, test_y)
     assert diff == pytest.approx(a_right.mean() - b_right.mean())
     assert 0 < low <= diff <= high  # a clear gain
@@ -202,6 +213,22 @@ def test_mean_ignores_padding_and_keeps_input_order(tiny_encoder, tiny_tokenizer
         hidden = tiny_encoder.eval()(**batch).last_hidden_state[0]
     np.testing.assert_allclose(alone["mean"][0], hidden.mean(0).numpy(), atol=1e-5)
     np.testing.assert_allclose(alone["cls"][0], hidden[0].numpy(), atol=1e-5)
+
+
+def test_pool_takes_position_zero_and_the_masked_mean():
+    hidden = torch.arange(2 * 4 * 3, dtype=torch.float32).reshape(2, 4, 3)
+    mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])
+    pooled = probe.pool(hidden, mask)
+    torch.testing.assert_close(pooled["cls"], hidden[:, 0])
+    torch.testing.assert_close(pooled["mean"][0], hidden[0].mean(0))
+    torch.testing.assert_close(pooled["mean"][1], hidden[1, :2].mean(0))  # the two padded positions are left out
+    empty = probe.pool(hidden, torch.zeros(2, 4, dtype=torch.long))["mean"]
+    assert torch.equal(empty, torch.zeros(2, 3))  # no real token: zero, not a division by zero
+
+
+def test_overlap_counts_test_documents_found_in_training_text():
+    assert probe.overlap(["a cat", "a dog ", "a cow"], ["a dog", "a cat sat", "a cow"]) == 2
+    assert probe.overlap(["x"], []) == 0
 
 
 def test_static_mean_excludes_specials_and_zero_rows(tiny_tokenizer):
@@ -254,7 +281,8 @@ def test_presets_cover_the_three_names():
     assert size["smoke"] < size["demo"] <= size["paper"]
     assert all(len(c.Cs) >= 2 and c.n_boot >= 100 for c in probe.PRESETS.values())
     with pytest.raises(ValueError, match="unknown preset"):
-        probe.probe_config("huge")
+        probe.preset_config("huge")
+    assert probe.preset_config("demo") is probe.PRESETS["demo"]
 
 
 def _fake_result(acc: float, low: float, high: float) -> probe.ProbeResult:
@@ -295,3 +323,56 @@ def test_verdict_uses_the_paired_interval_when_given():
                             "ci_high": 0.03, "clear": True}])
     verdict = probe.pooling_verdict(df, paired)
     assert "paired 95 % interval of mean - cls: [+0.010, +0.030], a clear difference" in verdict
+
+
+# --------------------------------------------------------------------------------------------
+# Plots and the exercises' reference solutions
+# --------------------------------------------------------------------------------------------
+
+
+def test_plots_draw_every_row_and_panel():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from helpers.plots import probe as probe_plots
+
+    rows = [probe.result_row("majority", "-", _fake_result(0.2, 0.18, 0.22)),
+            probe.result_row("BERT_FT", "mean", _fake_result(0.8, 0.77, 0.83))]
+    fig = probe_plots.plot_accuracies(probe.results_table(rows), chance=0.2)
+    assert len(fig.axes[0].patches) == 2
+    X, y = blobs(30)
+    fig = probe_plots.plot_pca({"a": X, "b": -X}, y, ["p", "q", "r"])
+    assert len(fig.axes) == 2 and all("first 2 PCs" in ax.get_title() for ax in fig.axes)
+
+
+def test_exercise_1_accepts_the_majority_accuracy_and_rejects_chance():
+    from helpers.solutions import nb05
+
+    train_y, test_y = np.array([2] * 50 + [0] * 30 + [1] * 20), np.array([2] * 40 + [1] * 60)
+    assert nb05.exercise_1(train_y, test_y) == pytest.approx(0.4)
+    is_right = nb05.majority_right(train_y, test_y)
+    assert is_right(nb05.exercise_1(train_y, test_y))
+    assert not is_right(1 / 3)  # uniform chance over three classes
+    assert not is_right(0.6)  # the test set's own largest class
+
+
+def test_exercise_2_measures_predictions_changed_by_a_test_fitted_scaler():
+    from helpers.solutions import nb05
+
+    X, y = blobs(100, dim=5, spread=2.0)
+    result = probe.fit_probe(X[:200], y[:200], X[200:] + 3.0, y[200:], Cs=(1.0,), n_boot=10)  # a shifted test set
+    share = nb05.exercise_2(result.model, X[200:] + 3.0)
+    assert 0 < share <= 1  # re-centring the shifted test set moves documents across the probe's boundaries
+    is_right = nb05.changed_share_right(result.model, X[200:] + 3.0)
+    assert is_right(share) and not is_right(0.0) and not is_right(share * 100)
+
+
+def test_exercise_3_follows_choose_C_not_the_test_column():
+    from helpers.solutions import nb05
+
+    answer = nb05.exercise_3(nb05.C_TABLE)
+    assert answer == 0.1 and nb05.C_right(answer)
+    best_on_test = max(nb05.C_TABLE, key=lambda c: nb05.C_TABLE[c][1])
+    assert best_on_test == 1.0 and not nb05.C_right(best_on_test)
+    validation = {c: v for c, (v, _) in nb05.C_TABLE.items()}
+    assert max(validation, key=validation.__getitem__) == answer  # the rule choose_C uses

@@ -1,25 +1,31 @@
 """Train, save, load and describe the per-language WordPiece tokenizer (notebook 02).
 
+Notebook 02 first counts a few WordPiece merges by hand on a toy word list (``split_word`` ...
+``next_merge``, shown in the notebook's cells), then hands the real corpus to the trainer.
+
 The paper trains one cased WordPiece tokenizer of 30,000 tokens per language on 5 million C4
 examples (Mištera & Král, Section 4). Training uses Hugging Face ``tokenizers`` (fast, in Rust);
 the result is wrapped as a ``transformers`` fast tokenizer so every later notebook loads it with
 ``AutoTokenizer.from_pretrained(dir)``.
 
 Never build the tokenizer from a vocab file with ``BertTokenizerFast(vocab_file=...)``: in
-transformers 5 that silently yields a 5-token vocabulary which maps every word to [UNK]
-(see shared/README.md). Everything here goes through ``tokenizer.json``.
+transformers 5 that silently yields a 5-token vocabulary which maps every word to [UNK].
+Everything here goes through ``tokenizer.json``.
 
 Training in tokenizers 0.23 is not reproducible on its own (upstream issue huggingface/tokenizers#1794):
 the trainer creates the single-character ``##`` pieces while iterating over a hash map, so their ids,
 and with them the tie-breaks between equally frequent merges, change from run to run (measured: two
 trainings on the English demo text differed in 22 of 30,000 tokens and in the ids of 9,671). We hand
 the trainer those pieces up front, in sorted order, as extra special tokens (ids are then fixed), and
-remove them from the added-token list afterwards so they stay ordinary vocabulary entries. The saved
-``tokenizer.json`` is still the artefact of record: later steps load it and never retrain.
+remove them from the added-token list afterwards so they stay ordinary vocabulary entries. The pieces
+are found by the trainer itself (a throwaway pass that stops before the first merge), so the words
+are counted in Rust and never looped over in Python. The saved ``tokenizer.json`` is still the
+artefact of record: later steps load it and never retrain. Plots live in ``helpers.plots.tokenizer``.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
@@ -64,6 +70,66 @@ PRESETS: dict[str, TokenizerConfig] = {
     "paper": TokenizerConfig(max_docs=5_000_000, vocab_size=30_000, min_frequency=2, corpus_source="hub",
                              eval_docs=10_000),
 }
+
+
+def preset_config(preset: str) -> TokenizerConfig:
+    """The tokenizer settings of ``preset`` (smoke, demo or paper)."""
+    from helpers.presets import pick
+
+    return pick(PRESETS, preset)
+
+
+# --------------------------------------------------------------------------------------------
+# WordPiece merges by hand, on a toy word list (notebook 02 shows these cells)
+# --------------------------------------------------------------------------------------------
+
+Words = dict[tuple[str, ...], int]  # a word split into its current pieces -> how often the word occurs
+
+
+def split_word(word: str) -> tuple[str, ...]:
+    """The starting split: the first character alone, every later one marked as a continuation (``##``)."""
+    return (word[0], *(CONTINUATION_PREFIX + c for c in word[1:]))
+
+
+def count_pieces_and_pairs(words: Words) -> tuple[Counter, Counter]:
+    """How often each piece and each pair of neighbouring pieces occurs, every word weighted by its count."""
+    pieces: Counter = Counter()
+    pairs: Counter = Counter()
+    for split, n in words.items():
+        for piece in split:
+            pieces[piece] += n
+        for pair in zip(split, split[1:]):
+            pairs[pair] += n
+    return pieces, pairs
+
+
+def wordpiece_scores(pieces: Counter, pairs: Counter) -> dict[tuple[str, str], float]:
+    """WordPiece's score count(ab) / (count(a) * count(b)): high when a and b occur mostly together."""
+    return {(a, b): n / (pieces[a] * pieces[b]) for (a, b), n in pairs.items()}
+
+
+def next_merge(words: Words, by: str = "score") -> tuple[str, str]:
+    """The pair merged next: highest WordPiece ``score``, or highest raw ``frequency`` (what BPE does)."""
+    pieces, pairs = count_pieces_and_pairs(words)
+    ranking = wordpiece_scores(pieces, pairs) if by == "score" else pairs
+    return max(sorted(ranking), key=ranking.__getitem__)  # sorted: a tie goes to the alphabetically first pair
+
+
+def merge_pair(words: Words, pair: tuple[str, str]) -> Words:
+    """Every occurrence of ``pair`` becomes one piece; the second half's ``##`` is dropped (w + ##alk = walk)."""
+    merged = pair[0] + pair[1].removeprefix(CONTINUATION_PREFIX)
+    out: Words = {}
+    for split, n in words.items():
+        new, i = [], 0
+        while i < len(split):
+            if split[i:i + 2] == pair:
+                new.append(merged)
+                i += 2
+            else:
+                new.append(split[i])
+                i += 1
+        out[tuple(new)] = n
+    return out
 
 
 def load_split(config: TokenizerConfig, lang: str, split: str, source: str | None = None,
@@ -159,17 +225,34 @@ def _train_backend(texts: Iterable[str], vocab_size: int, lowercase: bool, min_f
     return _only_real_specials(backend), counted
 
 
-def continuation_pieces(backend: Any, texts: Iterable[str]) -> list[str]:
+def continuation_pieces(backend: Any, texts: Iterable[str], batch_size: int = 1_000) -> list[str]:
     """Sorted ``##c`` for every character that occurs after the first one of a pre-tokenised word.
 
     Exactly the pieces the trainer would otherwise create in hash-map order (see the module notes).
+    A throwaway copy of the pipeline is trained with ``vocab_size=0``: the trainer counts the words
+    (in Rust, batch by batch) and creates every ``##c`` piece before its first merge, where it stops.
     """
-    chars: set[str] = set()
+    from tokenizers import Tokenizer, trainers
+
+    scratch = Tokenizer.from_str(backend.to_str())
+    trainer = trainers.WordPieceTrainer(vocab_size=0, special_tokens=[], show_progress=False,
+                                        continuing_subword_prefix=CONTINUATION_PREFIX)
+    scratch.train_from_iterator(_batches(texts, batch_size), trainer=trainer)
+    return sorted(t for t in scratch.get_vocab() if t.startswith(CONTINUATION_PREFIX))
+
+
+def _batches(texts: Iterable[str], size: int) -> Iterator[list[str]]:
+    """Documents in lists of ``size``, so the trainer receives few large calls instead of many small ones."""
+    batch: list[str] = []
     for text in texts:
-        if isinstance(text, str) and text.strip():
-            for word, _ in backend.pre_tokenizer.pre_tokenize_str(backend.normalizer.normalize_str(text)):
-                chars.update(word[1:])
-    return sorted(CONTINUATION_PREFIX + c for c in chars)
+        if not isinstance(text, str):
+            raise TypeError(f"documents must be strings, got {type(text).__name__}")
+        batch.append(text)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def _only_real_specials(backend: Any) -> Any:
@@ -363,67 +446,3 @@ def tokenizer_report(tok: "PreTrainedTokenizerFast", eval_texts: Iterable[str],
 def tokenize_examples(toks: Mapping[str, "PreTrainedTokenizerFast"], sentences: Sequence[str]) -> list[dict[str, str]]:
     """Rows (sentence, then one column per tokenizer) of the tokens each tokenizer makes, for display."""
     return [{"sentence": s, **{name: " ".join(tok.tokenize(s)) for name, tok in toks.items()}} for s in sentences]
-
-
-# --------------------------------------------------------------------------------------------
-# Plots (matplotlib imported lazily)
-# --------------------------------------------------------------------------------------------
-
-
-def plot_length_histograms(lengths: Mapping[str, np.ndarray], limit: int = MODEL_MAX_LENGTH, ax: Any = None) -> Any:
-    """Overlaid histograms of encoded document lengths with the truncation limit marked."""
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7, 4))
-    top = max(int(np.percentile(v, 99)) for v in lengths.values())
-    bins = np.linspace(0, max(top, limit) * 1.05, 40)
-    for name, values in lengths.items():
-        ax.hist(np.clip(values, 0, bins[-1]), bins=bins, alpha=0.5,
-                label=f"{name}: {share_over_limit(values, limit):.0%} over {limit}")
-    ax.axvline(limit, color="black", linestyle="--", linewidth=1)
-    ax.set_xlabel("tokens per document (incl. [CLS] and [SEP]; last bin holds the longest 1%)")
-    ax.set_ylabel("documents")
-    ax.set_title("Encoded length of held-out documents vs the 128-token limit")
-    ax.legend()
-    return ax
-
-
-def plot_vocab_composition(reports: Mapping[str, Mapping[str, Any]], ax: Any = None) -> Any:
-    """Stacked bars: how much of each vocabulary starts a word and how much continues one (##)."""
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(4, 3.2))
-    names = list(reports)
-    whole = np.array([float(reports[n]["whole_word_share"]) for n in names])
-    cont = np.array([float(reports[n]["continuation_share"]) for n in names])
-    ax.bar(names, whole, label="word-initial entries", color="tab:blue")
-    ax.bar(names, cont, bottom=whole, label="## continuation entries", color="tab:gray")
-    for i, (w, c) in enumerate(zip(whole, cont)):
-        ax.text(i, w / 2, f"{w:.0%}", ha="center", va="center", color="white")
-        ax.text(i, w + c / 2, f"{c:.0%}", ha="center", va="center")
-    ax.set_ylim(0, 1.3)  # headroom above the bars for the legend
-    ax.set_yticks(np.linspace(0, 1, 6))
-    ax.set_ylabel("share of vocabulary (specials excluded)")
-    ax.set_title("vocabulary composition")
-    ax.legend(loc="upper center", fontsize="small")
-    return ax
-
-
-def plot_report_bars(reports: Mapping[str, Mapping[str, Any]],
-                     metrics: Sequence[str] = ("unk_rate", "fertility", "continuation_share", "share_over_limit"),
-                     axes: Any = None) -> Any:
-    """One small bar chart per metric, tokenizers side by side."""
-    import matplotlib.pyplot as plt
-
-    if axes is None:
-        _, axes = plt.subplots(1, len(metrics), figsize=(3.2 * len(metrics), 3.2))
-    names = list(reports)
-    for ax, metric in zip(np.atleast_1d(axes), metrics):
-        values = [float(reports[n][metric]) for n in names]
-        bars = ax.bar(names, values, color=["tab:blue", "tab:orange", "tab:green", "tab:red"][: len(names)])
-        ax.bar_label(bars, fmt="%.3g")
-        ax.set_title(metric.replace("_", " "))
-        ax.margins(y=0.2)
-    return axes

@@ -1,4 +1,4 @@
-"""Notebook 02 under the smoke preset: the saved tokenizer, its report and its figures."""
+"""Notebook 02 under the smoke preset: the saved tokenizer, its report, its figures and its exercises."""
 
 from __future__ import annotations
 
@@ -21,6 +21,18 @@ def out_dir(smoke_step: Callable[[str], Path]) -> Path:
 @pytest.fixture(scope="module")
 def report(out_dir: Path) -> dict:
     return json.loads((out_dir / "report.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def printed(out_dir: Path) -> str:
+    """Everything the executed notebook printed or displayed as text."""
+    cells = json.loads((out_dir.parent / "02_tokenizer.ipynb").read_text())["cells"]
+    texts = []
+    for cell in cells:
+        for output in cell.get("outputs", []):
+            text = output.get("text") or output.get("data", {}).get("text/plain") or ""
+            texts.append("".join(text) if isinstance(text, list) else text)
+    return "\n".join(texts)
 
 
 def test_saved_tokenizer_loads_as_fast_with_the_specials(out_dir: Path, report: dict) -> None:
@@ -56,3 +68,18 @@ def test_figures_exist(out_dir: Path) -> None:
         path = out_dir / name
         assert path.is_file() and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert path.stat().st_size > 10_000
+
+
+def test_the_hand_counted_merges_are_the_trainers(printed: str) -> None:
+    merges = "['##lk', '##alk', 'walk', '##ed']"
+    assert f"the trainer's merges: {merges}; by hand: {merges}" in printed
+
+
+def test_every_exercise_passes_its_self_check(printed: str) -> None:
+    for n in (1, 2, 3):
+        assert f"Exercise {n}: ✓ right" in printed
+
+
+def test_the_listing_leaves_out_the_main_jobs_bookkeeping(out_dir: Path, printed: str) -> None:
+    assert (out_dir / ".step-started.json").is_file()  # it is there, and the notebook explains it in prose
+    assert "'report.json'" in printed and ".step" not in printed

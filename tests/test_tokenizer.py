@@ -1,4 +1,4 @@
-"""helpers.tokenizer: training, the save/load round trip, and the report numbers."""
+"""helpers.tokenizer: the toy merges, training, the save/load round trip, and the report numbers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from helpers import tokenizer as T
 from helpers.data import load_corpus
-from helpers.presets import PRESET_NAMES, pick
+from helpers.presets import PRESET_NAMES
 
 SMOKE = T.PRESETS["smoke"]
 
@@ -45,6 +45,53 @@ def toy():
     return T.wrap_fast(backend)
 
 
+# ---- WordPiece merges by hand --------------------------------------------------------------
+
+TOY = {"walk": 9, "walked": 4, "talked": 5, "talk": 3, "milk": 6, "mild": 2}  # the notebook's word list
+
+
+def toy_words() -> dict[tuple[str, ...], int]:
+    return {T.split_word(w): n for w, n in TOY.items()}
+
+
+def test_split_word_marks_every_later_character() -> None:
+    assert T.split_word("walk") == ("w", "##a", "##l", "##k")
+    assert T.split_word("a") == ("a",)
+
+
+def test_counts_and_scores_on_the_toy_list() -> None:
+    pieces, pairs = T.count_pieces_and_pairs(toy_words())
+    assert pieces["##l"] == 29 and pieces["##k"] == 27 and pieces["m"] == 8
+    assert pairs[("##l", "##k")] == 27 and pairs[("m", "##i")] == 8
+    scores = T.wordpiece_scores(pieces, pairs)
+    assert scores[("##l", "##k")] == pytest.approx(27 / (29 * 27))
+    assert scores[("m", "##i")] == pytest.approx(8 / (8 * 8))
+
+
+def test_frequency_and_score_pick_different_pairs() -> None:
+    assert T.next_merge(toy_words(), by="frequency") == ("##l", "##k")
+    assert T.next_merge(toy_words(), by="score") == ("m", "##i")
+
+
+def test_merge_pair_joins_every_occurrence_and_drops_the_inner_prefix() -> None:
+    merged = T.merge_pair(toy_words(), ("##l", "##k"))
+    assert merged[("w", "##a", "##lk")] == 9 and merged[("m", "##i", "##l", "##d")] == 2
+    assert T.merge_pair(merged, ("w", "##a"))[("wa", "##lk")] == 9
+    assert sum(merged.values()) == sum(TOY.values())
+
+
+def test_the_trainer_merges_by_frequency_like_the_hand_count() -> None:
+    words, by_hand = toy_words(), []
+    for _ in range(4):
+        pair = T.next_merge(words, by="frequency")
+        words = T.merge_pair(words, pair)
+        by_hand.append(pair[0] + pair[1].removeprefix("##"))
+    texts = [" ".join([w] * n) for w, n in TOY.items()]
+    base = len(T.SPECIAL_TOKENS) + 9 + 6  # 9 characters (a d e i k l m t w), 6 of them also as ## pieces
+    tok = T.train_wordpiece(texts, vocab_size=base + 4, min_frequency=1, show_progress=False)
+    assert tok.convert_ids_to_tokens(list(range(base, base + 4))) == by_hand == ["##lk", "##alk", "walk", "##ed"]
+
+
 # ---- training ------------------------------------------------------------------------------
 
 
@@ -55,7 +102,8 @@ def test_smoke_preset_reaches_its_vocab_size(cased) -> None:
 def test_special_tokens_have_ids_0_to_4(pair: dict) -> None:
     for tok in pair.values():
         assert tok.convert_tokens_to_ids(list(T.SPECIAL_TOKENS)) == [0, 1, 2, 3, 4]
-        assert (tok.pad_token_id, tok.unk_token_id, tok.cls_token_id, tok.sep_token_id, tok.mask_token_id) == (0, 1, 2, 3, 4)
+        roles = (tok.pad_token_id, tok.unk_token_id, tok.cls_token_id, tok.sep_token_id, tok.mask_token_id)
+        assert roles == (0, 1, 2, 3, 4)
         assert tok.model_max_length == 128
 
 
@@ -96,13 +144,31 @@ def test_training_is_reproducible_and_the_seeded_pieces_stay_ordinary(train_text
 
     runs = {vocab_fingerprint(T.train_wordpiece(train_texts, SMOKE.vocab_size, show_progress=False))
             for _ in range(3)}
+    runs.add(vocab_fingerprint(T.train_wordpiece(iter(train_texts), SMOKE.vocab_size, show_progress=False)))
     assert runs == {vocab_fingerprint(cased)}
     vocab = cased.get_vocab()
-    backend = T.build_untrained()
-    pieces = T.continuation_pieces(backend, train_texts)
+    pieces = T.continuation_pieces(T.build_untrained(), train_texts)
     assert pieces == sorted(pieces) and "##e" in pieces and all(p in vocab for p in pieces)
     assert set(cased.all_special_tokens) == set(T.SPECIAL_TOKENS)  # the pieces are not special
     assert "##e" not in cased.tokenize("the ##e")  # nor matched as one token in raw text
+
+
+def pieces_word_by_word(backend, texts: list[str]) -> list[str]:
+    """The definition, spelt out one word at a time (the slow loop the trainer pass replaced)."""
+    chars: set[str] = set()
+    for text in texts:
+        for word, _ in backend.pre_tokenizer.pre_tokenize_str(backend.normalizer.normalize_str(text)):
+            chars.update(word[1:])
+    return sorted("##" + c for c in chars)
+
+
+@pytest.mark.parametrize("lowercase", [False, True])
+@pytest.mark.parametrize("lang", ["en", "fr"])
+def test_continuation_pieces_match_the_word_by_word_definition(lang: str, lowercase: bool) -> None:
+    texts = [*load_corpus("embedded", lang, "train", max_docs=1_000).texts, "naïve 中文 x-ray ½ café", ""]
+    backend = T.build_untrained(lowercase)
+    assert T.continuation_pieces(backend, texts, batch_size=64) == pieces_word_by_word(backend, texts)
+    assert backend.get_vocab_size() == 0  # the throwaway pass trained a copy, not this pipeline
 
 
 def test_a_single_string_is_refused() -> None:
@@ -219,11 +285,11 @@ def test_report_is_consistent(cased, eval_texts: list[str]) -> None:
 
 def test_presets() -> None:
     for name in PRESET_NAMES:
-        assert pick(T.PRESETS, name).vocab_size > len(T.SPECIAL_TOKENS)
+        assert T.preset_config(name).vocab_size > len(T.SPECIAL_TOKENS)
     assert T.PRESETS["demo"].vocab_size == T.PRESETS["paper"].vocab_size == 30_000
     assert T.PRESETS["paper"].corpus_source == "hub"
     with pytest.raises(ValueError, match="unknown preset"):
-        pick(T.PRESETS, "huge")
+        T.preset_config("huge")
 
 
 def test_vocab_ceiling_is_where_the_error_starts(train_texts: list[str]) -> None:

@@ -1,0 +1,266 @@
+"""Tokenise a document stream once into memory-mapped ``uint16`` shards (the ``paper`` preset's data).
+
+The paper trains 100,000 steps of 128 sequences of 128 tokens: 12.8 million sequences, too many to
+tokenise in memory the way ``helpers.pretrain.prepare_data`` does for the demo. :func:`write_shards`
+reads the documents lazily, tokenises them in batches and writes fixed-size shards of sequences in
+exactly ``prepare_data``'s format (``[CLS] doc[:126] [SEP]`` padded to 128, plus the real lengths),
+so the training loop cannot tell the two apart. Memory stays at one shard plus one batch
+(each document is cut to its first ``seq_len - 2`` tokens as soon as it is encoded).
+
+Each shard is written to a temporary name and renamed when complete; ``manifest.json`` then records
+it with the number of documents read so far. After an interruption, calling :func:`write_shards`
+again with the same stream skips the documents already used (read, not tokenised) and continues
+with the next shard. :func:`open_shards` returns the shards as one array-like over memory maps.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+import numpy as np
+
+MANIFEST = "manifest.json"
+FORMAT = "truncated per document (the paper): [CLS] doc[:seq_len-2] [SEP], padded to seq_len"
+ID_DTYPE = np.dtype(np.uint16)
+LENGTH_DTYPE = np.dtype(np.int16)  # as prepare_data stores lengths
+MAX_VOCAB = int(np.iinfo(np.uint16).max) + 1  # ids 0..65,535
+DEFAULT_SHARD_SIZE = 100_000  # sequences per shard: 100,000 x 128 x 2 bytes = 25.6 MB
+
+
+def shard_names(index: int) -> tuple[str, str]:
+    """File names of shard ``index``: (token ids, lengths)."""
+    return f"shard_{index:05d}_ids.npy", f"shard_{index:05d}_lengths.npy"
+
+
+def check_vocab_fits(vocab_size: int) -> None:
+    """uint16 holds ids 0..65,535; a larger vocabulary would wrap around silently, so refuse it."""
+    if vocab_size > MAX_VOCAB:
+        raise ValueError(f"a vocabulary of {vocab_size:,} tokens does not fit uint16 shards (at most {MAX_VOCAB:,} "
+                         "ids); use a smaller vocabulary or helpers.pretrain.prepare_data, which switches to int32")
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+# --------------------------------------------------------------------------------------------
+
+
+def _identity(tokenizer: Any, seq_len: int, shard_size: int, n_sequences: int | None) -> dict[str, Any]:
+    """What a resumed run must share with the interrupted one, or the shards would mix two datasets."""
+    from helpers.static_vectors import vocab_fingerprint
+
+    return {"format": FORMAT, "seq_len": seq_len, "shard_size": shard_size, "n_sequences": n_sequences,
+            "vocab_size": len(tokenizer), "vocab_sha256": vocab_fingerprint(tokenizer),
+            "special_ids": {"cls": tokenizer.cls_token_id, "sep": tokenizer.sep_token_id,
+                            "pad": tokenizer.pad_token_id}}
+
+
+def read_manifest(out_dir: str | Path) -> dict[str, Any] | None:
+    path = Path(out_dir) / MANIFEST
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _write_json_atomically(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
+
+
+def _save_atomically(path: Path, array: np.ndarray) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as handle:
+        np.save(handle, array)
+    os.replace(tmp, path)
+
+
+def _start(out_dir: Path, identity: dict[str, Any]) -> dict[str, Any]:
+    """The manifest to continue from: the existing one if it matches, else a fresh one."""
+    manifest = read_manifest(out_dir)
+    if manifest is None:
+        return {**identity, "shards": [], "documents_read": 0, "sequences": 0, "complete": False}
+    differs = sorted(k for k, v in identity.items() if manifest.get(k) != v)
+    if differs:
+        raise ValueError(f"{out_dir} holds shards written with different settings ({', '.join(differs)}); "
+                         "write to an empty folder or delete this one")
+    return manifest
+
+
+def _encoded_batches(tokenizer: Any, docs: Iterator[str], batch_size: int) -> Iterator[list[list[int]]]:
+    """Token ids (no special tokens) of each document, one list per batch; empty documents give []."""
+    while batch := list(itertools.islice(docs, batch_size)):
+        for text in batch:
+            if not isinstance(text, str):
+                raise TypeError(f"documents must be strings, got {type(text).__name__}")
+        kept = [i for i, text in enumerate(batch) if text.strip()]
+        encoded = tokenizer([batch[i] for i in kept], add_special_tokens=False, verbose=False,
+                            return_attention_mask=False, return_token_type_ids=False)["input_ids"] if kept else []
+        ids: list[list[int]] = [[] for _ in batch]
+        for i, row in zip(kept, encoded):
+            ids[i] = row
+        yield ids
+
+
+def sequence_rows(docs: Sequence[Sequence[int]], seq_len: int, cls_id: int, sep_id: int,
+                  pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Documents' ids into ``prepare_data``'s rows: [CLS] doc[:seq_len-2] [SEP] padding, and their lengths."""
+    from helpers.pretrain import TokenizedCorpus, truncate_sequences
+
+    lengths = np.array([len(d) for d in docs], dtype=np.int64)
+    offsets = np.zeros(len(docs) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    flat = np.fromiter(itertools.chain.from_iterable(docs), dtype=ID_DTYPE, count=int(offsets[-1]))
+    return truncate_sequences(TokenizedCorpus(flat, offsets), seq_len, cls_id, sep_id, pad_id)
+
+
+def write_shards(tokenizer: Any, documents: Iterable[str], out_dir: str | Path, n_sequences: int | None = None,
+                 seq_len: int = 128, shard_size: int = DEFAULT_SHARD_SIZE, batch_size: int = 1_000,
+                 progress: bool = True) -> dict[str, Any]:
+    """Write up to ``n_sequences`` sequences (None: the whole stream) into ``out_dir``; resume if started.
+
+    ``documents`` must give the same documents in the same order on every call (a file, a seeded
+    stream); the manifest's ``documents_read`` says how many of them the finished shards used.
+    Returns the manifest.
+    """
+    from tqdm.auto import tqdm
+
+    check_vocab_fits(len(tokenizer))
+    if seq_len < 3 or shard_size < 1 or batch_size < 1 or (n_sequences is not None and n_sequences < 1):
+        raise ValueError("seq_len must be at least 3 and shard_size, batch_size and n_sequences at least 1")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = _start(out, _identity(tokenizer, seq_len, shard_size, n_sequences))
+    if manifest["complete"]:
+        return manifest
+    wanted = n_sequences if n_sequences is not None else float("inf")
+    docs = iter(documents)
+    skipped = sum(1 for _ in itertools.islice(docs, manifest["documents_read"]))  # read, not tokenised
+    if skipped < manifest["documents_read"]:
+        raise ValueError(f"the stream has {skipped:,} documents, fewer than the {manifest['documents_read']:,} "
+                         "the finished shards used; resume with the same documents")
+    specials = (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)
+    shard_ids = np.empty((shard_size, seq_len), dtype=ID_DTYPE)  # the shard being filled: all the memory used
+    shard_lengths = np.empty(shard_size, dtype=LENGTH_DTYPE)
+    filled, read = 0, manifest["documents_read"]
+    bar = tqdm(total=n_sequences, initial=manifest["sequences"], unit="seq", desc="tokenising", disable=not progress)
+
+    def add(rows: list[list[int]]) -> None:
+        nonlocal filled
+        block, lengths = sequence_rows(rows, seq_len, *specials)
+        shard_ids[filled:filled + len(rows)], shard_lengths[filled:filled + len(rows)] = block, lengths
+        filled += len(rows)
+        bar.update(len(rows))
+
+    def finish_shard() -> None:
+        nonlocal filled
+        index = len(manifest["shards"])
+        ids_name, lengths_name = shard_names(index)
+        _save_atomically(out / ids_name, shard_ids[:filled])
+        _save_atomically(out / lengths_name, shard_lengths[:filled])
+        manifest["shards"].append({"ids": ids_name, "lengths": lengths_name, "sequences": filled})
+        manifest["sequences"] += filled
+        manifest["documents_read"] = read
+        _write_json_atomically(out / MANIFEST, manifest)  # the shard counts only once this is written
+        filled = 0
+
+    for batch in _encoded_batches(tokenizer, docs, batch_size):
+        rows: list[list[int]] = []
+        for doc in batch:
+            read += 1
+            if not doc:
+                continue  # empty documents are dropped, as prepare_data drops them
+            rows.append(doc[:seq_len - 2])  # only the first seq_len - 2 tokens are ever used
+            if filled + len(rows) == shard_size or manifest["sequences"] + filled + len(rows) >= wanted:
+                add(rows)
+                rows = []
+                finish_shard()
+                if manifest["sequences"] >= wanted:
+                    break
+        if rows:
+            add(rows)
+        if manifest["sequences"] >= wanted:
+            break
+    if filled:
+        finish_shard()
+    bar.close()
+    manifest["complete"] = True
+    manifest["exhausted"] = manifest["sequences"] < wanted  # the stream ended before n_sequences
+    _write_json_atomically(out / MANIFEST, manifest)
+    return manifest
+
+
+# --------------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------------
+
+
+class ShardedArray:
+    """Equal-sized memory-mapped shards seen as one array: ``a[i]``, ``a[start:stop]``, ``a[index_array]``.
+
+    Only the rows asked for are read from disk; indexing returns an ordinary numpy array.
+    """
+
+    def __init__(self, parts: Sequence[np.ndarray], shard_size: int) -> None:
+        if not parts:
+            raise ValueError("no shards to read")
+        self.parts, self.shard_size = list(parts), shard_size
+        self.length = sum(len(p) for p in self.parts)
+        self.shape = (self.length, *self.parts[0].shape[1:])
+        self.dtype = self.parts[0].dtype
+        self.ndim = len(self.shape)
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        if isinstance(key, (int, np.integer)):
+            index = int(key) + self.length if key < 0 else int(key)
+            if not 0 <= index < self.length:
+                raise IndexError(f"index {key} is out of range for {self.length} rows")
+            return np.asarray(self.parts[index // self.shard_size][index % self.shard_size])
+        rows = np.arange(self.length)[key] if isinstance(key, slice) else np.asarray(key)
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        rows = np.where(rows < 0, rows + self.length, rows)
+        if rows.size and (rows.min() < 0 or rows.max() >= self.length):
+            raise IndexError(f"an index is out of range for {self.length} rows")
+        out = np.empty((*rows.shape, *self.shape[1:]), dtype=self.dtype)
+        shard, within = np.divmod(rows, self.shard_size)
+        for s in np.unique(shard):
+            picked = shard == s
+            out[picked] = self.parts[s][within[picked]]
+        return out
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        whole = np.concatenate([np.asarray(p) for p in self.parts])
+        return whole if dtype is None else whole.astype(dtype)
+
+
+@dataclass
+class Shards:
+    """What :func:`write_shards` wrote: ``ids`` [n, seq_len] uint16 and ``lengths`` [n] int16."""
+
+    ids: ShardedArray
+    lengths: ShardedArray
+    manifest: dict[str, Any]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def open_shards(out_dir: str | Path, allow_incomplete: bool = False) -> Shards:
+    """The finished shards of ``out_dir`` as memory maps; refuse an interrupted folder unless asked."""
+    out = Path(out_dir)
+    manifest = read_manifest(out)
+    if manifest is None or not manifest["shards"]:
+        raise FileNotFoundError(f"no shards in {out}; write them with helpers.shards.write_shards")
+    if not manifest["complete"] and not allow_incomplete:
+        raise ValueError(f"the shards in {out} are incomplete (interrupted after {manifest['sequences']:,} "
+                         "sequences); run write_shards again with the same documents to finish them")
+    load = lambda name: np.load(out / name, mmap_mode="r", allow_pickle=False)  # noqa: E731
+    ids = ShardedArray([load(s["ids"]) for s in manifest["shards"]], manifest["shard_size"])
+    lengths = ShardedArray([load(s["lengths"]) for s in manifest["shards"]], manifest["shard_size"])
+    return Shards(ids, lengths, manifest)

@@ -28,6 +28,7 @@ import inspect
 import itertools
 import json
 import math
+import os
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -342,7 +343,15 @@ def partition_record(lang: str, seed: int = 0) -> dict[str, Any]:
     return embedded_partition(lang, seed).record()
 
 
+# Set (to any value) by a caller that has been given another corpus, so that a step which would silently
+# fall back to the embedded text fails instead; the paper-path test sets it for every notebook it runs.
+FORBID_EMBEDDED_ENV = "HELPERS_FORBID_EMBEDDED_CORPUS"
+
+
 def _embedded_corpus(lang: str, split: str, max_docs: int | None = None, seed: int = 0) -> Corpus:
+    if os.environ.get(FORBID_EMBEDDED_ENV):
+        raise RuntimeError(f"the embedded corpus was read although {FORBID_EMBEDDED_ENV} is set: this step "
+                           "ignored the corpus it was given")
     articles = embedded_articles(lang)
     partition = embedded_partition(lang, seed)
     chosen = take(partition.part(split), max_docs)

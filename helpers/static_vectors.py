@@ -1,18 +1,15 @@
 """fastText word vectors aligned to a WordPiece vocabulary: the paper's Equation 3 (notebook 03).
 
 Mištera & Král give token ``t`` the pretrained vector ``E(t)`` when ``t`` is one of the 300,000 most
-frequent fastText words, and a fallback ``f(t)`` (zeros, in their best setting) otherwise. The vectors
-are first normalised and mean-centred as in Artetxe et al. 2016. This module does each part:
+frequent fastText words, and a fallback ``f(t)`` (zeros, in their best setting) otherwise; the
+vectors are first normalised and mean-centred (Artetxe et al. 2016). Notebook 03 writes the two
+parts the paper describes, :func:`normalise` and :func:`equation_3`, in its cells; :func:`align`
+runs them and adds the options the paper does not use (``##`` pieces, case, random fallback, scale).
 
-* sources of vectors, all giving a :class:`WordVectors` in frequency order: a published ``.vec`` /
-  ``.vec.gz`` (:func:`read_vec`, :func:`download_vectors`), a fastText ``.bin`` (:func:`read_bin`), or
-  vectors trained here on the corpus (:func:`train_fasttext`, the offline default);
-* :func:`normalise` (``unit`` then ``center``);
-* :func:`align` (Equation 3, with options for ``##`` pieces, case, the fallback and the scale);
-* :func:`save_aligned` / :func:`load_aligned`, the hand-over to pretraining.
-
-Only the standard library and numpy are imported at module level: :func:`load_aligned` runs on GPU
-machines that have no fasttext, datasets or matplotlib. Everything else is imported where it is used.
+Plumbing lives elsewhere: reading and downloading vector files in ``helpers.vector_files``,
+training fastText here in ``helpers.fasttext_training``, the word-similarity scores in
+``helpers.wordsim``, plots in ``helpers.plots.static_vectors``. Only the standard library and
+numpy are imported at module level: :func:`load_aligned` runs on GPU machines without fasttext.
 """
 
 from __future__ import annotations
@@ -20,20 +17,17 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import re
-import sys
-import tempfile
-import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
-SPECIAL_TOKENS: tuple[str, ...] = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-PIECE_PREFIX = "##"
+from helpers.fasttext_training import FastTextSettings
+from helpers.presets import pick
+from helpers.tokenizer import CONTINUATION_PREFIX as PIECE_PREFIX
+from helpers.tokenizer import SPECIAL_TOKENS
+
 BERT_INIT_STD = 0.02  # BertConfig.initializer_range: the std of a randomly initialised embedding
 PAPER_TOP_N = 300_000  # Section 4.2: vectors looked up among the 300,000 most frequent words
 PAPER_NORMALISATION: tuple[str, ...] = ("unit", "center")
@@ -45,13 +39,14 @@ CASE_MODES = ("exact", "lower_fallback")
 SCALES = (None, "bert")
 SOURCES = ("train", "published")
 
-CC_URL = "https://dl.fbaipublicfiles.com/fasttext/vectors-crawl/cc.{lang}.300.vec.gz"
-CC_PAGE = "https://fasttext.cc/docs/en/crawl-vectors.html"
-DEFAULT_CACHE = Path(".cache/fasttext")
-
 EMBEDDINGS_FILE = "embeddings.npy"
 FOUND_FILE = "found.npy"
 MANIFEST_FILE = "manifest.json"
+
+# fastText settings chosen by measurement (benchmarks/fasttext_settings.py, figures/vector_quality.md):
+# the demo's within about 90 s of training on one thread, the reference's within about 5 minutes.
+DEMO_FASTTEXT = FastTextSettings(model="cbow", epochs=30, maxn=0)
+REFERENCE_FASTTEXT = FastTextSettings(model="cbow", epochs=40, maxn=0, neg=10)
 
 
 # --------------------------------------------------------------------------------------------
@@ -101,13 +96,6 @@ class WordVectors:
     def dim(self) -> int:
         return int(self.matrix.shape[1])
 
-    def index(self) -> dict[str, int]:
-        """word -> row; a repeated word keeps its first (most frequent) row."""
-        out: dict[str, int] = {}
-        for i, word in enumerate(self.words):
-            out.setdefault(word, i)
-        return out
-
     def transform(self, rows: np.ndarray) -> np.ndarray:
         """Apply this matrix's normalisation (with its fitted means) to new vectors."""
         out, _ = _apply_steps(np.atleast_2d(np.asarray(rows, dtype=np.float32)), self.normalisation, self.means)
@@ -135,17 +123,12 @@ class Alignment:
 class VectorsConfig:
     """One preset's choices for notebook 03.
 
-    ``source`` is 'train' (fastText trained here on the corpus, offline) or 'published'
-    (cc.LANG.300.vec.gz). ``bucket`` is fastText's number of hashed subword rows: its default of
-    2,000,000 costs 2.4 GB at dim 300, so the local presets use fewer (more hash collisions between
-    character n-grams, which only matter for the ``subword`` option), never fewer than
-    :func:`clean_bucket` allows.
+    ``source`` is 'train' (fastText trained here on the corpus with ``fasttext``, offline) or
+    'published' (cc.LANG.300.vec.gz, whose ``fasttext.dim`` of 300 is all that applies).
     """
 
     source: str
-    dim: int = 300
-    epochs: int = 5
-    min_count: int = 2
+    fasttext: FastTextSettings = DEMO_FASTTEXT
     top_n: int = PAPER_TOP_N
     max_docs: int | None = None
     normalisation: tuple[str, ...] = PAPER_NORMALISATION
@@ -153,8 +136,6 @@ class VectorsConfig:
     pieces: str = "skip"
     case: str = "exact"
     scale: str | None = None
-    model: str = "skipgram"
-    bucket: int = 2_000_000
 
     def __post_init__(self) -> None:
         _check_choice("source", self.source, SOURCES)
@@ -164,17 +145,24 @@ class VectorsConfig:
         _check_choice("scale", self.scale, SCALES)
         parse_steps(self.normalisation)
 
+    @property
+    def dim(self) -> int:
+        return self.fasttext.dim
+
 
 PRESETS: dict[str, VectorsConfig] = {
     # A few hundred documents, one epoch: seconds. dim stays 300 because the smoke model's hidden size is 300.
-    "smoke": VectorsConfig(source="train", epochs=1, max_docs=300, bucket=100_000),
-    # The whole embedded training split (~740k English words), skipgram, one thread (deterministic).
-    # 3 epochs, not fastText's 5: on one thread an epoch takes 25-45 s on the 2-core machine, and 5 would
-    # blow the notebook's 150 s budget (5 epochs: 221 s measured under load; 3 epochs: 87 s).
-    "demo": VectorsConfig(source="train", epochs=3, max_docs=None, bucket=200_000),
+    "smoke": VectorsConfig(source="train", fasttext=FastTextSettings(epochs=1), max_docs=300),
+    # The whole embedded training split, CBOW without subwords, 30 epochs, one thread (deterministic).
+    "demo": VectorsConfig(source="train", fasttext=DEMO_FASTTEXT),
     # The paper: published cc.LANG.300 vectors, top 300,000 words, unit + center, zero fallback, no pieces.
-    "paper": VectorsConfig(source="published"),
+    "paper": VectorsConfig(source="published", fasttext=FastTextSettings(dim=300)),
 }
+
+
+def preset_config(preset: str) -> VectorsConfig:
+    """Notebook 03's settings for a preset (smoke, demo or paper)."""
+    return pick(PRESETS, preset)
 
 
 def check_dim(dim: int, hidden_size: int) -> None:
@@ -191,374 +179,49 @@ def check_dim(dim: int, hidden_size: int) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Reading published vectors
+# Normalisation (Artetxe et al. 2016), as notebook 03 shows it
 # --------------------------------------------------------------------------------------------
 
 
-def _open_text(path: Path) -> Any:
-    """Open .vec or .vec.gz as UTF-8 text, splitting lines on '\\n' only (what fastText writes).
-
-    Universal-newline mode would also end a line at a stray '\\r', shifting every line number after it.
-    """
-    if path.suffix == ".gz":
-        import gzip
-
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace", newline="\n")
-    return path.open("r", encoding="utf-8", errors="replace", newline="\n")
+def unit_length(matrix: np.ndarray) -> np.ndarray:
+    """Divide every row by its length: a frequent word's long vector no longer outweighs a rare one's."""
+    lengths = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.maximum(lengths, 1e-12)  # an all-zero row stays zero
 
 
-def _parse_header(line: str, path: Path) -> tuple[int, int]:
-    parts = line.split()
-    if len(parts) != 2 or not all(p.isdigit() for p in parts):
-        raise ValueError(
-            f"{path}: line 1 should be the fastText header 'n_words dim' (two integers), got {line.strip()[:80]!r}; "
-            "is this a fastText .vec file?"
-        )
-    n_words, dim = int(parts[0]), int(parts[1])
-    if n_words < 1 or dim < 1:
-        raise ValueError(f"{path}: header says {n_words} words of dimension {dim}; both must be positive")
-    return n_words, dim
+def mean_center(matrix: np.ndarray) -> np.ndarray:
+    """Subtract the mean vector, one mean per dimension, computed over every row given."""
+    return matrix - matrix.mean(axis=0, dtype=np.float64).astype(matrix.dtype)
 
 
-def read_vec(path: str | Path, top_n: int | None = PAPER_TOP_N, expected_dim: int | None = None) -> WordVectors:
-    """The first ``top_n`` words of a fastText text file (.vec or .vec.gz): its most frequent words.
-
-    Each line is split on single ASCII spaces, which is how fastText writes them: a word never
-    contains an ASCII space but may contain other odd characters (no-break space, U+2028), which
-    ``str.split()`` would wrongly split on. Splitting every field (rather than ``rsplit`` of the last
-    ``dim``) also catches a line with too many values. The trailing space fastText writes is ignored.
-    """
-    path = Path(path).expanduser()
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"no vector file at {path}; download cc.LANG.300.vec.gz from {CC_PAGE} "
-            "(download_vectors(lang) does it), or train vectors locally with preset 'demo'"
-        )
-    if top_n is not None and top_n < 1:
-        raise ValueError(f"top_n must be a positive number of words, got {top_n}")
-    with _open_text(path) as fh:
-        header = fh.readline()
-        if not header:
-            raise ValueError(f"{path} is empty; expected a fastText .vec file starting with 'n_words dim'")
-        n_words, dim = _parse_header(header, path)
-        if expected_dim is not None and dim != expected_dim:
-            raise ValueError(
-                f"{path} holds {dim}-dimensional vectors (header) but {expected_dim} were expected; "
-                f"use the cc.LANG.{expected_dim} vectors or a model whose hidden size is {dim}"
-            )
-        n_read = n_words if top_n is None else min(n_words, top_n)
-        words: list[str] = []
-        matrix = np.empty((n_read, dim), dtype=np.float32)
-        for i in range(n_read):
-            line = fh.readline()
-            lineno = i + 2
-            if not line:
-                raise ValueError(f"{path} ends at line {lineno - 1}, but its header promises {n_words} words "
-                                 f"(reading {n_read}); the file is truncated, download it again")
-            fields = line.rstrip("\r\n").rstrip(" ").split(" ")
-            if len(fields) != dim + 1 or not fields[0]:
-                raise ValueError(f"{path}, line {lineno}: got {len(fields)} fields, expected {dim + 1} "
-                                 f"(a word and {dim} numbers); the file is damaged or not a .vec file")
-            try:
-                matrix[i] = fields[1:]
-            except ValueError as err:
-                raise ValueError(f"{path}, line {lineno}: a value is not a number ({err})") from None
-            words.append(fields[0])
-    return WordVectors(words, matrix)
-
-
-def download_vectors(lang: str, cache_dir: str | Path = DEFAULT_CACHE, progress: bool = True,
-                     url: str | None = None, timeout: float = 60.0) -> Path:
-    """Fetch cc.LANG.300.vec.gz into ``cache_dir`` (once) and return its path.
-
-    The file (about 1.3 GB for English) is written to a ``.part`` file and renamed only when
-    complete, so an interrupted download never looks like a cached one.
-    """
-    import urllib.request
-
-    if not re.fullmatch(r"[a-z]{2,3}", lang):
-        raise ValueError(f"lang must be a fastText language code such as 'en' or 'cs', got {lang!r}")
-    url = url or CC_URL.format(lang=lang)
-    dest = Path(cache_dir).expanduser() / f"cc.{lang}.300.vec.gz"
-    if dest.is_file():
-        return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    part = dest.with_name(dest.name + ".part")
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            total = response.headers.get("Content-Length") if getattr(response, "headers", None) else None
-            _copy_with_progress(response, part, int(total) if total else None, progress, dest.name)
-        part.replace(dest)
-    except BaseException as err:
-        part.unlink(missing_ok=True)
-        if isinstance(err, (KeyboardInterrupt, SystemExit)):
-            raise
-        raise ConnectionError(
-            f"could not download {url} ({type(err).__name__}: {err}). Offline alternatives: copy "
-            f"cc.{lang}.300.vec.gz (from {CC_PAGE}) to {dest} or pass vectors_path=..., or use preset "
-            "'demo' / 'smoke', which train fastText vectors locally on the corpus"
-        ) from err
-    return dest
-
-
-def _copy_with_progress(response: Any, part: Path, total: int | None, progress: bool, name: str) -> None:
-    from tqdm.auto import tqdm
-
-    with part.open("wb") as out, tqdm(total=total, unit="B", unit_scale=True, desc=f"download {name}",
-                                      disable=not progress) as bar:
-        while chunk := response.read(1 << 20):
-            out.write(chunk)
-            bar.update(len(chunk))
-
-
-# --------------------------------------------------------------------------------------------
-# fastText models: a .bin, or trained here
-# --------------------------------------------------------------------------------------------
-
-
-class SubwordModel(Protocol):
-    """What this module needs from a fastText model (``fasttext.FastText._FastText`` has it all)."""
-
-    def get_words(self, include_freq: bool = ..., on_unicode_error: str = ...) -> Any: ...
-
-    def get_word_vector(self, word: str) -> np.ndarray: ...
-
-    def get_dimension(self) -> int: ...
-
-
-def read_bin(path: str | Path, expected_dim: int | None = None) -> SubwordModel:
-    """Load a fastText ``.bin`` model; unlike a .vec it also gives vectors to unseen strings (subwords).
-
-    Returns the fasttext package's own model object: ``get_words()`` lists words in frequency
-    order (use :func:`vectors_from_model` for the top N) and ``get_word_vector`` builds a vector
-    for any string from its character n-grams.
-    """
-    import fasttext
-
-    path = Path(path).expanduser()
-    if not path.is_file():
-        raise FileNotFoundError(f"no fastText model at {path}; download cc.LANG.300.bin.gz from {CC_PAGE} "
-                                "and gunzip it, or train one with train_fasttext")
-    model = fasttext.load_model(str(path))
-    if expected_dim is not None and model.get_dimension() != expected_dim:
-        raise ValueError(f"{path} has {model.get_dimension()}-dimensional vectors, expected {expected_dim}")
-    return model
-
-
-EOS = "</s>"
-
-
-def vectors_from_model(model: SubwordModel, top_n: int | None = PAPER_TOP_N) -> WordVectors:
-    """The model's ``top_n`` most frequent words and their vectors, as a .vec file would hold them.
-
-    fastText's dictionary is sorted by count, so ``get_words`` is in frequency order; a word's
-    vector is ``get_word_vector`` (word row averaged with its n-gram rows), as in the .vec fastText writes.
-    """
-    # '</s>' is fastText's line-end marker, not a word: no token can match it, so it is left out.
-    words = [w for w in model.get_words(on_unicode_error="replace") if w != EOS]
-    if top_n is not None:
-        words = words[:top_n]
-    if not words:
-        raise ValueError("the fastText model has no words")
-    matrix = np.stack([model.get_word_vector(w) for w in words]).astype(np.float32)
-    return WordVectors(words, matrix)
-
-
-def pretokenize(text: str) -> list[str]:
-    """Split text into words the way the BERT tokenizer does before WordPiece.
-
-    BertNormalizer (cased, accents kept) plus BertPreTokenizer: whitespace and every punctuation
-    character separate words. fastText trained on these words learns vectors for exactly the
-    strings a whole-word WordPiece token can be ("Paris", ",", "1889"), which is what Equation 3 looks up.
-    """
-    normalizer, pre_tokenizer = _bert_pretokenizer()
-    return [w for w, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(text))]
-
-
-def _bert_pretokenizer() -> tuple[Any, Any]:
-    from tokenizers import normalizers, pre_tokenizers
-
-    return (normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=False,
-                                       lowercase=False),
-            pre_tokenizers.BertPreTokenizer())
-
-
-def write_training_text(texts: Iterable[str], path: Path) -> tuple[int, int]:
-    """One pre-tokenised document per line (fastText reads a line end as a sentence end). Returns (docs, words)."""
-    n_docs = n_words = 0
-    with path.open("w", encoding="utf-8") as fh:
-        for text in texts:
-            words = pretokenize(text)
-            if words:
-                fh.write(" ".join(words) + "\n")
-                n_docs += 1
-                n_words += len(words)
-    if n_docs == 0:
-        raise ValueError("no words to train fastText on: the corpus is empty; check the corpus source and max_docs")
-    return n_docs, n_words
-
-
-# fasttext 0.9.3 initialises only ``thread`` tenths of its input matrix (one tenth per thread) and
-# leaves the rest as allocated, uninitialised memory. With thread=1 that is 90% of the rows: small
-# matrices then start from heap garbage (runs differ, or diverge to "Encountered NaN"). A matrix
-# over glibc's largest mmap threshold (32 MiB) is always fresh, zeroed pages, so the buckets are
-# raised until the matrix is at least this big: the uninitialised rows are then reliably zero.
-MIN_INPUT_MATRIX_BYTES = 64 * 2**20
-
-
-def clean_bucket(bucket: int, dim: int) -> int:
-    """``bucket`` raised so the hashed n-gram rows alone fill MIN_INPUT_MATRIX_BYTES (see above)."""
-    return max(bucket, -(-MIN_INPUT_MATRIX_BYTES // (4 * dim)))
-
-
-def fasttext_params(dim: int = 300, epochs: int = 5, min_count: int = 2, seed: int = 0, model: str = "skipgram",
-                    bucket: int = 2_000_000) -> dict[str, Any]:
-    """fastText arguments for training here.
-
-    ``thread=1`` because Hogwild threads make runs differ. fastText's generator (minstd_rand)
-    treats seeds 0 and 1 alike, so our seed s is passed as s + 1: seeds 0, 1, 2 give different runs.
-    """
-    _check_choice("fastText model", model, ("skipgram", "cbow"))
-    if dim < 1 or epochs < 1 or min_count < 1:
-        raise ValueError(f"dim, epochs and min_count must be positive, got {dim}, {epochs}, {min_count}")
-    return {"model": model, "dim": dim, "epoch": epochs, "minCount": min_count, "seed": seed + 1, "thread": 1,
-            "bucket": clean_bucket(bucket, dim), "minn": 3, "maxn": 6, "ws": 5, "neg": 5, "lr": 0.05}
-
-
-def train_fasttext(texts: Iterable[str], dim: int = 300, epochs: int = 5, min_count: int = 2, seed: int = 0,
-                   model: str = "skipgram", tmp_dir: str | Path | None = None, bucket: int = 2_000_000,
-                   progress: bool = True) -> SubwordModel:
-    """Train fastText on ``texts`` (pre-tokenised like BERT, case kept), deterministically.
-
-    Same texts + same seed -> identical vectors: one thread, and an input matrix big enough to
-    start from zeroed memory (see MIN_INPUT_MATRIX_BYTES).
-    """
-    params = fasttext_params(dim, epochs, min_count, seed, model, bucket)
-    with tempfile.TemporaryDirectory(dir=tmp_dir, prefix="fasttext-") as tmp:
-        corpus = Path(tmp) / "corpus.txt"
-        write_training_text(texts, corpus)
-        try:
-            return _train_with_progress({"input": str(corpus), **params}, progress)
-        except (RuntimeError, ValueError) as err:
-            if "empty vocabulary" in str(err).lower():
-                raise ValueError(f"fastText found no word occurring {min_count}+ times in the corpus; "
-                                 "lower min_count or give it more text") from err
-            if "nan" in str(err).lower():
-                raise ValueError("fastText training produced NaN: with a tiny or very repetitive corpus, "
-                                 "subsampling leaves it almost no training pairs; give it more (varied) text") from err
-            raise
-
-
-def _train_unsupervised(args: dict[str, Any]) -> SubwordModel:
-    """``fasttext.train_unsupervised`` with ``seed`` passed through.
-
-    fasttext 0.9.3's ``train_unsupervised`` rejects a ``seed`` keyword although the C++ trainer
-    uses one (for the initial matrix and each thread's sampler); this repeats its last four lines
-    with the seed included. The package version is pinned in pyproject.toml.
-    """
-    from fasttext import FastText as ft
-
-    built = ft._build_args({**ft.unsupervised_default, **args}, set(args))
-    model = ft._FastText(args=built)
-    ft.fasttext.train(model.f, built)
-    model.set_args(model.f.getArgs())
-    return model
-
-
-_PROGRESS = re.compile(rb"Progress:\s*([0-9.]+)%.*?avg\.loss:\s*([0-9.]+)")
-
-
-def _train_with_progress(args: dict[str, Any], progress: bool) -> SubwordModel:
-    """Run ``train_unsupervised`` with a tqdm bar fed by fastText's own progress report.
-
-    fastText prints its progress to the C-level stderr, which a notebook does not show. While
-    training (which releases the GIL) file descriptor 2 goes into a pipe that a thread reads and
-    turns into bar updates; it is restored afterwards, also on error. Written here because
-    fasttext offers no progress callback.
-    """
-    if not progress:
-        return _train_unsupervised({**args, "verbose": 0})
-    from tqdm.auto import tqdm
-
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError):
-        return _train_unsupervised({**args, "verbose": 0})
-    read_fd, write_fd = os.pipe()
-    bar_file = os.fdopen(os.dup(saved), "w") if sys.stderr is sys.__stderr__ else sys.stderr
-    bar = tqdm(total=100.0, desc=f"fastText {args['model']} ({args['epoch']} epochs)", unit="%",
-               bar_format="{l_bar}{bar}| {n:.1f}/100% [{elapsed}<{remaining}{postfix}]", file=bar_file)
-
-    def pump() -> None:
-        tail = b""
-        while chunk := os.read(read_fd, 65536):
-            tail = (tail + chunk)[-400:]
-            hits = _PROGRESS.findall(tail)
-            try:
-                if hits:
-                    bar.set_postfix_str(f"loss {float(hits[-1][1]):.3f}", refresh=False)
-                    bar.update(max(0.0, float(hits[-1][0]) - bar.n))  # redraws at most every mininterval
-            except Exception:  # noqa: BLE001 - a display glitch must never stop the pipe being drained
-                pass
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    try:
-        os.dup2(write_fd, 2)
-        model = _train_unsupervised({**args, "verbose": 2})
-    finally:
-        os.dup2(saved, 2)
-        os.close(write_fd)
-        reader.join()
-        os.close(read_fd)
-        os.close(saved)
-        bar.close()
-        if bar_file is not sys.stderr:
-            bar_file.close()
-    return model
-
-
-# --------------------------------------------------------------------------------------------
-# Normalisation (Artetxe et al. 2016)
-# --------------------------------------------------------------------------------------------
+def normalise(matrix: np.ndarray) -> np.ndarray:
+    """Section 4.2: 'normalized and mean-centered': unit length first, then centred (float32)."""
+    return mean_center(unit_length(np.asarray(matrix, dtype=np.float32)))
 
 
 def _apply_steps(matrix: np.ndarray, steps: Sequence[str],
                  means: Sequence[np.ndarray] | None = None) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
-    """Normalise; fit each 'center' mean on ``matrix`` unless ``means`` gives them.
-
-    Rows that are all zero stay zero and are left out of the means: they carry no direction, and
-    centring would otherwise turn them into minus the mean.
-    """
-    out = np.array(matrix, dtype=np.float32, copy=True)
-    zero = ~np.any(out != 0, axis=1)
-    fitted: list[np.ndarray] = []
+    """Any order of 'unit'/'center' steps; fit each mean on ``matrix`` unless ``means`` gives them."""
+    out = np.asarray(matrix, dtype=np.float32)
     given = list(means) if means is not None else None
+    fitted: list[np.ndarray] = []
     for step in parse_steps(steps):
         if step == "unit":
-            norms = np.linalg.norm(out, axis=1, keepdims=True)
-            np.divide(out, norms, out=out, where=norms > 0)
-        else:  # center: subtract the per-dimension mean
-            if given is not None:
-                if not given:
-                    raise ValueError("fewer fitted means than 'center' steps")
+            out = unit_length(out)
+        else:
+            if given is None:
+                mean = out.mean(axis=0, dtype=np.float64).astype(np.float32)
+            elif given:
                 mean = np.asarray(given.pop(0), dtype=np.float32)
             else:
-                kept = out[~zero]
-                mean = (kept.mean(axis=0, dtype=np.float64) if len(kept) else np.zeros(out.shape[1])).astype(np.float32)
+                raise ValueError("fewer fitted means than 'center' steps")
             fitted.append(mean)
-            out -= mean
-            out[zero] = 0.0
+            out = out - mean
     return out, tuple(fitted)
 
 
-def normalise(matrix: np.ndarray, steps: str | Sequence[str] = PAPER_NORMALISATION) -> np.ndarray:
-    """Unit-length rows, then subtract the per-dimension mean (the paper's 'normalized and mean-centered').
-
-    Order matters: after centring the rows are no longer unit length, and after a final 'unit'
-    the means are no longer exactly zero. Returns a new float32 matrix.
-    """
+def normalise_steps(matrix: np.ndarray, steps: str | Sequence[str] = PAPER_NORMALISATION) -> np.ndarray:
+    """:func:`normalise` generalised to any order of steps (e.g. 'unit,center,unit', a later recipe)."""
     if np.asarray(matrix).ndim != 2:
         raise ValueError(f"expected a 2-D matrix (words x dim), got shape {np.asarray(matrix).shape}")
     return _apply_steps(matrix, steps)[0]
@@ -569,47 +232,79 @@ def normalise_vectors(vectors: WordVectors, steps: str | Sequence[str] = PAPER_N
     if vectors.normalisation:
         raise ValueError(f"these vectors are already normalised ({vectors.normalisation}); normalise the raw ones")
     steps = parse_steps(steps)
+    if steps == PAPER_NORMALISATION:  # the notebook's function, plus the fitted mean for later vectors
+        unit = unit_length(vectors.matrix)
+        mean = unit.mean(axis=0, dtype=np.float64).astype(np.float32)
+        return WordVectors(vectors.words, normalise(vectors.matrix), steps, (mean,))
     matrix, means = _apply_steps(vectors.matrix, steps)
     return WordVectors(vectors.words, matrix, steps, means)
 
 
-def matrix_stats(matrix: np.ndarray) -> dict[str, float]:
-    """Numbers that show what a normalisation did: row lengths, column means, per-element spread."""
+def matrix_stats(matrix: np.ndarray, seed: int = 0, n_pairs: int = 20_000) -> dict[str, float]:
+    """Numbers that show what a normalisation did: row lengths, column means, spread, cosine of random pairs."""
     m = np.asarray(matrix, dtype=np.float64)
     norms = np.linalg.norm(m, axis=1)
+    rng = np.random.default_rng(seed)
+    a, b = rng.integers(0, len(m), size=(2, n_pairs))
+    cos = np.einsum("ij,ij->i", m[a], m[b]) / np.maximum(norms[a] * norms[b], 1e-12)
     return {
         "mean_row_norm": float(norms.mean()),
         "max_abs_column_mean": float(np.abs(m.mean(axis=0)).max()),
+        "mean_cosine_random_pairs": float(cos[a != b].mean()),
         "element_std": float(m.std()),
         "element_std_vs_bert_init": float(m.std() / BERT_INIT_STD),
     }
 
 
 def normalisation_table(matrix: np.ndarray,
-                        orders: Sequence[str] = ("", "unit", "unit,center", "center,unit", "unit,center,unit")
-                        ) -> list[dict[str, Any]]:
+                        orders: Sequence[str] = ("", "unit", "unit,center", "center,unit", "unit,center,unit"),
+                        seed: int = 0) -> list[dict[str, Any]]:
     """:func:`matrix_stats` after each normalisation order, to show that the order matters."""
-    return [{"steps": order or "raw", **matrix_stats(normalise(matrix, order))} for order in orders]
+    return [{"steps": order or "raw", **matrix_stats(normalise_steps(matrix, order), seed)} for order in orders]
 
 
 # --------------------------------------------------------------------------------------------
-# Alignment: Equation 3
+# Alignment: Equation 3, as notebook 03 shows it, then the options
 # --------------------------------------------------------------------------------------------
 
 
-def vocab_of(tokenizer: Mapping[str, int] | Any) -> tuple[dict[str, int], set[str]]:
-    """(token -> id, special tokens) from a vocabulary dict or a tokenizer with ``get_vocab``."""
-    if isinstance(tokenizer, Mapping):
-        vocab = dict(tokenizer)
-        specials = set(SPECIAL_TOKENS)
-    else:
-        vocab = dict(tokenizer.get_vocab())
-        specials = set(SPECIAL_TOKENS) | set(getattr(tokenizer, "all_special_tokens", ()))
+def equation_3(vocab: Mapping[str, int], vectors: WordVectors,
+               top_n: int = PAPER_TOP_N) -> tuple[np.ndarray, np.ndarray]:
+    """e_t = E(t) if token t is one of the ``top_n`` most frequent fastText words, else f(t) = 0.
+
+    Returns the (vocab_size x dim) matrix, row i for token id i, and which rows were found.
+    """
+    row_of: dict[str, int] = {}
+    for row, word in enumerate(vectors.words[:top_n]):  # most frequent first: a repeat keeps its first row
+        row_of.setdefault(word, row)
+    matrix = np.zeros((len(vocab), vectors.dim), dtype=np.float32)  # f(t) = 0 for every token not found
+    found = np.zeros(len(vocab), dtype=bool)
+    for token, token_id in vocab.items():
+        if token in SPECIAL_TOKENS or token.startswith(PIECE_PREFIX):
+            continue  # [CLS], ##ing ...: not words, so never looked up
+        row = row_of.get(token)  # exact, case-sensitive
+        if row is not None:
+            matrix[token_id] = vectors.matrix[row]  # E(t)
+            found[token_id] = True
+    return matrix, found
+
+
+class SubwordModel(Protocol):
+    """What the 'subword' option needs from a fastText model (the fasttext package's model has it)."""
+
+    def get_word_vector(self, word: str) -> np.ndarray: ...
+
+    def get_dimension(self) -> int: ...
+
+
+def vocab_of(tokenizer: Mapping[str, int] | Any) -> dict[str, int]:
+    """token -> id from a vocabulary dict or a tokenizer with ``get_vocab``, ids checked to be 0..n-1."""
+    vocab = dict(tokenizer) if isinstance(tokenizer, Mapping) else dict(tokenizer.get_vocab())
     ids = sorted(vocab.values())
     if ids != list(range(len(vocab))):
         raise ValueError(f"token ids must be 0..{len(vocab) - 1} without gaps or repeats "
                          f"(got {len(vocab)} tokens with ids up to {ids[-1] if ids else None})")
-    return vocab, specials
+    return vocab
 
 
 def vocab_fingerprint(tokenizer: Mapping[str, int] | Any) -> str:
@@ -623,30 +318,16 @@ def vocab_fingerprint(tokenizer: Mapping[str, int] | Any) -> str:
     return hashlib.sha256("\n".join(f"{i}\t{t}" for t, i in ordered).encode("utf-8")).hexdigest()
 
 
-def _lookup(word: str, index: Mapping[str, int], case: str) -> tuple[int | None, str]:
-    row = index.get(word)
-    if row is not None:
-        return row, "exact"
-    if case == "lower_fallback" and word.lower() != word:
-        row = index.get(word.lower())
-        if row is not None:
-            return row, "lower"
-    return None, ""
-
-
 def align(tokenizer_vocab: Mapping[str, int] | Any, vectors: WordVectors, fallback: str = "zero",
           pieces: str = "skip", case: str = "exact", scale: str | None = None, random_std: float = BERT_INIT_STD,
-          seed: int = 0, bin_model: SubwordModel | None = None) -> Alignment:
-    """Build the initial token-embedding matrix (Equation 3).
+          seed: int = 0, bin_model: SubwordModel | None = None, top_n: int = PAPER_TOP_N) -> Alignment:
+    """The initial token-embedding matrix: :func:`equation_3`, then the options (defaults: the paper's).
 
-    * whole-word tokens: ``E(t)`` when ``t`` is one of ``vectors.words`` (exactly, or lowercased
-      with ``case='lower_fallback'``);
-    * special tokens are never looked up;
-    * ``##x`` pieces: 'skip' (the paper: they fall back), 'strip' (look up ``x`` as a word) or
-      'subword' (``bin_model.get_word_vector('##x')``, prefix kept as WECHSEL does, then the same
-      normalisation as ``vectors``);
-    * the rest gets the fallback ``f(t)``: zeros (the paper's choice) or N(0, ``random_std``);
-    * ``scale='bert'`` rescales the found rows so their per-element std is 0.02, BERT's init std
+    * ``case='lower_fallback'``: a whole word missing exactly is looked up lowercased;
+    * ``##x`` pieces: 'skip' (the paper), 'strip' (look ``x`` up as a word) or 'subword'
+      (``bin_model.get_word_vector('##x')``, prefix kept as WECHSEL does, then normalised like ``vectors``);
+    * ``fallback='random'``: tokens still without a vector get N(0, ``random_std``) instead of zeros;
+    * ``scale='bert'`` rescales the found rows to a per-element std of 0.02, BERT's init std
       (Kim et al. 2024 find the scale of copied embeddings matters); the paper does not rescale.
     """
     _check_choice("fallback", fallback, FALLBACKS)
@@ -655,35 +336,61 @@ def align(tokenizer_vocab: Mapping[str, int] | Any, vectors: WordVectors, fallba
     _check_choice("scale", scale, SCALES)
     if pieces == "subword" and bin_model is None:
         raise ValueError("pieces='subword' needs a fastText model with subword vectors: pass bin_model= "
-                         "(read_bin(path) or the model train_fasttext returned)")
+                         "(vector_files.read_bin(path) or the model trained here)")
     if bin_model is not None and bin_model.get_dimension() != vectors.dim:
         raise ValueError(f"bin_model has dimension {bin_model.get_dimension()}, the vectors {vectors.dim}")
-    vocab, specials = vocab_of(tokenizer_vocab)
-    index = vectors.index()
-    matrix = np.zeros((len(vocab), vectors.dim), dtype=np.float32)
-    found = np.zeros(len(vocab), dtype=bool)
-    counts = {k: 0 for k in ("special", "word_exact", "word_lower", "word_missing", "piece_exact",
-                             "piece_lower", "piece_subword", "piece_missing")}
+    vocab = vocab_of(tokenizer_vocab)
+    matrix, found = equation_3(vocab, vectors, top_n)
+    counts = _fill_options(vocab, vectors, matrix, found, pieces, case, bin_model, top_n)
+    factor = _rescale(matrix, found, scale)
+    missing = ~found
+    if fallback == "random" and missing.any():
+        rng = np.random.default_rng(seed)
+        matrix[missing] = rng.normal(0.0, random_std, size=(int(missing.sum()), vectors.dim)).astype(np.float32)
+    report = {
+        "vocab_size": len(vocab), "dim": vectors.dim, "n_vectors": min(len(vectors), top_n),
+        "normalisation": list(vectors.normalisation),
+        "fallback": fallback, "random_std": random_std if fallback == "random" else None,
+        "pieces": pieces, "case": case, "scale": scale, "scale_factor": factor,
+        "n_found": int(found.sum()), "n_found_words": counts["word_exact"] + counts["word_lower"],
+        "n_found_pieces": counts["piece_exact"] + counts["piece_lower"] + counts["piece_subword"],
+        "n_missing": int(missing.sum()), "by_source": counts,
+        "found_element_std": float(matrix[found].std()) if found.any() else None,
+        "vocab_sha256": vocab_fingerprint(vocab),
+    }
+    return Alignment(matrix, found, report)
+
+
+def _fill_options(vocab: Mapping[str, int], vectors: WordVectors, matrix: np.ndarray, found: np.ndarray,
+                  pieces: str, case: str, bin_model: SubwordModel | None, top_n: int) -> dict[str, int]:
+    """Fill, in place, the rows the options add to Equation 3; count where every row came from."""
+    row_of: dict[str, int] = {}
+    for row, word in enumerate(vectors.words[:top_n]):
+        row_of.setdefault(word, row)
+    counts = dict.fromkeys(("special", "word_exact", "word_lower", "word_missing", "piece_exact", "piece_lower",
+                            "piece_subword", "piece_missing"), 0)
     subword_ids: list[int] = []
     for token, tid in vocab.items():
-        if token in specials:
-            counts["special"] += 1
-            continue
-        is_piece = token.startswith(PIECE_PREFIX) and len(token) > len(PIECE_PREFIX)
+        is_piece = token.startswith(PIECE_PREFIX)
         kind = "piece" if is_piece else "word"
-        if is_piece and pieces == "skip":
-            counts["piece_missing"] += 1
-            continue
-        if is_piece and pieces == "subword":
+        if token in SPECIAL_TOKENS:
+            counts["special"] += 1
+        elif found[tid]:
+            counts["word_exact"] += 1
+        elif is_piece and pieces == "subword":
             subword_ids.append(tid)
-            continue
-        row, how = _lookup(token[len(PIECE_PREFIX):] if is_piece else token, index, case)
-        if row is None:
-            counts[f"{kind}_missing"] += 1
-            continue
-        matrix[tid] = vectors.matrix[row]
-        found[tid] = True
-        counts[f"{kind}_{how}"] += 1
+        elif is_piece and pieces == "skip":
+            counts["piece_missing"] += 1
+        else:
+            word = token[len(PIECE_PREFIX):] if is_piece else token
+            row, how = row_of.get(word), "exact"
+            if row is None and case == "lower_fallback" and word.lower() != word:
+                row, how = row_of.get(word.lower()), "lower"
+            if row is None:
+                counts[f"{kind}_missing"] += 1
+                continue
+            matrix[tid], found[tid] = vectors.matrix[row], True
+            counts[f"{kind}_{how}"] += 1
     if subword_ids:
         id_to_token = {i: t for t, i in vocab.items()}
         raw = np.stack([bin_model.get_word_vector(id_to_token[i]) for i in subword_ids])  # type: ignore[union-attr]
@@ -691,23 +398,7 @@ def align(tokenizer_vocab: Mapping[str, int] | Any, vectors: WordVectors, fallba
         found[subword_ids] = np.any(matrix[subword_ids] != 0, axis=1)
         counts["piece_subword"] = int(found[subword_ids].sum())
         counts["piece_missing"] += len(subword_ids) - counts["piece_subword"]
-    factor = _rescale(matrix, found, scale)
-    missing = ~found
-    if fallback == "random" and missing.any():
-        rng = np.random.default_rng(seed)
-        matrix[missing] = rng.normal(0.0, random_std, size=(int(missing.sum()), vectors.dim)).astype(np.float32)
-    n_pieces = counts["piece_exact"] + counts["piece_lower"] + counts["piece_subword"]
-    report = {
-        "vocab_size": len(vocab), "dim": vectors.dim, "n_vectors": len(vectors),
-        "normalisation": list(vectors.normalisation),
-        "fallback": fallback, "random_std": random_std if fallback == "random" else None,
-        "pieces": pieces, "case": case, "scale": scale, "scale_factor": factor,
-        "n_found": int(found.sum()), "n_found_words": counts["word_exact"] + counts["word_lower"],
-        "n_found_pieces": n_pieces, "n_missing": int(missing.sum()), "by_source": counts,
-        "found_element_std": float(matrix[found].std()) if found.any() else None,
-        "vocab_sha256": vocab_fingerprint(vocab),
-    }
-    return Alignment(matrix, found, report)
+    return counts
 
 
 def _rescale(matrix: np.ndarray, found: np.ndarray, scale: str | None) -> float:
@@ -737,144 +428,12 @@ def compare_piece_options(tokenizer_vocab: Mapping[str, int] | Any, vectors: Wor
     return rows
 
 
-# --------------------------------------------------------------------------------------------
-# Saving and loading (numpy + json only: this runs on the GPU machines)
-# --------------------------------------------------------------------------------------------
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
-def save_aligned(out_dir: str | Path, alignment: Alignment, manifest: Mapping[str, Any]) -> Path:
-    """Write embeddings.npy (float32), found.npy (bool) and manifest.json; return the folder.
-
-    The manifest gets the alignment's report merged in (counts, shape, options); a caller's value
-    that contradicts the matrix (vocab_size, dim, n_found) is refused rather than saved.
-    """
-    matrix = np.asarray(alignment.matrix)
-    found = np.asarray(alignment.found)
-    _check_pair(matrix, found, "the alignment")
-    derived = {"vocab_size": int(matrix.shape[0]), "dim": int(matrix.shape[1]), "n_found": int(found.sum())}
-    for key, value in derived.items():
-        if key in manifest and manifest[key] != value:
-            raise ValueError(f"manifest says {key}={manifest[key]!r} but the alignment has {value}")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    full = {**alignment.report, **manifest, **derived}
-    np.save(out / EMBEDDINGS_FILE, matrix.astype(np.float32, copy=False))
-    np.save(out / FOUND_FILE, found.astype(bool, copy=False))
-    (out / MANIFEST_FILE).write_text(json.dumps(_jsonable(full), indent=2, ensure_ascii=False), encoding="utf-8")
-    return out
-
-
-def _check_pair(matrix: np.ndarray, found: np.ndarray, where: str) -> None:
-    if matrix.ndim != 2:
-        raise ValueError(f"{where}: the embedding matrix must be 2-D (vocab_size x dim), got shape {matrix.shape}")
-    if found.ndim != 1 or found.shape[0] != matrix.shape[0]:
-        raise ValueError(f"{where}: the found mask has shape {found.shape} but the matrix has {matrix.shape[0]} rows")
-
-
-def load_aligned(directory: str | Path) -> Alignment:
-    """Read what :func:`save_aligned` wrote, checking that the three files agree."""
-    path = Path(directory).expanduser()
-    hint = "run notebooks/03_static_vectors.ipynb to create it"
-    if not path.is_dir():
-        raise FileNotFoundError(f"no static-vector folder at {path}; {hint}")
-    for name in (EMBEDDINGS_FILE, FOUND_FILE, MANIFEST_FILE):
-        if not (path / name).is_file():
-            raise FileNotFoundError(f"{path / name} is missing; {hint}")
-    matrix = np.load(path / EMBEDDINGS_FILE, allow_pickle=False)
-    found = np.load(path / FOUND_FILE, allow_pickle=False)
-    manifest = json.loads((path / MANIFEST_FILE).read_text(encoding="utf-8"))
-    _check_pair(matrix, found, str(path))
-    if matrix.dtype != np.float32 or found.dtype != bool:
-        raise ValueError(f"{path}: expected float32 embeddings and a bool mask, got {matrix.dtype} and {found.dtype}")
-    actual = {"vocab_size": matrix.shape[0], "dim": matrix.shape[1], "n_found": int(found.sum())}
-    for key, value in actual.items():
-        if manifest.get(key) != value:
-            raise ValueError(f"{path / MANIFEST_FILE} says {key}={manifest.get(key)!r} but the arrays give {value}; "
-                             f"the folder mixes files from different runs: {hint} again")
-    return Alignment(matrix, found, manifest)
-
-
-# --------------------------------------------------------------------------------------------
-# Getting vectors for a preset (what the notebook calls)
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class VectorsSource:
-    """Raw (not yet normalised) vectors, the fastText model if there is one, and how they were made."""
-
-    vectors: WordVectors
-    model: SubwordModel | None
-    info: dict[str, Any]
-
-
-def obtain_vectors(config: VectorsConfig, lang: str, seed: int = 0, vectors_path: str | Path | None = None,
-                   corpus_source: str = "embedded", corpus_path: str | Path | None = None,
-                   cache_dir: str | Path | None = None, progress: bool = True) -> VectorsSource:
-    """Vectors for notebook 03: from ``vectors_path`` if given, else per ``config.source``.
-
-    A ``.bin`` path gives a model (so the 'subword' option works); a ``.vec``/``.vec.gz`` gives words only.
-    """
-    if vectors_path is not None:
-        path = Path(vectors_path).expanduser()
-        if path.suffix == ".bin":
-            model = read_bin(path, expected_dim=config.dim)
-            return VectorsSource(vectors_from_model(model, config.top_n), model,
-                                 {"source": "file", "vectors_path": str(path), "top_n": config.top_n})
-        return VectorsSource(read_vec(path, config.top_n, config.dim), None,
-                             {"source": "file", "vectors_path": str(path), "top_n": config.top_n})
-    if config.source == "published":
-        if cache_dir is None:  # the repository's .cache/, wherever the notebook runs from
-            from helpers.runinfo import REPO_ROOT
-
-            cache_dir = REPO_ROOT / DEFAULT_CACHE
-        path = download_vectors(lang, cache_dir, progress)
-        return VectorsSource(read_vec(path, config.top_n, config.dim), None,
-                             {"source": "published", "vectors_path": str(path), "url": CC_URL.format(lang=lang),
-                              "top_n": config.top_n})
-    return _train_for_preset(config, lang, seed, corpus_source, corpus_path, progress)
-
-
-def load_training_corpus(lang: str, corpus_source: str = "embedded", corpus_path: str | Path | None = None,
-                         max_docs: int | None = None) -> Any:
-    """The training split the vectors are trained on (and token frequencies counted on)."""
-    from helpers.data import load_corpus
-
-    options: dict[str, Any] = {"max_docs": max_docs}
-    if corpus_source == "files":
-        if corpus_path is None:
-            raise ValueError("corpus_source='files' needs corpus_path (a .txt/.jsonl/.csv/.parquet file or folder)")
-        options["path"] = corpus_path
-    return load_corpus(corpus_source, lang=lang, split="train", **options)
-
-
-def _train_for_preset(config: VectorsConfig, lang: str, seed: int, corpus_source: str,
-                      corpus_path: str | Path | None, progress: bool) -> VectorsSource:
-    corpus = load_training_corpus(lang, corpus_source, corpus_path, config.max_docs)
-    started, cpu_started = time.perf_counter(), time.process_time()
-    model = train_fasttext(corpus.texts, dim=config.dim, epochs=config.epochs, min_count=config.min_count,
-                           seed=seed, model=config.model, bucket=config.bucket, progress=progress)
-    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
-    vectors = vectors_from_model(model, config.top_n)
-    info = {
-        "source": "train", "corpus": corpus.name, "corpus_source": corpus.source, "corpus_docs": len(corpus),
-        "corpus_words": corpus.n_words(), "top_n": config.top_n, "n_model_words": len(model.get_words()),
-        "fasttext": fasttext_params(config.dim, config.epochs, config.min_count, seed, config.model, config.bucket),
-        "train_seconds": round(seconds, 1), "train_cpu_seconds": round(cpu_seconds, 1), "pretokenisation": "BertNormalizer(cased) + BertPreTokenizer",
-    }
-    return VectorsSource(vectors, model, info)
+def aligned_words(alignment: Alignment, tokenizer_vocab: Mapping[str, int] | Any) -> tuple[list[str], np.ndarray]:
+    """(tokens that found a vector, their rows): the aligned matrix as word vectors, for benchmarks."""
+    vocab = vocab_of(tokenizer_vocab)
+    ids = np.flatnonzero(alignment.found)
+    id_to_token = {i: t for t, i in vocab.items()}
+    return [id_to_token[int(i)] for i in ids], alignment.matrix[ids]
 
 
 # --------------------------------------------------------------------------------------------
@@ -948,9 +507,9 @@ def nearest_neighbours(words: Sequence[str], matrix: np.ndarray, query: str, k: 
 
 
 QUERY_WORDS: dict[str, tuple[str, ...]] = {
-    "en": ("king", "Paris", "river", "music", "1990"),
-    "fr": ("roi", "Paris", "fleuve", "musique", "1990"),
-    "es": ("rey", "Madrid", "río", "música", "1990"),
+    "en": ("king", "Paris", "river", "music", "France", "1990"),
+    "fr": ("roi", "Paris", "fleuve", "musique", "France", "1990"),
+    "es": ("rey", "Madrid", "río", "música", "España", "1990"),
 }
 
 
@@ -968,6 +527,26 @@ def neighbour_table(named: Mapping[str, WordVectors], queries: Sequence[str], k:
     return rows
 
 
+def shares_spelling(a: str, b: str, n: int = 3) -> bool:
+    """True when two words share a character n-gram (fastText's subword unit), ignoring case."""
+    a, b = a.lower(), b.lower()
+    return bool({a[i:i + n] for i in range(len(a) - n + 1)} & {b[i:i + n] for i in range(len(b) - n + 1)})
+
+
+def neighbour_summary(named: Mapping[str, WordVectors], queries: Sequence[str], k: int = 5) -> list[dict[str, Any]]:
+    """Per version: mean cosine of the k nearest neighbours and the share of them that share spelling."""
+    rows = []
+    for name, vec in named.items():
+        known = set(vec.words)
+        pairs = [(q, w, sim) for q in queries if q in known
+                 for w, sim in nearest_neighbours(vec.words, vec.matrix, q, k)]
+        rows.append({"vectors": name, "neighbours": len(pairs),
+                     "mean cosine": float(np.mean([s for _, _, s in pairs])) if pairs else math.nan,
+                     "share spelled alike": float(np.mean([shares_spelling(q, w) for q, w, _ in pairs]))
+                     if pairs else math.nan})
+    return rows
+
+
 def table1_rows(lang: str, n_found: int, vocab_size: int, setting: str) -> list[dict[str, Any]]:
     """Our found count beside the paper's Table 1 count for the same language (a different setting)."""
     from helpers.paper_values import VECTORS_FOUND
@@ -981,45 +560,76 @@ def table1_rows(lang: str, n_found: int, vocab_size: int, setting: str) -> list[
     ]
 
 
-def plot_scale(found_rows: np.ndarray, std: float = BERT_INIT_STD, ax: Any = None, seed: int = 0) -> Any:
-    """Histogram of the copied vectors' elements beside BERT's N(0, 0.02) initialisation."""
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7, 3.8))
-    values = np.asarray(found_rows, dtype=np.float32).ravel()
-    bert = np.random.default_rng(seed).normal(0.0, std, size=min(values.size, 1_000_000))
-    top = float(np.percentile(np.abs(np.concatenate([values, bert])), 99.9))
-    bins = np.linspace(-top, top, 120)
-    ax.hist(values, bins=bins, density=True, alpha=0.6, label=f"copied fastText rows (std {values.std():.4f})")
-    ax.hist(bert, bins=bins, density=True, alpha=0.6, label=f"BERT init N(0, {std}) (std {bert.std():.4f})")
-    ax.set_xlabel("embedding element value")
-    ax.set_ylabel("density")
-    ax.set_title("Scale of the initial token embeddings")
-    ax.legend()
-    return ax
+# --------------------------------------------------------------------------------------------
+# Saving and loading (numpy + json only: this runs on the GPU machines)
+# --------------------------------------------------------------------------------------------
 
 
-def plot_coverage(starts: np.ndarray, shares: np.ndarray, bucket: int, ax: Any = None, label: str | None = None) -> Any:
-    """Share of tokens with a fastText vector per frequency-rank bucket."""
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7, 3.8))
-    ax.bar(starts, shares, width=bucket * 0.9, align="edge", label=label)
-    ax.set_xlabel(f"token frequency rank in the corpus (buckets of {bucket:,})")
-    ax.set_ylabel("share with a fastText vector")
-    ax.set_ylim(0, 1)
-    ax.set_title("Which tokens start from a pretrained vector")
-    if label:
-        ax.legend(loc="lower left")
-    return ax
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Path):
+        return str(value)
+    return value
 
 
-__all__ = [
-    "Alignment", "PRESETS", "VectorsConfig", "VectorsSource", "WordVectors", "align", "check_dim",
-    "compare_piece_options", "coverage_by_rank", "download_vectors", "load_aligned", "matrix_stats",
-    "nearest_neighbours", "neighbour_table", "normalisation_table", "normalise", "normalise_vectors",
-    "load_training_corpus", "obtain_vectors", "plot_coverage", "plot_scale", "pretokenize", "read_bin", "read_vec", "save_aligned", "table1_rows",
-    "text_coverage", "token_frequencies", "train_fasttext", "vectors_from_model",
-]
+def save_aligned(out_dir: str | Path, alignment: Alignment, manifest: Mapping[str, Any]) -> Path:
+    """Write embeddings.npy (float32), found.npy (bool) and manifest.json; return the folder.
+
+    The manifest gets the alignment's report merged in (counts, shape, options); a caller's value
+    that contradicts the matrix (vocab_size, dim, n_found) is refused rather than saved, and so is
+    a matrix with a non-finite value (it would train to NaN).
+    """
+    matrix = np.asarray(alignment.matrix)
+    found = np.asarray(alignment.found)
+    _check_pair(matrix, found, "the alignment")
+    if not np.isfinite(matrix).all():
+        raise ValueError("the aligned matrix holds nan or inf values; check the vector file (vector_files.read_vec "
+                         "refuses such files) and the normalisation")
+    derived = {"vocab_size": int(matrix.shape[0]), "dim": int(matrix.shape[1]), "n_found": int(found.sum())}
+    for key, value in derived.items():
+        if key in manifest and manifest[key] != value:
+            raise ValueError(f"manifest says {key}={manifest[key]!r} but the alignment has {value}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    full = {**alignment.report, **manifest, **derived}
+    np.save(out / EMBEDDINGS_FILE, matrix.astype(np.float32, copy=False))
+    np.save(out / FOUND_FILE, found.astype(bool, copy=False))
+    (out / MANIFEST_FILE).write_text(json.dumps(_jsonable(full), indent=2, ensure_ascii=False), encoding="utf-8")
+    return out
+
+
+def _check_pair(matrix: np.ndarray, found: np.ndarray, where: str) -> None:
+    if matrix.ndim != 2:
+        raise ValueError(f"{where}: the embedding matrix must be 2-D (vocab_size x dim), got shape {matrix.shape}")
+    if found.ndim != 1 or found.shape[0] != matrix.shape[0]:
+        raise ValueError(f"{where}: the found mask has shape {found.shape} but the matrix has {matrix.shape[0]} rows")
+
+
+def load_aligned(directory: str | Path) -> Alignment:
+    """Read what :func:`save_aligned` wrote, checking that the three files agree."""
+    path = Path(directory).expanduser()
+    hint = "run notebooks/03_static_vectors.ipynb to create it"
+    if not path.is_dir():
+        raise FileNotFoundError(f"no static-vector folder at {path}; {hint}")
+    for name in (EMBEDDINGS_FILE, FOUND_FILE, MANIFEST_FILE):
+        if not (path / name).is_file():
+            raise FileNotFoundError(f"{path / name} is missing; {hint}")
+    matrix = np.load(path / EMBEDDINGS_FILE, allow_pickle=False)
+    found = np.load(path / FOUND_FILE, allow_pickle=False)
+    manifest = json.loads((path / MANIFEST_FILE).read_text(encoding="utf-8"))
+    _check_pair(matrix, found, str(path))
+    if matrix.dtype != np.float32 or found.dtype != bool:
+        raise ValueError(f"{path}: expected float32 embeddings and a bool mask, got {matrix.dtype} and {found.dtype}")
+    actual = {"vocab_size": matrix.shape[0], "dim": matrix.shape[1], "n_found": int(found.sum())}
+    for key, value in actual.items():
+        if manifest.get(key) != value:
+            raise ValueError(f"{path / MANIFEST_FILE} says {key}={manifest.get(key)!r} but the arrays give {value}; "
+                             f"the folder mixes files from different runs: {hint} again")
+    return Alignment(matrix, found, manifest)

@@ -38,6 +38,20 @@ def test_static_vectors_notebook_artifacts(smoke_step: Callable[[str], Path]) ->
     # normalised rows: unit length before centring, so no row can be far longer than 1 + |mean| <= 2
     assert np.linalg.norm(saved.matrix, axis=1).max() <= 2.0
 
+    # the vectors' quality is measured and recorded (English: both benchmarks, raw and aligned)
+    scores = manifest["word_similarity"]
+    assert set(scores) == {"raw fastText", "unit + center (all words)", "aligned (unit + center)"}
+    for by_benchmark in scores.values():
+        assert set(by_benchmark) == {"wordsim353", "simlex999"}
+        for result in by_benchmark.values():
+            assert 0 <= result["found"] <= result["pairs"] and result["coverage"] == result["found"] / result["pairs"]
+    aligned, raw = scores["aligned (unit + center)"], scores["raw fastText"]
+    assert raw["wordsim353"]["found"] > 0
+    assert all(aligned[b]["found"] <= raw[b]["found"] for b in raw)  # a token must also be in the vocabulary
+    # how the vectors were trained: public settings, one thread, the seed's meaning
+    assert manifest["fasttext"]["thread"] == 1 and manifest["fasttext"]["dim"] == HIDDEN
+    assert "document order" in manifest["fasttext"]["seed_means"]
+
     for name in ("coverage_by_rank.png", "scale.png"):
         png = out / name
         assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000

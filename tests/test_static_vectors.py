@@ -1,109 +1,17 @@
-"""Unit tests for helpers.static_vectors on small files and vocabularies written here."""
+"""Unit tests for helpers.static_vectors (normalisation, Equation 3, saving) and local fastText training."""
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import math
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from helpers import fasttext_training as ft
 from helpers import static_vectors as sv
-
-DIM = 4
-WORDS = ["the", ",", "Paris", "king", "river", "paris", "ing", "\u00a0odd"]
-
-
-def vec_text(words: list[str], dim: int = DIM, header: str | None = None) -> str:
-    """A .vec file as fastText writes it: header, then 'word v1 ... vd ' per line (trailing space)."""
-    rows = [" ".join([w, *(f"{(i + 1) * 0.1 + j:.4f}" for j in range(dim))]) + " " for i, w in enumerate(words)]
-    return "\n".join([header or f"{len(words)} {dim}", *rows]) + "\n"
-
-
-@pytest.fixture()
-def vec_file(tmp_path: Path) -> Path:
-    path = tmp_path / "small.vec"
-    path.write_text(vec_text(WORDS), encoding="utf-8")
-    return path
-
-
-# --------------------------------------------------------------------------------------------
-# read_vec
-# --------------------------------------------------------------------------------------------
-
-
-def test_read_vec_keeps_order_values_and_odd_words(vec_file: Path) -> None:
-    wv = sv.read_vec(vec_file)
-    assert wv.words == WORDS  # the no-break-space word survives: lines split on ASCII spaces only
-    assert wv.matrix.dtype == np.float32 and wv.matrix.shape == (len(WORDS), DIM)
-    np.testing.assert_allclose(wv.matrix[2], [0.3 + j for j in range(DIM)], rtol=1e-6)
-
-
-def test_read_vec_gz_and_top_n(tmp_path: Path) -> None:
-    path = tmp_path / "small.vec.gz"
-    with gzip.open(path, "wt", encoding="utf-8") as fh:
-        fh.write(vec_text(WORDS))
-    wv = sv.read_vec(path, top_n=3, expected_dim=DIM)
-    assert wv.words == WORDS[:3]
-    assert wv.matrix.shape == (3, DIM)
-
-
-def test_read_vec_stops_after_top_n_even_if_later_lines_are_broken(tmp_path: Path) -> None:
-    path = tmp_path / "tail.vec"
-    path.write_text(vec_text(WORDS[:3], header=f"5 {DIM}") + "broken line\n", encoding="utf-8")
-    assert sv.read_vec(path, top_n=3).words == WORDS[:3]
-
-
-@pytest.mark.parametrize("header", ["hello world", "5", "5 4 3", ""])
-def test_read_vec_bad_header(tmp_path: Path, header: str) -> None:
-    path = tmp_path / "bad.vec"
-    path.write_text(header + ("\n" if header else ""), encoding="utf-8")
-    with pytest.raises(ValueError, match="header|empty"):
-        sv.read_vec(path)
-
-
-def test_read_vec_short_line_names_file_line_and_counts(tmp_path: Path) -> None:
-    text = vec_text(WORDS[:3]).splitlines()
-    text[2] = "Paris 0.1 0.2"  # third line of the file: 3 fields instead of 5
-    path = tmp_path / "short.vec"
-    path.write_text("\n".join(text) + "\n", encoding="utf-8")
-    with pytest.raises(ValueError) as info:
-        sv.read_vec(path)
-    message = str(info.value)
-    assert "short.vec" in message and "line 3" in message and "got 3 fields" in message and "expected 5" in message
-
-
-def test_read_vec_long_line_is_caught(tmp_path: Path) -> None:
-    text = vec_text(WORDS[:2]).splitlines()
-    text[1] = text[1].rstrip(" ") + " 9.9"
-    path = tmp_path / "long.vec"
-    path.write_text("\n".join(text) + "\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="line 2: got 6 fields, expected 5"):
-        sv.read_vec(path)
-
-
-def test_read_vec_wrong_dimension_and_truncated_and_missing(tmp_path: Path, vec_file: Path) -> None:
-    with pytest.raises(ValueError, match=f"{DIM}-dimensional.*300 were expected"):
-        sv.read_vec(vec_file, expected_dim=300)
-    truncated = tmp_path / "trunc.vec"
-    truncated.write_text(vec_text(WORDS[:2], header=f"10 {DIM}"), encoding="utf-8")
-    with pytest.raises(ValueError, match="truncated"):
-        sv.read_vec(truncated)
-    with pytest.raises(FileNotFoundError, match="download"):
-        sv.read_vec(tmp_path / "nope.vec")
-
-
-def test_read_vec_non_number(tmp_path: Path) -> None:
-    path = tmp_path / "nan.vec"
-    path.write_text(f"1 2\nword 0.5 abc\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="line 2: a value is not a number"):
-        sv.read_vec(path)
-
+from helpers.solutions import nb03
 
 # --------------------------------------------------------------------------------------------
 # normalise
@@ -113,45 +21,62 @@ def test_read_vec_non_number(tmp_path: Path) -> None:
 @pytest.fixture()
 def raw_matrix() -> np.ndarray:
     rng = np.random.default_rng(0)
-    m = rng.normal(0.5, 2.0, size=(50, 6)).astype(np.float32)
-    m[7] = 0.0
-    return m
+    return rng.normal(0.5, 2.0, size=(50, 6)).astype(np.float32)
 
 
-def test_unit_center(raw_matrix: np.ndarray) -> None:
-    out = sv.normalise(raw_matrix, ("unit", "center"))
-    nonzero = np.ones(len(out), bool)
-    nonzero[7] = False
-    np.testing.assert_allclose(out[nonzero].mean(axis=0), 0.0, atol=1e-6)
-    assert np.all(out[7] == 0) and np.isfinite(out).all()
-    # centring is the mean of the unit rows: adding it back gives unit rows again
-    unit = sv.normalise(raw_matrix, "unit")
-    np.testing.assert_allclose(np.linalg.norm(unit[nonzero], axis=1), 1.0, rtol=1e-5)
-    np.testing.assert_allclose(out[nonzero] + unit[nonzero].mean(axis=0), unit[nonzero], atol=1e-6)
-    assert raw_matrix[0, 0] != out[0, 0]  # input not modified in place
-    np.testing.assert_array_equal(raw_matrix[7], 0.0)
+def test_normalise_gives_zero_mean_columns_of_rows_that_were_unit_length(raw_matrix: np.ndarray) -> None:
+    out = sv.normalise(raw_matrix)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out.mean(axis=0), 0.0, atol=1e-6)
+    unit = sv.unit_length(raw_matrix)
+    np.testing.assert_allclose(np.linalg.norm(unit, axis=1), 1.0, rtol=1e-5)
+    # centring subtracts the mean of the unit rows: adding it back gives the unit rows again
+    np.testing.assert_allclose(out + unit.mean(axis=0), unit, atol=1e-6)
+    assert raw_matrix[0, 0] != out[0, 0]  # the input is not modified in place
 
 
-def test_unit_center_unit_rows_are_unit_and_order_matters(raw_matrix: np.ndarray) -> None:
-    ucu = sv.normalise(raw_matrix, "unit,center,unit")
-    norms = np.linalg.norm(ucu, axis=1)
-    np.testing.assert_allclose(np.delete(norms, 7), 1.0, rtol=1e-5)
-    assert norms[7] == 0
-    cu = sv.normalise(raw_matrix, "center,unit")
-    uc = sv.normalise(raw_matrix, "unit,center")
-    assert not np.allclose(cu, uc, atol=1e-3)
+def test_unit_length_leaves_an_all_zero_row_at_zero(raw_matrix: np.ndarray) -> None:
+    raw_matrix[7] = 0.0
+    unit = sv.unit_length(raw_matrix)
+    assert np.isfinite(unit).all() and np.all(unit[7] == 0)
+
+
+def test_centring_keeps_cosine_rankings_only_up_to_the_shift(raw_matrix: np.ndarray) -> None:
+    # unit length never changes a cosine; centring does (it removes a shared direction)
+    def cos(m: np.ndarray) -> np.ndarray:
+        u = m / np.linalg.norm(m, axis=1, keepdims=True)
+        return u @ u.T
+
+    np.testing.assert_allclose(cos(sv.unit_length(raw_matrix)), cos(raw_matrix), atol=1e-5)
+    assert not np.allclose(cos(sv.normalise(raw_matrix)), cos(raw_matrix), atol=1e-2)
+
+
+def test_other_orders_differ_and_unit_center_unit_rows_are_unit(raw_matrix: np.ndarray) -> None:
+    ucu = sv.normalise_steps(raw_matrix, "unit,center,unit")
+    np.testing.assert_allclose(np.linalg.norm(ucu, axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_array_equal(sv.normalise_steps(raw_matrix, "unit,center"), sv.normalise(raw_matrix))
+    assert not np.allclose(sv.normalise_steps(raw_matrix, "center,unit"), sv.normalise(raw_matrix), atol=1e-3)
 
 
 def test_normalise_rejects_unknown_step(raw_matrix: np.ndarray) -> None:
     with pytest.raises(ValueError, match="unknown normalisation step 'scale'"):
-        sv.normalise(raw_matrix, ("unit", "scale"))
+        sv.normalise_steps(raw_matrix, ("unit", "scale"))
 
 
-def test_transform_reuses_fitted_mean(raw_matrix: np.ndarray) -> None:
-    wv = sv.normalise_vectors(sv.WordVectors([f"w{i}" for i in range(len(raw_matrix))], raw_matrix))
+@pytest.mark.parametrize("steps", ["unit,center", "unit,center,unit", "center,unit"])
+def test_transform_reuses_the_fitted_mean(raw_matrix: np.ndarray, steps: str) -> None:
+    wv = sv.normalise_vectors(sv.WordVectors([f"w{i}" for i in range(len(raw_matrix))], raw_matrix), steps)
     np.testing.assert_allclose(wv.transform(raw_matrix[:5]), wv.matrix[:5], atol=1e-6)
     with pytest.raises(ValueError, match="already normalised"):
         sv.normalise_vectors(wv)
+
+
+def test_matrix_stats_show_centring_removes_the_shared_direction(raw_matrix: np.ndarray) -> None:
+    shifted = raw_matrix + 3.0  # every row shares a direction: expected cosine about 9.25 / (4 + 9.25) = 0.7
+    raw = sv.matrix_stats(shifted)
+    centred = sv.matrix_stats(sv.normalise(shifted))
+    assert raw["mean_cosine_random_pairs"] > 0.5
+    assert abs(centred["mean_cosine_random_pairs"]) < 0.1 and centred["max_abs_column_mean"] < 1e-6
 
 
 # --------------------------------------------------------------------------------------------
@@ -170,9 +95,13 @@ def vectors() -> sv.WordVectors:
     return sv.normalise_vectors(sv.WordVectors(words, rng.normal(size=(len(words), 8))))
 
 
+def row_index(vectors: sv.WordVectors) -> dict[str, int]:
+    return {w: i for i, w in enumerate(vectors.words)}
+
+
 def test_align_exact_matches_at_token_ids(vectors: sv.WordVectors) -> None:
     al = sv.align(VOCAB, vectors)
-    idx = vectors.index()
+    idx = row_index(vectors)
     for token in ("the", "Paris", ","):
         np.testing.assert_array_equal(al.matrix[VOCAB[token]], vectors.matrix[idx[token]])
     expected = np.zeros(len(VOCAB), bool)
@@ -191,7 +120,7 @@ def test_align_case_and_strip(vectors: sv.WordVectors) -> None:
     lower = sv.align(VOCAB, vectors, case="lower_fallback")
     assert lower.found[VOCAB["King"]] and lower.report["by_source"]["word_lower"] == 1
     strip = sv.align(VOCAB, vectors, pieces="strip")
-    idx = vectors.index()
+    idx = row_index(vectors)
     np.testing.assert_array_equal(strip.matrix[VOCAB["##ing"]], vectors.matrix[idx["ing"]])
     np.testing.assert_array_equal(strip.matrix[VOCAB["##river"]], vectors.matrix[idx["river"]])
     assert strip.report["n_found_pieces"] == 3 and strip.report["n_found"] == 6
@@ -304,54 +233,45 @@ def test_load_errors(tmp_path: Path, vectors: sv.WordVectors) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# download
+# Equation 3 as the notebook shows it
 # --------------------------------------------------------------------------------------------
 
 
-class BrokenResponse(io.BytesIO):
-    """Gives some bytes, then the connection drops."""
-
-    headers = {"Content-Length": "100"}
-
-    def read(self, size: int = -1) -> bytes:
-        if self.tell() >= 10:
-            raise ConnectionResetError("connection dropped")
-        return super().read(10)
+def test_equation_3_is_the_paper_lookup_and_align_with_paper_options_gives_the_same(vectors: sv.WordVectors) -> None:
+    matrix, found = sv.equation_3(VOCAB, vectors)
+    al = sv.align(VOCAB, vectors)
+    np.testing.assert_array_equal(matrix, al.matrix)
+    np.testing.assert_array_equal(found, al.found)
 
 
-def test_download_failure_is_clear_and_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(url: str, timeout: float = 0) -> None:
-        raise urllib.error.URLError("no route to host")
-
-    monkeypatch.setattr(urllib.request, "urlopen", refuse)
-    with pytest.raises(ConnectionError) as info:
-        sv.download_vectors("cs", tmp_path, progress=False)
-    message = str(info.value)
-    assert "cc.cs.300.vec.gz" in message and "vectors_path" in message and "demo" in message
-    assert list(tmp_path.iterdir()) == []
-
-    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout=0: BrokenResponse(b"x" * 100))
-    with pytest.raises(ConnectionError, match="connection dropped"):
-        sv.download_vectors("cs", tmp_path, progress=False)
-    assert list(tmp_path.iterdir()) == []  # the .part file is gone, no half-written cache
+def test_equation_3_looks_only_among_the_top_n_words(vectors: sv.WordVectors) -> None:
+    _, found = sv.equation_3(VOCAB, vectors, top_n=2)  # 'the' and ',' are the two most frequent
+    assert [t for t, i in VOCAB.items() if found[i]] == ["the", ","]
 
 
-def test_download_success_from_file_url_and_cache(tmp_path: Path, vec_file: Path) -> None:
-    source = tmp_path / "remote.vec.gz"
-    source.write_bytes(gzip.compress(vec_file.read_bytes()))
-    cache = tmp_path / "cache"
-    path = sv.download_vectors("en", cache, progress=False, url=source.as_uri())
-    assert path == cache / "cc.en.300.vec.gz" and path.read_bytes() == source.read_bytes()
-    assert sv.read_vec(path).words == WORDS
-    assert sorted(p.name for p in cache.iterdir()) == ["cc.en.300.vec.gz"]
-    source.unlink()  # second call uses the cache and never touches the URL
-    assert sv.download_vectors("en", cache, progress=False, url=source.as_uri()) == path
-    with pytest.raises(ValueError, match="language code"):
-        sv.download_vectors("../x", cache)
+def test_a_repeated_word_keeps_its_most_frequent_row() -> None:
+    wv = sv.WordVectors(["a", "b", "a"], np.array([[1.0, 0], [0, 1.0], [5.0, 5.0]]))
+    matrix, found = sv.equation_3({"[PAD]": 0, "a": 1}, wv)
+    np.testing.assert_array_equal(matrix[1], [1.0, 0.0])
+
+
+def test_save_refuses_a_non_finite_matrix(tmp_path: Path, vectors: sv.WordVectors) -> None:
+    al = sv.align(VOCAB, vectors)
+    al.matrix[VOCAB["the"], 0] = np.nan
+    with pytest.raises(ValueError, match="nan or inf"):
+        sv.save_aligned(tmp_path / "s", al, {})
+    assert not (tmp_path / "s").exists()
+
+
+def test_aligned_words_pairs_each_found_token_with_its_row(vectors: sv.WordVectors) -> None:
+    al = sv.align(VOCAB, vectors)
+    words, rows = sv.aligned_words(al, VOCAB)
+    assert words == ["the", "Paris", ","]
+    np.testing.assert_array_equal(rows, al.matrix[[VOCAB[w] for w in words]])
 
 
 # --------------------------------------------------------------------------------------------
-# fastText training, coverage, neighbours
+# fastText training (public API only, deterministic with one thread)
 # --------------------------------------------------------------------------------------------
 
 def synthetic_corpus(n_docs: int = 150, n_words: int = 400, seed: int = 0) -> list[str]:
@@ -364,18 +284,18 @@ def synthetic_corpus(n_docs: int = 150, n_words: int = 400, seed: int = 0) -> li
 
 
 CORPUS = synthetic_corpus()
+SMALL = ft.FastTextSettings(dim=8, epochs=2, min_count=2, bucket=1000)
 
 
 def test_pretokenize_splits_punctuation_and_keeps_case() -> None:
-    assert sv.pretokenize("Paris, 1889: Eiffel's tower.") == ["Paris", ",", "1889", ":", "Eiffel", "'", "s",
+    assert ft.pretokenize("Paris, 1889: Eiffel's tower.") == ["Paris", ",", "1889", ":", "Eiffel", "'", "s",
                                                              "tower", "."]
 
 
-def test_train_fasttext_is_deterministic_and_seeded(tmp_path: Path) -> None:
-    kwargs = dict(dim=8, epochs=2, min_count=2, bucket=1000, tmp_dir=tmp_path, progress=False)
-    a = sv.vectors_from_model(sv.train_fasttext(CORPUS, seed=0, **kwargs), top_n=None)
-    b = sv.vectors_from_model(sv.train_fasttext(CORPUS, seed=0, **kwargs), top_n=None)
-    c = sv.vectors_from_model(sv.train_fasttext(CORPUS, seed=1, **kwargs), top_n=None)
+def test_train_fasttext_is_deterministic_and_the_seed_changes_the_vectors(tmp_path: Path) -> None:
+    a = ft.vectors_from_model(ft.train_fasttext(CORPUS, SMALL, seed=0, tmp_dir=tmp_path, progress=False))
+    b = ft.vectors_from_model(ft.train_fasttext(CORPUS, SMALL, seed=0, tmp_dir=tmp_path, progress=False))
+    c = ft.vectors_from_model(ft.train_fasttext(CORPUS, SMALL, seed=1, tmp_dir=tmp_path, progress=False))
     assert a.words == b.words and "," in a.words and "Paris" in a.words
     assert "</s>" not in a.words  # fastText's line-end marker is not a word
     counts = [sum(doc.split().count(w) for doc in CORPUS) for w in a.words]
@@ -385,20 +305,67 @@ def test_train_fasttext_is_deterministic_and_seeded(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []  # the temporary corpus file is cleaned up
 
 
+def test_the_seed_shuffles_documents_and_seed_zero_keeps_their_order(tmp_path: Path) -> None:
+    docs = [f"doc{i} word" for i in range(30)]
+    ft.write_training_text(docs, tmp_path / "a.txt", seed=0)
+    ft.write_training_text(docs, tmp_path / "b.txt", seed=3)
+    a, b = (tmp_path / "a.txt").read_text().splitlines(), (tmp_path / "b.txt").read_text().splitlines()
+    assert a == docs and sorted(b) == sorted(docs) and b != docs
+
+
+def test_training_uses_no_private_fasttext_api() -> None:
+    source = Path(ft.__file__).read_text(encoding="utf-8") + Path(sv.__file__).read_text(encoding="utf-8")
+    assert "_build_args" not in source and "ft._FastText" not in source and "FastText._" not in source
+
+
+def test_no_subwords_means_maxn_zero() -> None:
+    args = ft.fasttext_args(ft.FastTextSettings(maxn=0))
+    assert args["maxn"] == 0 and args["minn"] == 0 and args["thread"] == 1
+    assert not ft.FastTextSettings(maxn=0).subwords and "no subwords" in ft.FastTextSettings(maxn=0).label()
+
+
 def test_clean_bucket_keeps_the_input_matrix_above_the_mmap_threshold() -> None:
-    assert sv.clean_bucket(10, 300) * 300 * 4 >= sv.MIN_INPUT_MATRIX_BYTES
-    assert sv.clean_bucket(10**7, 300) == 10**7
-    params = sv.fasttext_params(dim=300, seed=0, bucket=10)
-    assert params["thread"] == 1 and params["seed"] == 1 and params["bucket"] == sv.clean_bucket(10, 300)
+    assert ft.clean_bucket(10, 300) * 300 * 4 >= ft.MIN_INPUT_MATRIX_BYTES
+    assert ft.clean_bucket(10**7, 300) == 10**7
+    assert ft.fasttext_args(ft.FastTextSettings(bucket=10))["bucket"] == ft.clean_bucket(10, 300)
 
 
-def test_train_fasttext_progress_path_and_empty_corpus(tmp_path: Path) -> None:
-    model = sv.train_fasttext(CORPUS, dim=4, epochs=1, min_count=1, bucket=100, progress=True)
-    assert model.get_dimension() == 4 and "Seine" in model.get_words()
+def test_settings_are_validated() -> None:
+    with pytest.raises(ValueError, match="unknown fastText model"):
+        ft.FastTextSettings(model="glove")
+    with pytest.raises(ValueError, match="minn <= maxn"):
+        ft.FastTextSettings(minn=5, maxn=3)
+    with pytest.raises(ValueError, match="positive"):
+        ft.FastTextSettings(epochs=0)
+
+
+def test_the_estimate_grows_with_words_epochs_and_negatives() -> None:
+    base = ft.FastTextSettings(epochs=5)
+    assert ft.estimate_seconds(2_000_000, base) == pytest.approx(2 * ft.estimate_seconds(1_000_000, base))
+    assert ft.estimate_seconds(10**6, ft.FastTextSettings(epochs=10)) > ft.estimate_seconds(10**6, base)
+    assert ft.estimate_seconds(10**6, ft.FastTextSettings(neg=10)) > ft.estimate_seconds(10**6, base)
+    assert ft.estimate_seconds(10**6, ft.FastTextSettings(model="cbow")) < ft.estimate_seconds(10**6, base)
+
+
+def test_the_progress_bar_moves_while_training_and_ends_full(capsys: pytest.CaptureFixture[str]) -> None:
+    import time
+
+    with ft._TimeBar(estimate=2.0, label="test", enabled=True) as bar:
+        time.sleep(1.2)
+        moved = bar._bar.n
+    assert 0.5 <= moved <= 0.99 * 2.0 + 1e-9
+    assert bar._bar.n == bar._bar.total  # at the end the bar is full and shows the time taken
+    assert "took" in capsys.readouterr().err
+
+
+def test_train_fasttext_with_the_bar_and_on_an_empty_corpus(tmp_path: Path) -> None:
+    settings = ft.FastTextSettings(dim=4, epochs=1, min_count=1, bucket=100)
+    model = ft.train_fasttext(CORPUS, settings, progress=True)
+    assert model.get_dimension() == 4 and "Seine" in model.get_words() and ft.has_subwords(model)
     with pytest.raises(ValueError, match="lower min_count"):
-        sv.train_fasttext(["one two three"], dim=4, epochs=1, min_count=2, bucket=100, progress=False)
+        ft.train_fasttext(["one two three"], ft.FastTextSettings(dim=4, epochs=1, min_count=2), progress=False)
     with pytest.raises(ValueError, match="empty"):
-        sv.train_fasttext(["  ", ""], dim=4, progress=False)
+        ft.train_fasttext(["  ", ""], ft.FastTextSettings(dim=4), progress=False)
 
 
 def test_coverage_by_rank_uses_frequency_order() -> None:
@@ -444,11 +411,62 @@ def test_nearest_neighbours_cosine() -> None:
         sv.nearest_neighbours(words, m, "z")
 
 
-def test_presets() -> None:
+def test_presets_and_preset_config() -> None:
     assert set(sv.PRESETS) == {"smoke", "demo", "paper"}
-    paper = sv.PRESETS["paper"]
+    paper = sv.preset_config("paper")
     assert (paper.source, paper.top_n, paper.normalisation, paper.fallback, paper.pieces, paper.case,
             paper.scale) == ("published", 300_000, ("unit", "center"), "zero", "skip", "exact", None)
     assert all(c.dim == 300 for c in sv.PRESETS.values())
+    assert sv.preset_config("demo").fasttext == sv.DEMO_FASTTEXT
+    assert sv.REFERENCE_FASTTEXT.dim == 300
+    with pytest.raises(ValueError, match="unknown preset"):
+        sv.preset_config("huge")
     with pytest.raises(ValueError, match="unknown pieces"):
         sv.VectorsConfig(source="train", pieces="glue")
+
+
+# --------------------------------------------------------------------------------------------
+# Notebook 03's exercises: each check accepts the reference solution and rejects a plausible wrong answer
+# --------------------------------------------------------------------------------------------
+
+
+def benchmark_vectors(seed: int = 0) -> sv.WordVectors:
+    """Random vectors with a shared offset for every WordSim-353 word (so centring would change the score)."""
+    from helpers import wordsim
+
+    pairs = wordsim.load_pairs("wordsim353")
+    words = sorted({p.first for p in pairs} | {p.second for p in pairs})
+    rng = np.random.default_rng(seed)
+    scale = rng.uniform(0.2, 5.0, size=(len(words), 1))  # lengths that unit_length will remove
+    return sv.WordVectors(words, (rng.normal(size=(len(words), 16)) + 1.5) * scale)
+
+
+def test_exercise_1_check_accepts_the_solution_and_rejects_the_centred_score() -> None:
+    raw = benchmark_vectors()
+    right = nb03.right_1(raw.words, raw.matrix)
+    assert right(nb03.exercise_1(raw.words, raw.matrix))
+    from helpers import wordsim
+
+    centred = wordsim.evaluate(raw.words, sv.normalise(raw.matrix), "wordsim353", n_bootstrap=1)["spearman"]
+    assert not right(centred)
+    assert not right(0.0)
+
+
+def test_exercise_2_check_accepts_the_solution_and_rejects_the_stripped_total(vectors: sv.WordVectors) -> None:
+    right = nb03.right_2(VOCAB, vectors)
+    assert right(nb03.exercise_2(VOCAB, vectors))
+    assert nb03.exercise_2(VOCAB, vectors) == 3
+    assert not right(sv.align(VOCAB, vectors, pieces="strip").report["n_found"])  # the total, not the change
+    assert not right(0)
+
+
+def test_exercise_3_check_accepts_random_fallback_and_rejects_zeros_or_random_found_rows() -> None:
+    words = [f"w{i}" for i in range(50)]
+    wv = sv.normalise_vectors(sv.WordVectors(words, np.random.default_rng(0).normal(size=(50, 300))))
+    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words[:20],
+                                         *(f"##p{i}" for i in range(200))])}
+    right = nb03.right_3(vocab, wv)
+    assert right(nb03.exercise_3(vocab, wv, seed=0))
+    assert not right(sv.align(vocab, wv))  # the paper's zeros
+    assert not right(sv.align(vocab, wv, fallback="random", random_std=0.05))  # the wrong spread
+    assert not right(sv.align(vocab, wv, fallback="random", scale="bert"))  # found rows changed

@@ -1,0 +1,243 @@
+"""Training fastText word vectors here, on the corpus the tokenizer saw (the offline stand-in for cc.LANG.300).
+
+Only the ``fasttext`` package's public API is used (``fasttext.train_unsupervised``), which has
+two consequences worth knowing:
+
+* **Determinism.** fastText updates its weights from several threads without locks ("Hogwild"), so
+  only ``thread=1`` gives the same vectors twice. ``train_unsupervised`` takes no ``seed``: it
+  always uses fastText's default seed. Our ``seed`` therefore shuffles the order of the documents
+  in the training file (seed 0 keeps the corpus order), which changes the vectors as a seed should.
+* **Progress.** With one thread fastText reports no progress until it has finished, and it offers
+  no callback, so the bar shown here counts elapsed time against an estimate made from the number
+  of words, epochs and settings (:func:`estimate_seconds`, rates measured by
+  ``benchmarks/fasttext_settings.py``). It says how long to expect; it does not read fastText.
+
+``fasttext`` is imported only inside the functions that train or load a model, so the rest of the
+package imports on machines without it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+EOS = "</s>"  # fastText's line-end marker: not a word, so never a row of the vectors
+MODELS = ("skipgram", "cbow")
+
+# fasttext 0.9.3 with one thread initialises only part of its input matrix and leaves the rest as
+# allocated memory. A matrix above glibc's largest mmap threshold (32 MiB) is always fresh, zeroed
+# pages, so the hashed n-gram rows are raised until the matrix is at least this big: the rows it
+# does not initialise are then zero and runs repeat exactly.
+MIN_INPUT_MATRIX_BYTES = 64 * 2**20
+
+# Training speed (corpus words x epochs per second, one thread, dim 300, 5 negatives, window 5),
+# measured by benchmarks/fasttext_settings.py on the embedded English text; used only for the
+# progress estimate. Subwords (maxn > 0) cost extra rows per word.
+WORDS_PER_SECOND = {("skipgram", True): 38_000.0, ("skipgram", False): 56_000.0,
+                    ("cbow", True): 72_000.0, ("cbow", False): 290_000.0}
+
+
+@dataclass(frozen=True)
+class FastTextSettings:
+    """The fastText arguments that matter for quality and time (the rest keep fastText's defaults).
+
+    ``minn``/``maxn`` are the character n-gram lengths; ``maxn=0`` turns subwords off (a plain
+    word2vec-style model). ``bucket`` is the number of hashed n-gram rows (fastText's default of
+    2,000,000 costs 2.4 GB at dim 300); it is raised to :func:`clean_bucket` when training.
+    """
+
+    model: str = "skipgram"
+    dim: int = 300
+    epochs: int = 5
+    min_count: int = 2
+    minn: int = 3
+    maxn: int = 6
+    neg: int = 5
+    ws: int = 5
+    lr: float = 0.05
+    bucket: int = 200_000
+
+    def __post_init__(self) -> None:
+        if self.model not in MODELS:
+            raise ValueError(f"unknown fastText model {self.model!r}; choose one of {MODELS}")
+        if min(self.dim, self.epochs, self.min_count, self.neg, self.ws) < 1 or not self.lr > 0:
+            raise ValueError(f"dim, epochs, min_count, neg, ws and lr must be positive: {self}")
+        if self.maxn and not 0 < self.minn <= self.maxn:
+            raise ValueError(f"need 0 < minn <= maxn for character n-grams (or maxn=0 for none), "
+                             f"got minn={self.minn}, maxn={self.maxn}")
+
+    @property
+    def subwords(self) -> bool:
+        return self.maxn > 0
+
+    def label(self) -> str:
+        grams = f"n-grams {self.minn}-{self.maxn}" if self.subwords else "no subwords"
+        return f"{self.model}, {self.epochs} epochs, {grams}, {self.neg} negatives"
+
+
+def clean_bucket(bucket: int, dim: int) -> int:
+    """``bucket`` raised so the hashed n-gram rows alone fill MIN_INPUT_MATRIX_BYTES (see above)."""
+    return max(bucket, -(-MIN_INPUT_MATRIX_BYTES // (4 * dim)))
+
+
+def fasttext_args(settings: FastTextSettings, threads: int = 1) -> dict[str, Any]:
+    """Keyword arguments for ``fasttext.train_unsupervised`` (``threads=1`` for identical reruns)."""
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, got {threads}")
+    return {"model": settings.model, "dim": settings.dim, "epoch": settings.epochs,
+            "minCount": settings.min_count, "minn": settings.minn if settings.subwords else 0,
+            "maxn": settings.maxn, "neg": settings.neg, "ws": settings.ws, "lr": settings.lr,
+            "bucket": clean_bucket(settings.bucket, settings.dim), "thread": threads}
+
+
+def estimate_seconds(n_words: int, settings: FastTextSettings, threads: int = 1) -> float:
+    """Expected training time from the measured rates above (a guide for the bar, not a promise)."""
+    rate = WORDS_PER_SECOND[(settings.model, settings.subwords)]
+    cost = (settings.neg + 1) / 6 * settings.ws / 5 * settings.dim / 300
+    return max(1.0, n_words * settings.epochs * cost / (rate * threads))
+
+
+# --------------------------------------------------------------------------------------------
+# The training text
+# --------------------------------------------------------------------------------------------
+
+
+def pretokenize(text: str) -> list[str]:
+    """Split text into words the way the BERT tokenizer does before WordPiece.
+
+    BertNormalizer (cased, accents kept) plus BertPreTokenizer: whitespace and every punctuation
+    character separate words, so fastText learns vectors for exactly the strings a whole-word
+    WordPiece token can be ("Paris", ",", "1889"), which is what Equation 3 looks up.
+    """
+    normalizer, pre_tokenizer = _bert_pretokenizer()
+    return [w for w, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(text))]
+
+
+def _bert_pretokenizer() -> tuple[Any, Any]:
+    from tokenizers import normalizers, pre_tokenizers
+
+    return (normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=False,
+                                       lowercase=False),
+            pre_tokenizers.BertPreTokenizer())
+
+
+def write_training_text(texts: Iterable[str], path: Path, seed: int = 0) -> tuple[int, int]:
+    """One pre-tokenised document per line, in an order shuffled by ``seed`` (0: as given). Returns (docs, words)."""
+    lines = [" ".join(words) for words in map(pretokenize, texts) if words]
+    if not lines:
+        raise ValueError("no words to train fastText on: the corpus is empty; check the corpus source and max_docs")
+    if seed:
+        lines = [lines[i] for i in np.random.default_rng(seed).permutation(len(lines))]
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return len(lines), sum(line.count(" ") + 1 for line in lines)
+
+
+# --------------------------------------------------------------------------------------------
+# Training
+# --------------------------------------------------------------------------------------------
+
+
+def train_fasttext(texts: Iterable[str], settings: FastTextSettings, seed: int = 0, tmp_dir: str | Path | None = None,
+                   progress: bool = True) -> Any:
+    """fastText trained on ``texts`` (pre-tokenised like BERT, case kept); same texts + seed -> same vectors."""
+    with tempfile.TemporaryDirectory(dir=tmp_dir, prefix="fasttext-") as tmp:
+        corpus = Path(tmp) / "corpus.txt"
+        _, n_words = write_training_text(texts, corpus, seed)
+        return train_on_file(corpus, settings, n_words, progress=progress)
+
+
+def train_on_file(path: str | Path, settings: FastTextSettings, n_words: int | None = None, threads: int = 1,
+                  progress: bool = True) -> Any:
+    """``fasttext.train_unsupervised`` on a prepared file, with an elapsed-time bar; clear errors."""
+    import fasttext
+
+    args = {"input": str(path), **fasttext_args(settings, threads), "verbose": 0}
+    if n_words is None:
+        with Path(path).open(encoding="utf-8") as fh:
+            n_words = sum(len(line.split()) for line in fh)
+    try:
+        with _TimeBar(estimate_seconds(n_words, settings, threads), settings.label(), progress):
+            return fasttext.train_unsupervised(**args)
+    except (RuntimeError, ValueError) as err:
+        if "empty vocabulary" in str(err).lower():
+            raise ValueError(f"fastText found no word occurring {settings.min_count}+ times in the corpus; "
+                             "lower min_count or give it more text") from err
+        if "nan" in str(err).lower():
+            raise ValueError("fastText training produced NaN: with a tiny or very repetitive corpus, "
+                             "subsampling leaves it almost no training pairs; give it more (varied) text. Without "
+                             "subwords (maxn=0) it also happens on corpora of a few thousand documents; "
+                             "train with n-grams (maxn=6) there") from err
+        raise
+
+
+class _TimeBar:
+    """A tqdm bar over seconds, advanced by a thread while the training call (which releases the GIL) runs.
+
+    It stops at 99 % of the estimate until training returns, then jumps to the end and shows the real time.
+    """
+
+    def __init__(self, estimate: float, label: str, enabled: bool) -> None:
+        self.estimate, self.label, self.enabled = estimate, label, enabled
+        self._done = threading.Event()
+
+    def __enter__(self) -> _TimeBar:
+        if not self.enabled:
+            return self
+        from tqdm.auto import tqdm
+
+        self._bar = tqdm(total=round(self.estimate, 1), desc=f"fastText ({self.label})", unit="s",
+                         bar_format="{l_bar}{bar}| {n:.0f}/~{total:.0f} s estimated")
+        self._start = time.perf_counter()
+        self._thread = threading.Thread(target=self._tick, daemon=True)
+        self._thread.start()
+        return self
+
+    def _tick(self) -> None:
+        while not self._done.wait(0.5):
+            elapsed = time.perf_counter() - self._start
+            self._bar.n = min(elapsed, 0.99 * self.estimate)
+            self._bar.refresh()
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.enabled:
+            return
+        self._done.set()
+        self._thread.join()
+        elapsed = time.perf_counter() - self._start
+        self._bar.total = max(self._bar.total, round(elapsed, 1))
+        self._bar.n = self._bar.total if exc[0] is None else self._bar.n
+        self._bar.bar_format = "{l_bar}{bar}| took " + f"{elapsed:.0f} s (estimated ~{self.estimate:.0f} s)"
+        self._bar.close()
+
+
+def vectors_from_model(model: Any, top_n: int | None = None) -> Any:
+    """The model's ``top_n`` most frequent words and their vectors, as the .vec fastText writes would hold them.
+
+    fastText's dictionary is sorted by count, so ``get_words`` is in frequency order; a word's
+    vector is ``get_word_vector`` (its own row averaged with its n-gram rows).
+    """
+    from helpers.static_vectors import WordVectors
+
+    words = [w for w in model.get_words(on_unicode_error="replace") if w != EOS]
+    if top_n is not None:
+        words = words[:top_n]
+    if not words:
+        raise ValueError("the fastText model has no words")
+    return WordVectors(words, np.stack([model.get_word_vector(w) for w in words]).astype(np.float32))
+
+
+def has_subwords(model: Any) -> bool:
+    """True when the model builds vectors from character n-grams (so it can embed a ``##`` piece)."""
+    return len(model.get_subwords("subwords")[0]) > 1
+
+
+def settings_record(settings: FastTextSettings, seed: int, threads: int = 1) -> dict[str, Any]:
+    """What the manifest records about training: every setting, the seed and how determinism was had."""
+    return {**asdict(settings), "bucket": clean_bucket(settings.bucket, settings.dim), "seed": seed,
+            "thread": threads, "seed_means": "document order of the training file (fastText's own seed is fixed)"}

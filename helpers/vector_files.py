@@ -1,0 +1,324 @@
+"""Where notebook 03's vectors come from: .vec/.vec.gz/.bin files, the published cc.LANG.300 download, or training here.
+
+A fastText ``.vec`` file is a header line ``n_words dim``, then one ``word v1 ... vdim`` line per
+word, most frequent first. The paper uses only the 300,000 most frequent words, so every reader
+here stops after the first ``top_n`` lines: a local file is streamed, and the published
+``cc.LANG.300.vec.gz`` (1.2-1.3 GB) is downloaded only as far as needed: the download is
+decompressed on the fly, stops after ``top_n`` lines, and that prefix is cached (with the original
+header's counts and the number of bytes read recorded beside it).
+
+Refused with the file and line: a value that is not a finite number (one ``nan`` row would spread
+to every aligned row through centring), a line with the wrong number of values, a header that
+disagrees with the model's dimension, a file that ends early; a damaged or truncated ``.gz`` names
+the file. A UTF-8 byte-order mark before the header (some editors add one) is skipped.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import time
+import urllib.request
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+import numpy as np
+
+from helpers.static_vectors import PAPER_TOP_N, VectorsConfig, WordVectors
+
+CC_URL = "https://dl.fbaipublicfiles.com/fasttext/vectors-crawl/cc.{lang}.300.vec.gz"
+CC_PAGE = "https://fasttext.cc/docs/en/crawl-vectors.html"
+DEFAULT_CACHE = Path(".cache/fasttext")
+BOM = "\ufeff"
+_GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
+
+
+# --------------------------------------------------------------------------------------------
+# Reading .vec / .vec.gz
+# --------------------------------------------------------------------------------------------
+
+
+def _text_stream(raw: IO[bytes], gzipped: bool) -> IO[str]:
+    """UTF-8 text over a byte stream, splitting lines on '\\n' only (what fastText writes).
+
+    Universal-newline mode would also end a line at a stray '\\r', shifting every line number after it.
+    """
+    import io
+
+    stream = gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw
+    return io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="\n")
+
+
+def _parse_header(line: str, where: str) -> tuple[int, int]:
+    parts = line.removeprefix(BOM).split()
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"{where}: line 1 should be the fastText header 'n_words dim' (two integers), got "
+                         f"{line.strip()[:80]!r}; is this a fastText .vec file?")
+    n_words, dim = int(parts[0]), int(parts[1])
+    if n_words < 1 or dim < 1:
+        raise ValueError(f"{where}: header says {n_words} words of dimension {dim}; both must be positive")
+    return n_words, dim
+
+
+def iter_vec(fh: IO[str], where: str, top_n: int | None = PAPER_TOP_N,
+             expected_dim: int | None = None) -> Iterator[tuple[int, int] | tuple[str, str]]:
+    """Yield the header ``(n_words, dim)``, then ``(word, line)`` for the first ``top_n`` words, checked.
+
+    Lines are split on single ASCII spaces (how fastText writes them): a word never contains an
+    ASCII space but may contain other odd characters (no-break space, U+2028) that ``str.split()``
+    would wrongly split on. The trailing space fastText writes is ignored.
+    """
+    if top_n is not None and top_n < 1:
+        raise ValueError(f"top_n must be a positive number of words, got {top_n}")
+    header = fh.readline()
+    if not header:
+        raise ValueError(f"{where} is empty; expected a fastText .vec file starting with 'n_words dim'")
+    n_words, dim = _parse_header(header, where)
+    if expected_dim is not None and dim != expected_dim:
+        raise ValueError(f"{where} holds {dim}-dimensional vectors (header) but {expected_dim} were expected; "
+                         f"use the cc.LANG.{expected_dim} vectors or a model whose hidden size is {dim}")
+    yield n_words, dim
+    n_read = n_words if top_n is None else min(n_words, top_n)
+    for lineno in range(2, n_read + 2):
+        line = fh.readline()
+        if not line:
+            raise ValueError(f"{where} ends at line {lineno - 1}, but its header promises {n_words} words "
+                             f"(reading {n_read}); the file is truncated, download it again")
+        fields = line.rstrip("\r\n").rstrip(" ").split(" ")
+        if len(fields) != dim + 1 or not fields[0]:
+            raise ValueError(f"{where}, line {lineno}: got {len(fields)} fields, expected {dim + 1} "
+                             f"(a word and {dim} numbers); the file is damaged or not a .vec file")
+        yield fields[0], line
+
+
+def _vectors_from_lines(lines: Iterator[Any], where: str) -> WordVectors:
+    n_words, dim = next(lines)
+    words: list[str] = []
+    rows: list[np.ndarray] = []
+    for lineno, (word, line) in enumerate(lines, start=2):
+        try:
+            row = np.array(line.rstrip("\r\n").rstrip(" ").split(" ")[1:], dtype=np.float32)
+        except ValueError as err:
+            raise ValueError(f"{where}, line {lineno}: a value is not a number ({err})") from None
+        if not np.isfinite(row).all():
+            raise ValueError(f"{where}, line {lineno} ({word!r}): holds a value that is not a finite number "
+                             f"(nan or inf); centring would spread it to every vector. Fix or re-download the file")
+        words.append(word)
+        rows.append(row)
+    matrix = np.stack(rows) if rows else np.empty((0, dim), dtype=np.float32)
+    return WordVectors(words, matrix)
+
+
+def read_vec(path: str | Path, top_n: int | None = PAPER_TOP_N, expected_dim: int | None = None) -> WordVectors:
+    """The first ``top_n`` words of a fastText text file (.vec or .vec.gz): its most frequent words.
+
+    Reading stops after ``top_n`` lines, so a complete cc.LANG.300.vec.gz is read only as far as needed.
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"no vector file at {path}; download cc.LANG.300.vec.gz from {CC_PAGE} "
+                                "(download_vectors(lang) does it), or train vectors locally with preset 'demo'")
+    try:
+        with path.open("rb") as raw, _text_stream(raw, path.suffix == ".gz") as fh:
+            return _vectors_from_lines(iter_vec(fh, str(path), top_n, expected_dim), str(path))
+    except _GZIP_ERRORS as err:
+        raise ValueError(f"{path}: the gzip data is truncated or damaged ({type(err).__name__}: {err}); "
+                         "download the file again") from None
+
+
+# --------------------------------------------------------------------------------------------
+# The published vectors: stream the download, keep the first top_n lines
+# --------------------------------------------------------------------------------------------
+
+
+class _CountingReader:
+    """A byte stream that counts what was read from it (the compressed bytes downloaded)."""
+
+    def __init__(self, raw: IO[bytes], on_read: Any = None) -> None:
+        self.raw, self.bytes_read, self.on_read = raw, 0, on_read
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self.raw.read(size)
+        self.bytes_read += len(chunk)
+        if self.on_read is not None:
+            self.on_read(len(chunk))
+        return chunk
+
+    def readable(self) -> bool:
+        return True
+
+
+def prefix_path(lang: str, top_n: int, cache_dir: str | Path = DEFAULT_CACHE) -> Path:
+    return Path(cache_dir).expanduser() / f"cc.{lang}.300.top{top_n}.vec.gz"
+
+
+def save_prefix(source: IO[bytes], dest: Path, top_n: int, where: str, progress: bool = False) -> dict[str, Any]:
+    """Copy the header and first ``top_n`` word lines of a gzipped .vec stream into ``dest`` (gzipped).
+
+    The copy's header counts the lines kept, so it is itself a valid .vec.gz; the original header's
+    counts and the bytes read go to ``dest`` + '.json'. Written to a '.part' file, renamed when complete.
+    """
+    from tqdm.auto import tqdm
+
+    part = dest.with_name(dest.name + ".part")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    with tqdm(unit="B", unit_scale=True, desc=f"download {dest.name}", disable=not progress) as bar:
+        counting = _CountingReader(source, bar.update)
+        try:
+            with _text_stream(counting, gzipped=True) as fh, gzip.open(part, "wt", encoding="utf-8") as out:
+                lines = iter_vec(fh, where, top_n)
+                n_words, dim = next(lines)
+                out.write(f"{min(n_words, top_n)} {dim}\n")  # the lines kept: the copy is a valid .vec.gz
+                kept = 0
+                for _, line in lines:
+                    out.write(line)
+                    kept += 1
+        except BaseException as err:
+            part.unlink(missing_ok=True)
+            if isinstance(err, _GZIP_ERRORS):
+                raise ValueError(f"{where}: the gzip data is truncated or damaged ({err}); download it again") from None
+            raise
+    part.replace(dest)
+    info = {"source": where, "header_words": n_words, "dim": dim, "lines_kept": kept, "top_n": top_n,
+            "complete": kept == n_words, "compressed_bytes_read": counting.bytes_read,
+            "bytes_cached": dest.stat().st_size, "seconds": round(time.perf_counter() - started, 1)}
+    Path(str(dest) + ".json").write_text(json.dumps(info, indent=2), encoding="utf-8")
+    return info
+
+
+def download_vectors(lang: str, cache_dir: str | Path = DEFAULT_CACHE, top_n: int = PAPER_TOP_N,
+                     progress: bool = True, url: str | None = None, timeout: float = 60.0) -> Path:
+    """The first ``top_n`` words of cc.LANG.300.vec.gz, streamed from ``url`` once and cached; returns the cache file.
+
+    Only the prefix is downloaded (300,000 of 2,000,000 words: about a sixth of the file).
+    """
+    if not re.fullmatch(r"[a-z]{2,3}", lang):
+        raise ValueError(f"lang must be a fastText language code such as 'en' or 'cs', got {lang!r}")
+    url = url or CC_URL.format(lang=lang)
+    dest = prefix_path(lang, top_n, cache_dir)
+    if dest.is_file() and Path(str(dest) + ".json").is_file():
+        return dest
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            save_prefix(response, dest, top_n, url, progress)
+    except ValueError:
+        raise
+    except Exception as err:
+        raise ConnectionError(
+            f"could not download {url} ({type(err).__name__}: {err}). Offline alternatives: copy "
+            f"cc.{lang}.300.vec.gz (from {CC_PAGE}) here and pass vectors=PATH (it is read only up to "
+            f"{top_n:,} words), or use preset 'demo' / 'smoke', which train fastText vectors locally on the corpus"
+        ) from err
+    return dest
+
+
+def cached_prefix_info(path: Path) -> dict[str, Any] | None:
+    """What :func:`save_prefix` recorded about a cached prefix (None for any other file)."""
+    sidecar = Path(str(path) + ".json")
+    return json.loads(sidecar.read_text(encoding="utf-8")) if sidecar.is_file() else None
+
+
+# --------------------------------------------------------------------------------------------
+# fastText .bin models
+# --------------------------------------------------------------------------------------------
+
+
+def read_bin(path: str | Path, expected_dim: int | None = None) -> Any:
+    """A fastText ``.bin`` model: unlike a .vec it also gives vectors to unseen strings (subwords)."""
+    import fasttext
+
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"no fastText model at {path}; download cc.LANG.300.bin.gz from {CC_PAGE} "
+                                "and gunzip it, or train one (preset 'demo')")
+    try:
+        model = fasttext.load_model(str(path))
+    except ValueError as err:
+        raise ValueError(f"{path} is not a fastText .bin model ({err})") from None
+    if expected_dim is not None and model.get_dimension() != expected_dim:
+        raise ValueError(f"{path} has {model.get_dimension()}-dimensional vectors, expected {expected_dim}")
+    return model
+
+
+# --------------------------------------------------------------------------------------------
+# Vectors for a preset (what notebook 03 calls)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class VectorsSource:
+    """Raw (not yet normalised) vectors, the fastText model if there is one, and how they were made."""
+
+    vectors: WordVectors
+    model: Any
+    info: dict[str, Any]
+
+    @property
+    def subword_model(self) -> Any:
+        """The model if it has character n-grams (what ``align(pieces='subword')`` needs), else None."""
+        from helpers.fasttext_training import has_subwords
+
+        return self.model if self.model is not None and has_subwords(self.model) else None
+
+
+def load_training_corpus(lang: str, corpus_source: str = "embedded", corpus_path: str | Path | None = None,
+                         max_docs: int | None = None) -> Any:
+    """The training split the vectors are trained on (and token frequencies counted on)."""
+    from helpers.data import load_corpus
+
+    options: dict[str, Any] = {"max_docs": max_docs}
+    if corpus_source == "files":
+        if corpus_path is None:
+            raise ValueError("corpus_source='files' needs corpus_path (a .txt/.jsonl/.csv/.parquet file or folder)")
+        options["path"] = corpus_path
+    return load_corpus(corpus_source, lang=lang, split="train", **options)
+
+
+def obtain_vectors(config: VectorsConfig, lang: str, seed: int = 0, vectors_path: str | Path | None = None,
+                   corpus_source: str = "embedded", corpus_path: str | Path | None = None,
+                   cache_dir: str | Path | None = None, progress: bool = True) -> VectorsSource:
+    """Vectors for notebook 03: from ``vectors_path`` if given, else per ``config.source``.
+
+    A ``.bin`` path gives a model (so the 'subword' option works); a ``.vec``/``.vec.gz`` gives words only.
+    """
+    if vectors_path is not None:
+        path = Path(vectors_path).expanduser()
+        info = {"source": "file", "vectors_path": str(path), "top_n": config.top_n}
+        if path.suffix == ".bin":
+            from helpers.fasttext_training import vectors_from_model
+
+            model = read_bin(path, expected_dim=config.fasttext.dim)
+            return VectorsSource(vectors_from_model(model, config.top_n), model, info)
+        return VectorsSource(read_vec(path, config.top_n, config.fasttext.dim), None, info)
+    if config.source == "published":
+        if cache_dir is None:  # the repository's .cache/, wherever the notebook runs from
+            from helpers.runinfo import REPO_ROOT
+
+            cache_dir = REPO_ROOT / DEFAULT_CACHE
+        path = download_vectors(lang, cache_dir, config.top_n, progress)
+        info = {"source": "published", "vectors_path": str(path), "url": CC_URL.format(lang=lang),
+                "top_n": config.top_n, "download": cached_prefix_info(path)}
+        return VectorsSource(read_vec(path, config.top_n, config.fasttext.dim), None, info)
+    return _train_for_preset(config, lang, seed, corpus_source, corpus_path, progress)
+
+
+def _train_for_preset(config: VectorsConfig, lang: str, seed: int, corpus_source: str,
+                      corpus_path: str | Path | None, progress: bool) -> VectorsSource:
+    from helpers.fasttext_training import settings_record, train_fasttext, vectors_from_model
+
+    corpus = load_training_corpus(lang, corpus_source, corpus_path, config.max_docs)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    model = train_fasttext(corpus.texts, config.fasttext, seed=seed, progress=progress)
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
+    vectors = vectors_from_model(model, config.top_n)
+    info = {
+        "source": "train", "corpus": corpus.name, "corpus_source": corpus.source, "corpus_docs": len(corpus),
+        "corpus_words": corpus.n_words(), "top_n": config.top_n, "n_model_words": len(vectors),
+        "fasttext": settings_record(config.fasttext, seed), "train_seconds": round(seconds, 1),
+        "train_cpu_seconds": round(cpu_seconds, 1), "pretokenisation": "BertNormalizer(cased) + BertPreTokenizer",
+    }
+    return VectorsSource(vectors, model, info)

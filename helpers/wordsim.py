@@ -1,0 +1,143 @@
+"""Word-similarity benchmarks: how well cosine similarity of word vectors ranks word pairs as people do.
+
+Two English sets, read from the data files that the installed ``gensim`` package ships in
+``gensim/test/test_data/`` (nothing of gensim is imported; the files are found through
+``importlib.metadata``, so they are available offline wherever the pinned dependencies are):
+
+* **WordSim-353** (``wordsim353.tsv``): 353 pairs rated 0-10 for *relatedness* by 13-16 people.
+  Source: L. Finkelstein, E. Gabrilovich, Y. Matias, E. Rivlin, Z. Solan, G. Wolfman, E. Ruppin,
+  "Placing Search in Context: The Concept Revisited", ACM TOIS 20(1), 2002; the WordSimilarity-353
+  Test Collection, distributed by its authors (gabrilovich.com/resources/data/wordsim353) for free
+  research use, without a named licence; please cite the paper.
+* **SimLex-999** (``simlex999.txt``): 999 pairs rated 0-10 for *similarity* proper (related but
+  unlike pairs such as clothes-closet score low). Source: F. Hill, R. Reichart, A. Korhonen,
+  "SimLex-999: Evaluating Semantic Models with (Genuine) Similarity Estimation", Computational
+  Linguistics 41(4), 2015; distributed by its authors (fh295.github.io/simlex.html) for free
+  research use, without a named licence; please cite the paper.
+
+gensim (LGPL-2.1) redistributes both files unchanged apart from a comment header. The score is
+Spearman's rank correlation between the human ratings and the cosines, over the pairs whose two
+words both have a vector (the *coverage* says how many), with a bootstrap 95 % interval over
+those pairs: it tells how much the score would move with another draw of pairs of this kind.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+BENCHMARKS: dict[str, str] = {
+    "wordsim353": "gensim/test/test_data/wordsim353.tsv",
+    "simlex999": "gensim/test/test_data/simlex999.txt",
+}
+TITLES = {"wordsim353": "WordSim-353", "simlex999": "SimLex-999"}
+N_BOOTSTRAP = 1000
+
+
+@dataclass(frozen=True)
+class Pair:
+    first: str
+    second: str
+    human: float
+
+
+def benchmark_path(name: str) -> Path:
+    """Where the installed gensim package keeps the benchmark file."""
+    if name not in BENCHMARKS:
+        raise ValueError(f"unknown benchmark {name!r}; choose one of {', '.join(BENCHMARKS)}")
+    try:
+        path = Path(importlib.metadata.distribution("gensim").locate_file(BENCHMARKS[name]))
+    except importlib.metadata.PackageNotFoundError:
+        raise FileNotFoundError(f"{TITLES[name]} is read from the gensim package's test data, but gensim is not "
+                                "installed; install the project's pinned dependencies (pip install -e .)") from None
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing from the installed gensim; reinstall gensim (its wheel ships it)")
+    return path
+
+
+def load_pairs(name: str) -> list[Pair]:
+    """The benchmark's word pairs and mean human ratings ('#' lines are comments)."""
+    path = benchmark_path(name)
+    pairs = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) < 3:
+            raise ValueError(f"{path}, line {lineno}: expected 'word1<TAB>word2<TAB>score', got {line!r}")
+        pairs.append(Pair(fields[0], fields[1], float(fields[2])))
+    return pairs
+
+
+def word_index(words: Sequence[str]) -> dict[str, int]:
+    """word -> row for every word, plus each lower-cased word -> its most frequent case variant.
+
+    The benchmarks are lower-case ('paris' as well as some capitalised names) while our vectors keep case.
+    """
+    index: dict[str, int] = {}
+    for row, word in enumerate(words):
+        index.setdefault(word, row)
+    for row, word in enumerate(words):
+        index.setdefault(word.lower(), row)
+    return index
+
+
+def find(index: Mapping[str, int], word: str) -> int | None:
+    """The row of ``word``: exact, else any case variant (see :func:`word_index`)."""
+    row = index.get(word)
+    return row if row is not None else index.get(word.lower())
+
+
+def cosines(matrix: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
+    a, b = np.asarray(matrix[rows_a], np.float64), np.asarray(matrix[rows_b], np.float64)
+    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    return np.einsum("ij,ij->i", a, b) / np.maximum(norms, 1e-12)
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(x, y).statistic)
+
+
+def evaluate(words: Sequence[str], matrix: np.ndarray, name: str, n_bootstrap: int = N_BOOTSTRAP,
+             seed: int = 0) -> dict[str, Any]:
+    """Spearman of cosine vs human rating on one benchmark, its coverage and a bootstrap 95 % interval."""
+    pairs = load_pairs(name)
+    index = word_index(words)
+    rows = [(find(index, p.first), find(index, p.second), p.human) for p in pairs]
+    kept = [(a, b, human) for a, b, human in rows if a is not None and b is not None]
+    result: dict[str, Any] = {"benchmark": name, "pairs": len(pairs), "found": len(kept),
+                              "coverage": len(kept) / len(pairs), "spearman": float("nan"),
+                              "ci_low": float("nan"), "ci_high": float("nan")}
+    if len(kept) < 3:
+        return result
+    rows_a, rows_b, human = (np.array(col) for col in zip(*kept))
+    sims = cosines(np.asarray(matrix), rows_a, rows_b)
+    result["spearman"] = spearman(human, sims)
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(kept), size=(n_bootstrap, len(kept)))
+    boot = np.array([spearman(human[d], sims[d]) for d in draws])
+    result["ci_low"], result["ci_high"] = (float(v) for v in np.nanpercentile(boot, [2.5, 97.5]))
+    return result
+
+
+def evaluate_all(words: Sequence[str], matrix: np.ndarray, n_bootstrap: int = N_BOOTSTRAP,
+                 seed: int = 0) -> dict[str, dict[str, Any]]:
+    """:func:`evaluate` on every benchmark, keyed by name."""
+    return {name: evaluate(words, matrix, name, n_bootstrap, seed) for name in BENCHMARKS}
+
+
+def score_rows(results: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """A table for the notebook: one row per (vectors, benchmark) from {label: :func:`evaluate_all`'s result}."""
+    rows = []
+    for label, by_benchmark in results.items():
+        for name, res in by_benchmark.items():
+            rows.append({"vectors": label, "benchmark": TITLES[name], "spearman": round(res["spearman"], 3),
+                         "95% interval": f"{res['ci_low']:.3f} to {res['ci_high']:.3f}",
+                         "pairs found": f"{res['found']} of {res['pairs']}"})
+    return rows

@@ -118,20 +118,27 @@ def check_same_experiment(tiny: Mapping[str, Any] | None, ft: Mapping[str, Any] 
 # ------------------------------------------------------------------------------------ checkpoints
 
 
-def rng_state(mask_generator: torch.Generator | None, device: torch.device) -> dict[str, Any]:
-    """The random streams a step draws from: torch's (dropout), the masking generator's, CUDA's."""
+def rng_state(mask_generator: torch.Generator | None, device: torch.device,
+              dropout_generator: torch.Generator | None = None) -> dict[str, Any]:
+    """The random streams a step draws from: torch's (dropout), the masking generator's, CUDA's, and the
+    generator of helpers.fast_dropout when the run uses it."""
     state = {"torch": torch.get_rng_state(), "mask": mask_generator.get_state() if mask_generator else None}
     if device.type == "cuda":
         state["cuda"] = torch.cuda.get_rng_state(device)
+    if dropout_generator is not None:
+        state["dropout"] = dropout_generator.get_state()
     return state
 
 
-def set_rng_state(state: Mapping[str, Any], mask_generator: torch.Generator | None, device: torch.device) -> None:
+def set_rng_state(state: Mapping[str, Any], mask_generator: torch.Generator | None, device: torch.device,
+                  dropout_generator: torch.Generator | None = None) -> None:
     torch.set_rng_state(state["torch"])
     if mask_generator is not None and state.get("mask") is not None:
         mask_generator.set_state(state["mask"])
     if device.type == "cuda" and "cuda" in state:
         torch.cuda.set_rng_state(state["cuda"], device)
+    if dropout_generator is not None and state.get("dropout") is not None:
+        dropout_generator.set_state(state["dropout"])
 
 
 def save_checkpoint(path: Path, payload: Mapping[str, Any]) -> None:

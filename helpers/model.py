@@ -12,6 +12,7 @@ kernels refuse the call and SDPA falls back to its slow "math" kernel. ``"sdpa_p
 below) zero-pads q, k and v to 80 and keeps the softmax scale at 1/sqrt(75): q.k is unchanged by the
 zero columns, and the five extra output columns are zeros that are sliced off, so the result is the
 same attention (tested on the CPU for exact equality). Its GPU speed-up was not measured here.
+Every option runs the same code on the CPU and on CUDA (tests/test_gpu_path_on_cpu.py).
 """
 
 from __future__ import annotations
@@ -155,13 +156,14 @@ def masked_rows(labels: torch.Tensor, max_masked: int | None = None) -> tuple[to
 
 
 def sync_free_mask(model: BertForMaskedLM, attention_mask: torch.Tensor | None) -> torch.Tensor | None:
-    """On CUDA, hand SDPA a ready (batch, 1, 1, seq) boolean mask.
+    """Hand SDPA a ready (batch, 1, 1, seq) boolean mask, on every device.
 
     Given a 2-D mask, transformers first asks ``mask.all()`` to see whether it may drop the mask,
-    a host-device sync on every forward pass; a 4-D mask is passed through untouched. The CPU keeps
-    the 2-D path (no sync cost there, and an all-ones mask may then be skipped).
+    a host-device sync on every forward pass on CUDA; a 4-D mask is passed through untouched and
+    broadcast by SDPA over the query positions (on the CPU no slower than the 2-D path,
+    benchmarks/results/cpu_options.json). Eager attention keeps the 2-D mask it expects.
     """
-    if (attention_mask is None or attention_mask.dim() != 2 or not attention_mask.is_cuda
+    if (attention_mask is None or attention_mask.dim() != 2
             or model.config._attn_implementation not in ("sdpa", PADDED_ATTENTION)):
         return attention_mask
     return attention_mask.bool()[:, None, None, :]
@@ -182,10 +184,32 @@ def masked_logits(model: BertForMaskedLM, input_ids: torch.Tensor, attention_mas
 
 
 def mlm_loss(model: BertForMaskedLM, input_ids: torch.Tensor, attention_mask: torch.Tensor | None,
-             labels: torch.Tensor, max_masked: int | None = None) -> torch.Tensor:
-    """BERT's MLM objective: mean cross-entropy over the masked positions, as a device tensor."""
+             labels: torch.Tensor, max_masked: int | None = None, reduction: str = "mean") -> torch.Tensor:
+    """BERT's MLM objective: mean cross-entropy over the masked positions (or their sum), as a device tensor."""
     logits, targets = masked_logits(model, input_ids, attention_mask, labels, max_masked)
-    return F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX)
+    return F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX, reduction=reduction)
+
+
+class MaskedLMLoss(torch.nn.Module):
+    """:func:`mlm_loss` as a module returning (sum over the scored rows, their number).
+
+    A module, so that torch.compile and DistributedDataParallel can wrap the whole loss (DDP only
+    synchronises gradients of a forward pass that went through it); a sum and a count, so that
+    several processes can divide by the number of masked tokens of the whole batch.
+    """
+
+    def __init__(self, model: BertForMaskedLM, max_masked: int | None = None) -> None:
+        super().__init__()
+        self.model = model
+        self.max_masked = max_masked
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None,
+                labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        total = mlm_loss(self.model, input_ids, attention_mask, labels, self.max_masked, reduction="sum")
+        count = (labels != IGNORE_INDEX).sum()
+        if self.max_masked is not None:  # rows past the cap are not scored (masked_rows)
+            count = count.clamp(max=self.max_masked)
+        return total, count
 
 
 # --------------------------------------------------------------------------------------------

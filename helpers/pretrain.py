@@ -23,7 +23,7 @@ import json
 import math
 import sys
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -33,14 +33,15 @@ import torch.nn.functional as F
 from transformers import get_linear_schedule_with_warmup
 
 from helpers import checkpoints as ck
+from helpers import distributed
 from helpers.crossing import crossing_step, fraction_of
 from helpers.masking import IGNORE_INDEX, MLMCollator
 from helpers.model import (
     InitSpec,
+    MaskedLMLoss,
     build_model,
     count_parameters,
     masked_logits,
-    mlm_loss,
     sync_free_mask,
     use_attention,
 )
@@ -62,8 +63,10 @@ CHECKPOINT_FILE = ck.CHECKPOINT_FILE
 EVAL_POSITIONS_FILE = "eval_positions.npz"
 EVAL_MASK_SEED = 1234  # fixed: the evaluation mask belongs to the data, not to a training seed
 BATCHING = ("random", "bucketed")
-DROPOUT = ("torch", "fast")
+# Cheaper dropout randomness was measured on full steps (0.84-1.06x, benchmarks/README.md) and left out.
+DROPOUT = ("torch",)
 ATTENTION = ("auto", "sdpa", "sdpa_padded", "eager")
+PRECISION = ("auto", "fp32", "bf16")
 
 
 # --------------------------------------------------------------------------------------------
@@ -80,6 +83,7 @@ NUMBER_RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "warmup_fraction": (0.0, 1.0, True, False),
     "grad_clip": (0.0, math.inf, False, False),
     "mlm_probability": (0.0, 1.0, False, False),
+    "dropout_probability": (0.0, 1.0, True, False),
 }
 
 
@@ -140,12 +144,16 @@ class TrainConfig:
     train_docs: int | None = None  # documents given to prepare_data (None: all)
     eval_docs: int | None = None
     mlm_probability: float = 0.15
-    compile: bool = False  # torch.compile the loss on CUDA (static shapes through max_masked)
+    # How a step runs (step_options resolves 'auto'/None: the GPU configuration on CUDA, plain fp32 elsewhere);
+    # each works on any device.
+    compile: bool = False  # torch.compile the loss (forward and backward)
     attention: str = "auto"  # 'auto': sdpa on CPU, sdpa_padded (head dim 75 -> 80) on CUDA
+    precision: str = "auto"  # 'auto': bf16 autocast on CUDA, fp32 elsewhere
+    cap_masked: bool | None = None  # score a fixed number of rows (static_cap) for static shapes; None: on CUDA
     cpu_threads: int | None = None  # torch threads while training on the CPU (None: torch's default)
     max_steps: int | None = None  # the cap cap_steps applied (recorded; steps already holds its effect)
     batching: str = "random"  # 'random': BatchSampler; 'bucketed': helpers.batching (similar lengths together)
-    dropout: str = "torch"  # 'torch': nn.Dropout; 'fast': helpers.fast_dropout
+    dropout: str = "torch"  # torch's nn.Dropout (the only choice; recorded so a run says what it used)
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "eval_every", "checkpoint_every", "eval_batch_size"):
@@ -161,6 +169,10 @@ class TrainConfig:
         for i, beta in enumerate(self.betas):
             check_number(f"betas[{i}]", beta, "beta")
         check_choice("attention", self.attention, ATTENTION)
+        check_choice("precision", self.precision, PRECISION)
+        if self.cap_masked not in (None, True, False) or not isinstance(self.compile, bool):
+            raise ValueError(f"cap_masked must be None, True or False and compile True or False, got "
+                             f"{self.cap_masked!r} and {self.compile!r}")
         check_choice("batching", self.batching, BATCHING)
         check_choice("dropout", self.dropout, DROPOUT)
 
@@ -375,9 +387,14 @@ class PreparedData:
     def seq_len(self) -> int:
         return int(self.train_ids.shape[1])
 
-    def train_batch(self, picked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Token ids and lengths of the training sequences at ``picked``."""
-        return self.train_ids[picked], self.train_lengths[picked]
+    def train_batch(self, picked: np.ndarray, cut: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Token ids and lengths of the training sequences at ``picked``.
+
+        ``cut`` drops the padding columns every row has (bucketed batches, where rows are of similar
+        length). Random batches keep their full width, so their masks are the paper preset's.
+        """
+        ids, lengths = self.train_ids[picked], self.train_lengths[picked]
+        return (ids[:, :int(np.max(lengths))] if cut else ids), lengths
 
     def fingerprint(self) -> str:
         """SHA-256 of every array and of meta.json (timings aside): the data part of a run's identity."""
@@ -440,13 +457,15 @@ def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Adam
                              fused=True)
 
 
-def static_cap(cfg: TrainConfig) -> int:
-    """Masked rows per batch for static shapes on CUDA: the mean plus 6 binomial standard deviations.
+def static_cap(cfg: TrainConfig, rows: int | None = None) -> int:
+    """Masked rows per batch (of ``rows`` sequences, default the batch size) for static shapes: the mean plus
+    6 binomial standard deviations.
 
     Every position counts as eligible here, so the real count (which excludes [CLS], [SEP] and
-    padding) stays further below the cap; overflow has probability under 1e-9 per batch.
+    padding) stays further below the cap; overflow has probability under 1e-9 per batch. The price is
+    output-layer rows for padding: on the CPU's demo batches the cap projects ~1.8x the masked rows.
     """
-    n = cfg.batch_size * cfg.seq_len
+    n = (cfg.batch_size if rows is None else rows) * cfg.seq_len
     p = cfg.mlm_probability
     cap = n * p + 6 * math.sqrt(n * p * (1 - p))
     return min(n, int(math.ceil(cap / 64) * 64))
@@ -456,6 +475,38 @@ def encoder_mask(model: torch.nn.Module, attention: torch.Tensor, packed: bool) 
     """The attention mask the encoder gets: none for full packed blocks (CUDA's fastest SDPA kernels),
     a ready 4-D mask on CUDA (no host sync), the plain 2-D mask on the CPU."""
     return None if packed else sync_free_mask(model, attention)
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    """How a training step runs, with the config's 'auto' settings resolved for one device (in run.json)."""
+
+    precision: str  # 'fp32' or 'bf16' (autocast: bf16 matmuls; the softmax over the vocabulary stays float32)
+    compile: bool  # torch.compile the loss module
+    attention: str  # 'sdpa', 'sdpa_padded' or 'eager'
+    max_masked: int | None  # a fixed number of scored rows per process (static shapes); None: exactly the masked ones
+
+
+def step_options(cfg: TrainConfig, device: torch.device, world: distributed.World = distributed.World()) -> StepOptions:
+    """Resolve 'auto': the GPU configuration (bf16, sdpa_padded, a fixed row count) on CUDA; fp32 with plain
+    SDPA elsewhere, where bf16 and compilation measured slower (benchmarks/results/cpu_options.json).
+
+    Only these defaults depend on the device: every option runs the same code on the CPU and on CUDA.
+    """
+    gpu = device.type == "cuda"
+    precision = cfg.precision if cfg.precision != "auto" else ("bf16" if gpu else "fp32")
+    attention = cfg.attention if cfg.attention != "auto" else ("sdpa_padded" if gpu else "sdpa")
+    cap = gpu if cfg.cap_masked is None else cfg.cap_masked
+    rows = cfg.batch_size // world.world_size
+    return StepOptions(precision, cfg.compile, attention, static_cap(cfg, rows) if cap else None)
+
+
+def loss_function(model: torch.nn.Module, options: StepOptions, device: torch.device,
+                  world: distributed.World = distributed.World()) -> torch.nn.Module:
+    """The masked-only loss as a module (sum, count): inside DistributedDataParallel with several processes,
+    then compiled if asked (torch.compile outside DDP lets it split the graph at DDP's gradient buckets)."""
+    module = distributed.wrap(MaskedLMLoss(model, options.max_masked), device, world)
+    return torch.compile(module) if options.compile else module
 
 
 @dataclass
@@ -468,30 +519,50 @@ class StepContext:
     collator: MLMCollator
     cfg: TrainConfig
     device: torch.device
-    max_masked: int | None  # a fixed number of scored rows on CUDA (static shapes); None: exactly the masked ones
-    loss_fn: Any  # mlm_loss, or its torch.compile'd form on CUDA
+    world: distributed.World = distributed.World()
+    options: StepOptions = field(init=False)  # the cfg's step settings resolved for this device (step_options)
+    loss_fn: torch.nn.Module = field(init=False)  # MaskedLMLoss, in DDP with several processes, compiled if asked
+
+    def __post_init__(self) -> None:
+        self.options = step_options(self.cfg, self.device, self.world)
+        self.loss_fn = loss_function(self.model, self.options, self.device, self.world)
 
     def autocast(self) -> torch.autocast:
-        """bfloat16 autocast on a GPU; off on the CPU, where bfloat16 matmuls measured slower."""
-        return torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=self.device.type == "cuda")
+        """bfloat16 autocast when the options ask for it, on whatever device the step runs."""
+        return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16,
+                              enabled=self.options.precision == "bf16")
 
     def encoder_mask(self, attention: torch.Tensor) -> torch.Tensor | None:
         return encoder_mask(self.model, attention, self.cfg.packing)
 
+    def loss(self, input_ids: torch.Tensor, attention: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """The batch's masked-only loss: summed cross-entropy over the masked tokens / their number.
+
+        With several processes each takes its block of rows and returns world_size x (its rows' sum) /
+        (the whole batch's count): DDP averages the gradients, so they are those of the one-process loss.
+        """
+        rows = distributed.my_rows(input_ids.shape[0], self.world)
+        with self.autocast():
+            total, count = self.loss_fn(input_ids[rows], self.encoder_mask(attention[rows]), labels[rows])
+        return total * self.world.world_size / distributed.sum_over_processes(count, self.world)
+
 
 def make_step_context(model: torch.nn.Module, cfg: TrainConfig, tokenizer: Any, device: str, seed: int) -> StepContext:
-    """The optimiser, the schedule and the masking collator of one run (both models get the same ones)."""
+    """The optimiser, the schedule, the masking collator and the loss of one run (both models get the same ones)."""
     dev = torch.device(device)
-    cuda = dev.type == "cuda"
     optimizer = make_optimizer(model, cfg)
     # Linear warmup from 0 to cfg.lr over warmup_steps, then linear decay to 0 at cfg.steps (BERT's schedule).
     scheduler = get_linear_schedule_with_warmup(optimizer, cfg.warmup_steps, cfg.steps)
     collator = MLMCollator(tokenizer, mlm_probability=cfg.mlm_probability, seed=seed)
-    loss_fn = torch.compile(mlm_loss) if (cfg.compile and cuda) else mlm_loss
-    # On CUDA a fixed number of scored rows avoids the host sync of nonzero(); on the CPU the
-    # exact count costs nothing and nothing is ever dropped.
-    max_masked = static_cap(cfg) if cuda else None
-    return StepContext(model, optimizer, scheduler, collator, cfg, dev, max_masked, loss_fn)
+    # StepContext also builds the loss and resolves how it runs: bfloat16, torch.compile and a fixed number
+    # of scored rows work on any device, and are on by default on CUDA only (the CPU measured them slower).
+    return StepContext(model, optimizer, scheduler, collator, cfg, dev)
+
+
+def distribute(ctx: StepContext, world: distributed.World) -> StepContext:
+    """The same step for one of several processes: the row cap sized for its share, the loss inside DDP."""
+    distributed.my_rows(ctx.cfg.batch_size, world)  # refuse a batch that does not split evenly, before any step
+    return replace(ctx, world=world)  # __post_init__ sizes the options and builds the loss for this world
 
 
 def train_step(ctx: StepContext, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -499,10 +570,9 @@ def train_step(ctx: StepContext, ids: torch.Tensor, lengths: torch.Tensor) -> tu
     # 1. Mask afresh: 15 % of the real tokens; of those 80 % [MASK], 10 % random, 10 % unchanged (notebook 01).
     attention = lengths_to_mask(lengths, ids.shape[1])
     batch = ctx.collator.mask(ids, attention)
-    # 2. The loss on the masked positions only (bfloat16 autocast on a GPU, nothing on the CPU).
-    with ctx.autocast():
-        loss = ctx.loss_fn(ctx.model, batch["input_ids"], ctx.encoder_mask(attention), batch["labels"],
-                           ctx.max_masked)
+    # 2. The loss on the masked positions only: summed cross-entropy / number of masked tokens (StepContext.loss,
+    #    in bfloat16 autocast if asked; with several processes each scores its own rows of the batch).
+    loss = ctx.loss(batch["input_ids"], attention, batch["labels"])
     # 3. Gradients, then scale them down if their global norm exceeds grad_clip (the norm before clipping
     #    is returned, so a non-finite one can be caught).
     loss.backward()
@@ -541,13 +611,14 @@ def evaluate(model: torch.nn.Module, data: PreparedData, cfg: TrainConfig, devic
     """
     was_training = model.training
     model.eval()
+    precision = step_options(cfg, device).precision
     n = len(data.eval_labels) if cfg.eval_sequences is None else min(cfg.eval_sequences, len(data.eval_labels))
     losses, corrects = [], []
     for start in range(0, n, cfg.eval_batch_size):
         stop = min(n, start + cfg.eval_batch_size)
         ids, lengths = batch_to_device(data.eval_masked_ids[start:stop], data.eval_lengths[start:stop], device)
         labels = torch.from_numpy(data.eval_labels[start:stop].astype(np.int64)).to(device)
-        with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=precision == "bf16"):
             logits, targets = masked_logits(model, ids, encoder_mask(model, lengths_to_mask(lengths, ids.shape[1]),
                                                                      cfg.packing), labels)
         losses.append(F.cross_entropy(logits, targets, reduction="none"))
@@ -662,9 +733,8 @@ def check_same_vocabulary(init: InitSpec, meta: Mapping[str, Any]) -> None:
 
 
 def pick_attention(cfg: TrainConfig, device: torch.device) -> str:
-    if cfg.attention != "auto":
-        return cfg.attention
-    return "sdpa_padded" if device.type == "cuda" else "sdpa"
+    """The attention kernel a run on ``device`` uses (see step_options)."""
+    return step_options(cfg, device).attention
 
 
 def train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Path, out_dir: str | Path,
@@ -679,20 +749,25 @@ def train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Pat
     it exists for time-boxed sessions and for the resume test. ``model_overrides`` change the Table 4
     config (the unit tests use a tiny model). Returns run.json's content. A non-finite loss or
     gradient norm raises TrainingDiverged after run.json records ``finished: false`` and the step.
+    Started by torchrun, each process trains on its share of every batch (helpers.distributed) and
+    process 0 alone writes the files.
     """
+    world = distributed.from_environment()
+    dev = distributed.process_device(pick_device(device), world)
     threads = torch.get_num_threads()
-    if cfg.cpu_threads and pick_device(device) == "cpu":
+    if cfg.cpu_threads and dev.type == "cpu":
         torch.set_num_threads(cfg.cpu_threads)
     try:
-        return _train(model_name, init, cfg, data_dir, out_dir, tokenizer, device, seed, resume, stop_at, progress,
-                      model_overrides)
+        with distributed.process_group(dev, world):
+            return _train(model_name, init, cfg, data_dir, out_dir, tokenizer, dev, world, seed, resume, stop_at,
+                          progress, model_overrides)
     finally:
         torch.set_num_threads(threads)
 
 
 def _train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Path, out_dir: str | Path,
-           tokenizer: Any, device: str, seed: int, resume: bool, stop_at: int | None, progress: bool,
-           model_overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+           tokenizer: Any, dev: torch.device, world: distributed.World, seed: int, resume: bool,
+           stop_at: int | None, progress: bool, model_overrides: Mapping[str, Any] | None) -> dict[str, Any]:
     # --- set up: data, model, optimiser, batch order, identity (all checked before any step) ---
     check_model_init(model_name, init)
     if stop_at is not None:
@@ -706,46 +781,49 @@ def _train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Pa
         raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but the data was prepared with "
                          f"{data.meta['vocab_size']}; use the tokenizer saved in {data.directory / 'tokenizer'}")
     check_same_vocabulary(init, data.meta)
-    dev = torch.device(pick_device(device))
     run_dir = Path(out_dir) / model_name
-    run_dir.mkdir(parents=True, exist_ok=True)
+    if world.is_main:
+        run_dir.mkdir(parents=True, exist_ok=True)
 
     overrides = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id, **(model_overrides or {})}
     model = build_model(init, seed=seed, **overrides)
-    use_attention(model, pick_attention(cfg, dev))
+    use_attention(model, step_options(cfg, dev, world).attention)
     model.to(dev).train()
-    if cfg.dropout == "fast":
-        from helpers.fast_dropout import use_fast_dropout
-
-        use_fast_dropout(model, seed)
-    torch.manual_seed(seed)  # the dropout stream starts in the same place for both models
+    # Every process draws the same masks (the collator's seed) but its own dropout (a stream per process).
+    dropout_seed = distributed.dropout_seed(seed, world)
+    torch.manual_seed(dropout_seed)  # the dropout stream starts in the same place for both models
     ctx = make_step_context(model, cfg, tokenizer, str(dev), seed)
+    if world.distributed:
+        ctx = distribute(ctx, world)
     sampler = make_sampler(cfg, data, seed)
     record = run_record(model_name, init, cfg, seed, data, tokenizer, model, dev)
+    record.update(world_size=world.world_size, step_options=asdict(ctx.options))
     key = {"model_name": model_name, "identity": record["identity"], "init": record["init"],
-           "model_overrides": overrides}
+           "model_overrides": overrides, "world_size": world.world_size}
 
-    # --- resume where a checkpoint of this same run stopped ---
+    # --- resume where a checkpoint of this same run stopped (process 0 reads it and hands it to the others) ---
     step, rows, running, running_n, elapsed = 0, [], 0.0, 0, 0.0
     ckpt_path = run_dir / CHECKPOINT_FILE
-    if resume and ckpt_path.exists():
-        ckpt = ck.load_checkpoint(ckpt_path)
+    ckpt = read_checkpoint_on_main(ckpt_path, resume, world)
+    if ckpt is not None:
         ck.check_resumable(ckpt_path, ckpt["key"], key, ckpt.get("train_config"), asdict(cfg))
         model.load_state_dict(ckpt["model"])  # onto the parameters' device
         ctx.optimizer.load_state_dict(ckpt["optimizer"])
         ctx.scheduler.load_state_dict(ckpt["scheduler"])
-        ck.set_rng_state(ckpt["rng"], ctx.collator.generator(dev), dev)
+        rng = ckpt.get("process_rng", [ckpt["rng"]])[world.rank]
+        ck.set_rng_state(rng, ctx.collator.generator(dev), dev, None)
         step, rows, elapsed = ckpt["step"], ckpt["metrics"], ckpt["elapsed_s"]
         running, running_n = ckpt["running_loss"]
     record.update(finished=False, steps_done=step)
-    ck.write_run_json(run_dir, record)
+    if world.is_main:
+        ck.write_run_json(run_dir, record)
 
     last = cfg.steps if stop_at is None else min(cfg.steps, stop_at)
     started = time.perf_counter() - elapsed
     running = torch.tensor(running, device=dev)
     guard = FiniteGuard(dev)
     bar = tqdm(total=cfg.steps, initial=step, desc=model_name, mininterval=10, dynamic_ncols=True) \
-        if progress and tqdm is not None else None
+        if progress and tqdm is not None and world.is_main else None
 
     def log_eval(at: int) -> None:
         nonlocal running, running_n
@@ -764,11 +842,13 @@ def _train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Pa
 
     # --- the loop: batch, step, and every so often evaluate and checkpoint ---
     try:
-        if step == 0 and not rows:
+        if step == 0 and not rows and world.is_main:
             log_eval(0)
         while step < last:
-            ids, lengths = batch_to_device(*data.train_batch(sampler.indices(step)), dev)
+            picked = sampler.indices(step)
+            ids, lengths = batch_to_device(*data.train_batch(picked, cut=cfg.batching == "bucketed"), dev)
             loss, grad_norm = train_step(ctx, ids, lengths)
+            loss = distributed.sum_over_processes(loss, world) / world.world_size  # the whole batch's loss
             step += 1
             guard.watch(step, loss, grad_norm)
             running += loss.float()
@@ -777,28 +857,54 @@ def _train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Pa
                 bar.update(1)
             if step % cfg.eval_every == 0 or step == cfg.steps:
                 guard.check()
-                log_eval(step)
+                if world.is_main:
+                    log_eval(step)
             if step % cfg.checkpoint_every == 0 or step == last:
                 guard.check()
-                ck.save_checkpoint(ckpt_path, {
-                    "key": key, "train_config": asdict(cfg), "step": step, "model": model.state_dict(),
-                    "optimizer": ctx.optimizer.state_dict(), "scheduler": ctx.scheduler.state_dict(),
-                    "rng": ck.rng_state(ctx.collator.generator(dev), dev), "sampler": sampler.state(step),
-                    "metrics": rows, "running_loss": (float(running.item()), running_n),
+                save_on_main(ckpt_path, ctx, world, {
+                    "key": key, "train_config": asdict(cfg), "step": step, "metrics": rows,
+                    "sampler": sampler.state(step), "running_loss": (float(running.item()), running_n),
                     "elapsed_s": time.perf_counter() - started})
     except TrainingDiverged as err:
         record.update(finished=False, steps_done=err.step, stopped=str(err))
-        ck.write_run_json(run_dir, record)
+        if world.is_main:
+            ck.write_run_json(run_dir, record)
         raise
     finally:
         if bar is not None:
             bar.close()
 
-    if step >= cfg.steps:
-        model.save_pretrained(str(run_dir / "model"))
     record.update(finished=step >= cfg.steps, steps_done=step, train_seconds=round(time.perf_counter() - started, 2))
-    ck.write_run_json(run_dir, record)
+    if world.is_main:
+        if step >= cfg.steps:
+            model.save_pretrained(str(run_dir / "model"))
+        ck.write_run_json(run_dir, record)
     return record
+
+
+def read_checkpoint_on_main(path: Path, resume: bool, world: distributed.World) -> dict[str, Any] | None:
+    """The checkpoint to resume from (None: start afresh), read by process 0 and handed to every process,
+    so several machines need no shared disk; an unreadable file raises the same error in every process."""
+    payload: Any = None
+    if world.is_main and resume and path.exists():
+        try:
+            payload = ck.load_checkpoint(path)
+        except ck.CheckpointError as err:
+            payload = err
+    payload = distributed.broadcast_from_main(payload, world)
+    if isinstance(payload, Exception):
+        raise payload
+    return payload
+
+
+def save_on_main(path: Path, ctx: StepContext, world: distributed.World, payload: dict[str, Any]) -> None:
+    """Process 0 writes the checkpoint, with every process's random streams (each draws its own dropout)."""
+    dev = ctx.device
+    rng = ck.rng_state(ctx.collator.generator(dev), dev, None)
+    process_rng = distributed.gather_to_main(rng, world)
+    if world.is_main:
+        ck.save_checkpoint(path, {**payload, "model": ctx.model.state_dict(), "optimizer": ctx.optimizer.state_dict(),
+                                  "scheduler": ctx.scheduler.state_dict(), "rng": rng, "process_rng": process_rng})
 
 
 def run_record(model_name: str, init: InitSpec, cfg: TrainConfig, seed: int, data: PreparedData, tokenizer: Any,

@@ -1,6 +1,7 @@
 """The command line of helpers.pretrain: train one model from prepared files (for example on a GPU machine).
 
-``python -m helpers.pretrain --data runs/demo-en/pretrain --out runs/demo-en/pretrain --model bert_tiny``.
+``python -m helpers.pretrain --data runs/demo-en/pretrain --out runs/demo-en/pretrain --model bert_tiny``;
+``torchrun --nproc_per_node=N -m helpers.pretrain ...`` splits every batch over N processes (helpers.distributed).
 Every number is checked while the arguments are parsed (finite, in range), with the same rules as
 TrainConfig; every user error ends in one ``error:`` line and exit status 2 (bad arguments) or 1
 (a problem found while training, such as a non-finite loss), never in a traceback.
@@ -77,10 +78,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--checkpoint-every", type=_count("checkpoint_every"))
     parser.add_argument("--eval-sequences", type=_count("eval_sequences"))
     parser.add_argument("--eval-batch-size", type=_count("eval_batch_size"))
-    parser.add_argument("--attention", choices=P.ATTENTION)
+    parser.add_argument("--attention", choices=P.ATTENTION, help="attention kernel (auto: sdpa_padded on CUDA, "
+                        "sdpa elsewhere)")
+    parser.add_argument("--precision", choices=P.PRECISION, help="bf16 autocast or fp32 (auto: bf16 on CUDA only)")
     parser.add_argument("--batching", choices=P.BATCHING)
     parser.add_argument("--dropout", choices=P.DROPOUT)
-    parser.add_argument("--compile", action="store_true", help="torch.compile the loss (CUDA only)")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the loss (any device)")
+    parser.add_argument("--static-cap", action="store_true",
+                        help="score a fixed number of masked rows per batch, for static shapes (default on CUDA)")
+    parser.add_argument("--model-dropout", type=_number("dropout_probability"),
+                        help="the model's dropout probability (Table 4: 0.1); 0 makes runs with different "
+                             "numbers of processes give the same losses")
     parser.add_argument("--stop-at", type=_count("stop_at"), help="stop after this step with a checkpoint")
     parser.add_argument("--no-resume", action="store_true", help="ignore an existing checkpoint and start again")
     parser.add_argument("--compare", action="store_true", help="afterwards, write comparison.json if both runs exist")
@@ -91,15 +99,31 @@ def config_from_args(args: argparse.Namespace) -> P.TrainConfig:
     """The preset's TrainConfig with the options given on the command line applied (and checked again)."""
     cfg = P.preset_config(args.preset)
     names = ("steps", "batch_size", "lr", "weight_decay", "grad_clip", "eps", "warmup_fraction", "eval_every",
-             "checkpoint_every", "eval_sequences", "eval_batch_size", "attention", "batching", "dropout")
+             "checkpoint_every", "eval_sequences", "eval_batch_size", "attention", "batching", "dropout",
+             "precision")
     changes: dict[str, Any] = {k: getattr(args, k) for k in names if getattr(args, k) is not None}
     if args.beta1 is not None or args.beta2 is not None:
         changes["betas"] = (args.beta1 if args.beta1 is not None else cfg.betas[0],
                             args.beta2 if args.beta2 is not None else cfg.betas[1])
     if args.compile:
         changes["compile"] = True
+    if args.static_cap:
+        changes["cap_masked"] = True
     cfg = cfg.replace(**changes)
     return P.cap_steps(cfg, args.max_steps) if args.max_steps is not None else cfg
+
+
+def model_overrides(args: argparse.Namespace) -> dict[str, float] | None:
+    """Changes to the Table 4 model asked for on the command line (None: none)."""
+    if args.model_dropout is None:
+        return None
+    return {"hidden_dropout_prob": args.model_dropout, "attention_probs_dropout_prob": args.model_dropout}
+
+
+def is_main_process() -> bool:
+    from helpers.distributed import from_environment
+
+    return from_environment().is_main
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -112,7 +136,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(err))
     try:
         info = P.train(args.model, args.init, cfg, args.data, args.out, device=args.device, seed=args.seed,
-                       resume=not args.no_resume, stop_at=args.stop_at)
+                       resume=not args.no_resume, stop_at=args.stop_at, model_overrides=model_overrides(args))
+        if not is_main_process():
+            return 0  # process 0 wrote the files and reports
         rows = P.read_metrics(Path(args.out) / args.model / "metrics.csv")
         print(json.dumps({"model": args.model, "steps_done": info["steps_done"], "final": rows[-1]}))
         if args.compare and all((Path(args.out) / m / "metrics.csv").exists() for m in P.MODEL_NAMES):

@@ -299,3 +299,21 @@ def test_weight_decay_skips_biases_and_layernorm():
     assert all(not names[id(p)].endswith("bias") and "LayerNorm" not in names[id(p)] for p in decay["params"])
     assert all(names[id(p)].endswith("bias") or "LayerNorm" in names[id(p)] for p in no_decay["params"])
     assert len(decay["params"]) + len(no_decay["params"]) == len(list(model.parameters()))
+
+
+def test_bucketed_batches_train_deterministically_on_batches_cut_to_their_longest_row(tokenizer, data_dir, tmp_path):
+    bucketed = CFG.replace(batching="bucketed")
+    _train(tokenizer, data_dir, tmp_path / "a", cfg=bucketed)
+    _train(tokenizer, data_dir, tmp_path / "b", cfg=bucketed)
+    a = P.read_metrics(tmp_path / "a" / "bert_tiny" / "metrics.csv")
+    assert _without_time(a) == _without_time(P.read_metrics(tmp_path / "b" / "bert_tiny" / "metrics.csv"))
+    assert all(math.isfinite(r["train_loss"]) for r in a[1:])
+    run = json.loads((tmp_path / "a" / "bert_tiny" / "run.json").read_text())
+    assert run["train_config"]["batching"] == "bucketed"
+    data = P.load_data(data_dir)
+    from helpers.batching import BucketedBatchSampler
+
+    picked = BucketedBatchSampler(np.asarray(data.train_lengths), CFG.batch_size, 0).indices(0)
+    ids, lengths = data.train_batch(picked, cut=True)
+    assert ids.shape[1] == int(lengths.max()) < data.seq_len or int(lengths.max()) == data.seq_len
+    assert data.train_batch(picked)[0].shape[1] == data.seq_len  # random batches keep the full width

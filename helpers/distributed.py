@@ -1,0 +1,144 @@
+"""Several processes training one model (``torchrun``): who is who, the process group, and whose rows are whose.
+
+``torchrun --nproc_per_node=N -m helpers.pretrain ...`` starts N copies of the command line and tells each
+its place through environment variables (RANK, WORLD_SIZE, LOCAL_RANK). Every process then draws the
+same global batch and the same masks, exactly as a single process would, and keeps only its own
+contiguous block of rows (:func:`my_rows`). DistributedDataParallel averages the gradients over the
+processes, so the loss each process back-propagates is ``world_size x`` (its sum over its masked tokens)
+/ (masked tokens of the whole batch): the average of those gradients is the gradient of the one-process loss.
+
+Only the standard library and torch: this runs on the GPU machines. Without torchrun (no WORLD_SIZE)
+everything here is a no-op for one process, so the single-process path needs no process group at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+# Other processes wait at the next gradient all-reduce while process 0 evaluates and checkpoints;
+# the evaluation of the paper's 100,000 documents must fit in this (nccl's default is 10 minutes).
+TIMEOUT = datetime.timedelta(minutes=60)
+
+
+@dataclass(frozen=True)
+class World:
+    """This process's place among the training processes (rank 0 of 1 without torchrun)."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0  # the process's index on its own machine: which GPU it uses
+
+    @property
+    def is_main(self) -> bool:
+        """Process 0 alone writes metrics, run.json, checkpoints and the model."""
+        return self.rank == 0
+
+    @property
+    def distributed(self) -> bool:
+        return self.world_size > 1
+
+
+def from_environment() -> World:
+    """The World torchrun describes in RANK, WORLD_SIZE and LOCAL_RANK (one process when they are unset)."""
+    try:
+        world = World(int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)),
+                      int(os.environ.get("LOCAL_RANK", 0)))
+    except ValueError as err:
+        raise ValueError(f"RANK, WORLD_SIZE and LOCAL_RANK must be integers (torchrun sets them): {err}") from None
+    if world.world_size < 1 or not 0 <= world.rank < world.world_size:
+        raise ValueError(f"RANK={world.rank} does not fit WORLD_SIZE={world.world_size}; start the processes "
+                         "with torchrun, which sets both")
+    return world
+
+
+def process_device(device: str, world: World) -> torch.device:
+    """This process's device: with several processes on CUDA, GPU number LOCAL_RANK of its machine."""
+    dev = torch.device(device)
+    if world.distributed and dev.type == "cuda":
+        if dev.index not in (None, world.local_rank):
+            raise ValueError(f"device {device!r} was asked for, but with torchrun process {world.rank} uses "
+                             f"cuda:{world.local_rank}; pass --device cuda (or auto) and choose the GPUs with "
+                             "CUDA_VISIBLE_DEVICES")
+        dev = torch.device("cuda", world.local_rank)
+        torch.cuda.set_device(dev)
+    return dev
+
+
+@contextlib.contextmanager
+def process_group(device: torch.device, world: World) -> Iterator[World]:
+    """Join the other processes (nccl between GPUs, gloo on the CPU) for the duration of the block.
+
+    Does nothing for one process, or when the caller already joined a group (which it then keeps).
+    """
+    if not world.distributed or dist.is_initialized():
+        yield world
+        return
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    dist.init_process_group(backend, timeout=TIMEOUT, **({"device_id": device} if device.type == "cuda" else {}))
+    try:
+        yield world
+    finally:
+        dist.destroy_process_group()
+
+
+def my_rows(batch_size: int, world: World) -> slice:
+    """This process's contiguous block of the global batch: rows [rank * b, (rank + 1) * b), b = batch / world."""
+    if batch_size % world.world_size:
+        raise ValueError(f"the batch of {batch_size} rows does not split evenly over {world.world_size} processes; "
+                         "pick a batch size that is a multiple of the number of processes")
+    size = batch_size // world.world_size
+    return slice(world.rank * size, (world.rank + 1) * size)
+
+
+def sum_over_processes(value: torch.Tensor, world: World) -> torch.Tensor:
+    """The sum of ``value`` over all processes, on every process (a copy: the input is not changed)."""
+    total = value.clone()
+    if world.distributed:
+        dist.all_reduce(total, op=dist.ReduceOp.SUM)
+    return total
+
+
+def broadcast_from_main(value: Any, world: World) -> Any:
+    """Process 0's ``value`` (any picklable object, e.g. a checkpoint) on every process."""
+    if not world.distributed:
+        return value
+    holder = [value if world.is_main else None]
+    dist.broadcast_object_list(holder, src=0)
+    return holder[0]
+
+
+def gather_to_main(value: Any, world: World) -> list[Any]:
+    """Every process's ``value`` in rank order (on every process; process 0 is the one that uses it)."""
+    if not world.distributed:
+        return [value]
+    values: list[Any] = [None] * world.world_size
+    dist.all_gather_object(values, value)
+    return values
+
+
+def dropout_seed(seed: int, world: World) -> int:
+    """The seed of this process's dropout stream: the run's seed for process 0 (so one process is unchanged),
+    an independent stream derived from (seed, rank) for the others, so no two processes drop the same units."""
+    if world.rank == 0:
+        return seed
+    return int(np.random.SeedSequence([seed, world.rank]).generate_state(1, dtype=np.uint64)[0] >> 1)
+
+
+def wrap(module: torch.nn.Module, device: torch.device, world: World) -> torch.nn.Module:
+    """``module`` inside DistributedDataParallel when there are several processes (unchanged otherwise).
+
+    """
+    if not world.distributed:
+        return module
+    from torch.nn.parallel import DistributedDataParallel
+
+    ids = [device.index] if device.type == "cuda" else None
+    return DistributedDataParallel(module, device_ids=ids)

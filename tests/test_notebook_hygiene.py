@@ -1,4 +1,4 @@
-"""What every committed notebook guarantees: stripped, its algorithm cells equal to the package, exercises at the end."""
+"""What every committed notebook guarantees: no outputs, algorithm cells equal to the package, exercises."""
 
 from __future__ import annotations
 

@@ -6,8 +6,10 @@ PRESET ?= demo
 LANGS ?= en
 # The stamp changes with pyproject.toml, so an edited dependency list reinstalls.
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
-# Notebooks are committed without outputs; ids are kept so that stripping changes nothing else.
-STRIP := $(VENV)/bin/nbstripout --keep-id
+# Notebooks are committed without outputs or the kernel's language_info (which names the local Python
+# version); cell ids are kept so that stripping changes nothing else.
+STRIP_ARGS := --keep-id --extra-keys metadata.language_info
+STRIP := $(VENV)/bin/nbstripout $(STRIP_ARGS)
 
 .PHONY: figures test venv strip lint clean-runs
 
@@ -19,7 +21,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	@# A git filter strips outputs from notebooks as they are staged, so a saved session never lands in a commit.
 	-git rev-parse --git-dir >/dev/null 2>&1 && \
-	  git config filter.nbstripout.clean "$(abspath $(VENV))/bin/nbstripout --keep-id" && \
+	  git config filter.nbstripout.clean "$(abspath $(VENV))/bin/nbstripout $(STRIP_ARGS)" && \
 	  git config filter.nbstripout.smudge cat && git config filter.nbstripout.required true
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)

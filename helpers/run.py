@@ -470,6 +470,68 @@ def default_figures_dir(preset: str, corpus: str, max_steps: int | None, seeds: 
     return out / f"figures-{preset}"
 
 
+def parse_gpus(text: str) -> list[int]:
+    """'0,1' -> [0, 1], checked against the GPUs torch sees, before any work starts."""
+    gpus = []
+    for item in parse_list(text, "gpus"):
+        if not item.isdigit():
+            raise JobError(f"--gpus takes GPU indices such as 0,1,2,3, got {item!r}")
+        gpus.append(int(item))
+    import torch
+
+    available = torch.cuda.device_count()
+    missing = [g for g in gpus if g >= available]
+    if missing:
+        raise JobError(f"--gpus asks for GPU(s) {', '.join(map(str, missing))} but torch sees {available} CUDA "
+                       "device(s); leave --gpus out to run on the CPU")
+    return gpus
+
+
+def spread_over_devices(jobs: Sequence[Any], devices: Sequence[int], launch: Any) -> list[int]:
+    """Run ``launch(job, device)`` for every job, at most one job per device at a time; return the exit codes.
+
+    Jobs are independent (one language and seed each), so a free device simply takes the next one.
+    """
+    import queue
+    from concurrent.futures import ThreadPoolExecutor
+
+    free: queue.Queue[int] = queue.Queue()
+    for device in devices:
+        free.put(device)
+
+    def one(job: Any) -> int:
+        device = free.get()
+        try:
+            return launch(job, device)
+        finally:
+            free.put(device)
+
+    with ThreadPoolExecutor(max_workers=len(devices)) as pool:
+        return list(pool.map(one, jobs))
+
+
+def _worker_command(args: argparse.Namespace, lang: str, seed: int, out: Path, vectors: str | None) -> list[str]:
+    command = [sys.executable, "-m", "helpers.run", "--preset", args.preset, "--lang", lang, "--seeds", str(seed),
+               "--corpus", args.corpus, "--out", str(out), "--device", "cuda", "--no-figures"]
+    if vectors:
+        command += ["--vectors", vectors]
+    if args.max_steps:
+        command += ["--max-steps", str(args.max_steps)]
+    if args.force:
+        command.append("--force")
+    return command
+
+
+def _launch_on_gpu(command: list[str], gpu: int, log_path: Path) -> int:
+    """One worker process that sees only GPU ``gpu``; its output goes to ``log_path``."""
+    import subprocess
+
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("w") as handle:
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)}
+        return subprocess.run(command, cwd=REPO_ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT).returncode
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m helpers.run", description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default=README_PRESET, help=PRESET_HELP)
@@ -485,6 +547,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--docs", default=None, help="folder for rendered notebooks (default: docs/ when writing "
                         "figures/, else none)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    parser.add_argument("--gpus", default=None, help="GPU indices, comma-separated (e.g. 0,1,2,3): the independent "
+                        "runs (language x seed) are spread one per GPU, each in its own process")
+    parser.add_argument("--no-figures", action="store_true", help=argparse.SUPPRESS)  # set for --gpus workers
     parser.add_argument("--force", action="store_true", help="rerun every step even if unchanged")
     return parser
 
@@ -531,11 +596,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         preset, langs, seeds, out, figures_dir, docs, vectors = _job_runs(args)
         started = time.perf_counter()
-        run_dirs = []
-        for lang, seed in _iterate(langs, seeds):
-            print(f"== {preset} · {lang} · seed {seed}")
-            run_dirs.append(run_language(preset, lang, out, seed, args.device, args.force, corpus=args.corpus,
-                                         vectors=vectors, max_steps=args.max_steps))
+        jobs = list(_iterate(langs, seeds))
+        run_dirs = [run_dir_for(out, preset, lang, seed).resolve() for lang, seed in jobs]
+        if args.gpus is not None:
+            gpus = parse_gpus(args.gpus)
+            logs = {job: out / "logs" / f"{run_dir_for(out, preset, *job).name}.log" for job in jobs}
+            print(f"{len(jobs)} runs over GPU(s) {', '.join(map(str, gpus))}; logs in {out / 'logs'}")
+            codes = spread_over_devices(jobs, gpus, lambda job, gpu: _launch_on_gpu(
+                _worker_command(args, job[0], job[1], out, vectors), gpu, logs[job]))
+            failed = [f"{lang} seed {seed} (see {logs[(lang, seed)]})" for (lang, seed), code in zip(jobs, codes)
+                      if code != 0]
+            if failed:
+                raise JobError(f"{len(failed)} run(s) failed: {'; '.join(failed)}")
+        else:
+            for lang, seed in jobs:
+                print(f"== {preset} · {lang} · seed {seed}")
+                run_language(preset, lang, out, seed, args.device, args.force, corpus=args.corpus,
+                             vectors=vectors, max_steps=args.max_steps)
+        if args.no_figures:
+            return 0
         executed_dir = out / f"{preset}-figures"
         with folder_lock(executed_dir):
             run_figures(run_dirs, figures_dir, executed_dir, force=args.force)

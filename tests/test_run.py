@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import nbformat
@@ -303,3 +304,43 @@ def test_rendered_notebooks_keep_their_images_and_no_absolute_paths(tmp_path: Pa
     assert "# Title" in text and str(job.REPO_ROOT) not in text and "wrote runs/x.csv" in text
     images = list((tmp_path / "docs").rglob("*.png"))
     assert len(images) == 1 and images[0].name in text
+
+
+def test_runs_spread_over_gpus_use_each_device_for_one_run_at_a_time() -> None:
+    import threading
+
+    busy: dict[int, int] = {}
+    seen: list[tuple[tuple[str, int], int]] = []
+    lock = threading.Lock()
+
+    def launch(job: tuple[str, int], device: int) -> int:
+        with lock:
+            busy[device] = busy.get(device, 0) + 1
+            assert busy[device] == 1, f"device {device} got two runs at once"
+            seen.append((job, device))
+        time.sleep(0.05)
+        with lock:
+            busy[device] -= 1
+        return 0 if job != ("fr", 1) else 3
+
+    jobs = [(lang, seed) for lang in ("en", "fr", "es") for seed in (0, 1)]
+    codes = job.spread_over_devices(jobs, [0, 1], launch)
+    assert codes == [0, 0, 0, 3, 0, 0]  # in job order, whatever order they finished in
+    assert sorted(j for j, _ in seen) == sorted(jobs) and {d for _, d in seen} == {0, 1}
+
+
+def test_gpus_that_torch_does_not_see_are_refused_before_any_work() -> None:
+    import torch
+
+    with pytest.raises(job.JobError, match="torch sees"):
+        job.parse_gpus(str(torch.cuda.device_count()))
+    with pytest.raises(job.JobError, match="GPU indices"):
+        job.parse_gpus("0,a")
+
+
+def test_a_gpu_worker_runs_one_language_and_seed_without_figures(tmp_path: Path) -> None:
+    args = job.build_parser().parse_args(["--preset", "paper", "--corpus", "hub", "--max-steps", "20"])
+    command = job._worker_command(args, "cs", 2, tmp_path, "/v/cc.cs.300.vec.gz")
+    text = " ".join(command)
+    assert "--lang cs --seeds 2" in text and "--device cuda" in text and "--no-figures" in text
+    assert "--max-steps 20" in text and "--vectors /v/cc.cs.300.vec.gz" in text and "--corpus hub" in text

@@ -55,10 +55,18 @@ def special_ids_of(data_dir: str | Path) -> list[int]:
     return sorted(int(t["id"]) for t in added if t.get("special"))
 
 
-def unigram_counts(ids: np.ndarray, lengths: np.ndarray, vocab_size: int, special: list[int]) -> np.ndarray:
-    """How often each id occurs in the real (non-padding) positions of ``ids``, specials set to zero."""
-    real = np.arange(ids.shape[1])[None, :] < lengths.astype(np.int64)[:, None]
-    counts = np.bincount(ids[real].astype(np.int64), minlength=vocab_size).astype(np.float64)
+def unigram_counts(ids: np.ndarray, lengths: np.ndarray, vocab_size: int, special: list[int],
+                   rows: int = 1 << 16) -> np.ndarray:
+    """How often each id occurs in the real (non-padding) positions of ``ids``, specials set to zero.
+
+    Counted a block of rows at a time, so memory-mapped shards of the paper's size are never loaded whole.
+    """
+    counts = np.zeros(vocab_size, dtype=np.float64)
+    for start in range(0, len(ids), rows):
+        block = np.asarray(ids[start:start + rows])
+        width = np.asarray(lengths[start:start + rows]).astype(np.int64)
+        real = np.arange(block.shape[1])[None, :] < width[:, None]
+        counts += np.bincount(block[real].astype(np.int64), minlength=vocab_size)
     counts[special] = 0.0
     return counts
 

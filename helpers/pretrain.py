@@ -19,13 +19,15 @@ tokenizers: the GPU machines lack datasets, fasttext, papermill and the plotting
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import math
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -114,6 +116,15 @@ def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
     return value
 
 
+def check_shards(shards: Any, packing: Any) -> None:
+    """Shards hold the paper's per-document rows only: packing needs the whole token stream, so refuse both."""
+    if not isinstance(shards, bool):
+        raise ValueError(f"shards must be True or False, got {shards!r}")
+    if shards and packing:
+        raise ValueError("shards=True writes the paper's truncated rows and cannot pack documents; "
+                         "use packing=False with shards, or shards=False with packing")
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Everything that shapes a pretraining run; BERT_TINY and BERT_FT always share one instance.
@@ -131,6 +142,9 @@ class TrainConfig:
     batch_size: int
     seq_len: int = 128
     packing: bool = False  # False: the paper's [CLS] doc[:126] [SEP] per example; True: full packed blocks
+    # True: prepare_data streams the training documents into memory-mapped uint16 shards (helpers.shards) and
+    # training reads them from disk; the same rows as in memory, so the same run. Not with packing.
+    shards: bool = False
     lr: float = 5e-4
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-6
@@ -175,6 +189,7 @@ class TrainConfig:
                              f"{self.cap_masked!r} and {self.compile!r}")
         check_choice("batching", self.batching, BATCHING)
         check_choice("dropout", self.dropout, DROPOUT)
+        check_shards(self.shards, self.packing)
 
     @property
     def warmup_steps(self) -> int:
@@ -198,8 +213,9 @@ PRESETS: dict[str, TrainConfig] = {
     "demo": TrainConfig(name="demo", steps=300, batch_size=32, seq_len=128, eval_every=25, checkpoint_every=100,
                         eval_batch_size=128, eval_sequences=256, lr=1e-3, warmup_fraction=0.1),
     # Mištera & Král, Section 4.3 and Table 4 (meant for a GPU with prepared C4 data).
+    # 12.8 million training sequences: tokenised once into shards on disk, not held in memory.
     "paper": TrainConfig(name="paper", steps=100_000, batch_size=128, seq_len=128, eval_every=5_000,
-                         checkpoint_every=5_000, eval_batch_size=512),
+                         checkpoint_every=5_000, eval_batch_size=512, shards=True),
 }
 
 
@@ -327,15 +343,20 @@ def fixed_eval_mask(tokenizer: Any, ids: np.ndarray, lengths: np.ndarray, mlm_pr
     return masked["input_ids"].numpy().astype(ids.dtype), masked["labels"].numpy().astype(np.int32)
 
 
-def prepare_data(tokenizer: Any, train_texts: Sequence[str], eval_texts: Sequence[str], out_dir: str | Path,
+def prepare_data(tokenizer: Any, train_texts: Iterable[str], eval_texts: Sequence[str], out_dir: str | Path,
                  seq_len: int = 128, packing: bool = False, lang: str = "unknown",
                  mlm_probability: float = 0.15, eval_mask_seed: int = EVAL_MASK_SEED,
-                 corpus: str = "unknown") -> dict[str, Any]:
+                 corpus: str = "unknown", shards: bool = False, shard_size: int | None = None,
+                 progress: bool = True) -> dict[str, Any]:
     """Write ``out_dir/data/``: train/eval sequences, the masked evaluation set, the tokenizer, meta.json.
 
     Returns the meta dictionary (counts, formats, where the files are). ``lang`` and ``corpus`` are
-    recorded there and become part of every run's identity.
+    recorded there and become part of every run's identity. With ``shards`` the training documents
+    (any iterable, read once and lazily) go to memory-mapped shards in ``data/train_shards`` instead of
+    ``train_ids.npy``: one sequence per document, as without shards; an interrupted run resumes there
+    when called again with the same documents. meta.json's ``storage`` says which was written.
     """
+    check_shards(shards, packing)
     data_dir = Path(out_dir) / DATA_SUBDIR
     data_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -344,16 +365,20 @@ def prepare_data(tokenizer: Any, train_texts: Sequence[str], eval_texts: Sequenc
                             "mlm_probability": mlm_probability, "eval_mask_seed": eval_mask_seed,
                             "pad_token_id": tokenizer.pad_token_id, "format": _format_note(packing, seq_len),
                             "vocab_sha256": vocab_fingerprint(tokenizer)}
-    for split, texts in (("train", train_texts), ("eval", eval_texts)):
+    (data_dir / "meta.json").unlink(missing_ok=True)  # the folder is incomplete until the new meta.json is written
+    if shards:
+        meta["train"], meta["storage"] = write_train_shards(tokenizer, train_texts, data_dir, seq_len, shard_size,
+                                                            progress)
+    else:
+        shutil.rmtree(data_dir / SHARDS_SUBDIR, ignore_errors=True)  # one training format per folder
+        meta["storage"] = {"train": "npy"}
+    for split, texts in (("train", train_texts), ("eval", eval_texts))[1 if shards else 0:]:
         tokens = tokenize_corpus(tokenizer, texts)
         ids, lengths = make_sequences(tokens, tokenizer, seq_len, packing)
         np.save(data_dir / f"{split}_ids.npy", ids)
         np.save(data_dir / f"{split}_lengths.npy", lengths)
-        doc_lens = np.diff(tokens.offsets)
-        meta[split] = {"documents": tokens.n_docs, "tokens": int(tokens.ids.size), "sequences": int(ids.shape[0]),
-                       "real_positions": int(lengths.astype(np.int64).sum()),
-                       "padding_share": float(1 - lengths.astype(np.int64).sum() / ids.size),
-                       "docs_longer_than_seq": float(np.mean(doc_lens > seq_len - 2))}
+        meta[split] = split_summary(tokens.n_docs, int(tokens.ids.size), lengths, seq_len,
+                                    int(np.sum(np.diff(tokens.offsets) > seq_len - 2)))
         if split == "eval":
             masked, labels = fixed_eval_mask(tokenizer, ids, lengths, mlm_probability, eval_mask_seed)
             np.save(data_dir / "eval_masked_ids.npy", masked)
@@ -363,6 +388,44 @@ def prepare_data(tokenizer: Any, train_texts: Sequence[str], eval_texts: Sequenc
     meta["seconds"] = round(time.perf_counter() - started, 2)
     (data_dir / "meta.json").write_text(json.dumps(meta, indent=2))
     return meta
+
+
+SHARDS_SUBDIR = "train_shards"
+
+
+def split_summary(documents: int, tokens: int, lengths: np.ndarray, seq_len: int, longer: int) -> dict[str, Any]:
+    """meta.json's counts of one split (``lengths`` of its sequences, ``longer``: documents cut by seq_len)."""
+    real = int(lengths.astype(np.int64).sum())
+    return {"documents": documents, "tokens": tokens, "sequences": len(lengths), "real_positions": real,
+            "padding_share": float(1 - real / (len(lengths) * seq_len)),
+            "docs_longer_than_seq": float(longer / documents)}
+
+
+def write_train_shards(tokenizer: Any, texts: Iterable[str], data_dir: Path, seq_len: int, shard_size: int | None,
+                       progress: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Stream the training documents into ``data_dir/train_shards``; returns (meta's train counts, storage).
+
+    A finished folder belongs to an earlier preparation and is replaced (as the .npy files would be); an
+    unfinished one is continued, so the documents must be the same as in the interrupted call.
+    """
+    from helpers import shards as S
+
+    folder = data_dir / SHARDS_SUBDIR
+    if (S.read_manifest(folder) or {}).get("complete"):
+        shutil.rmtree(folder)
+    shard_size = shard_size or S.DEFAULT_SHARD_SIZE
+    # Documents are tokenised 1,000 at a time (fewer for tiny shards): memory holds one shard and one batch.
+    manifest = S.write_shards(tokenizer, texts, folder, n_sequences=None, seq_len=seq_len, shard_size=shard_size,
+                              batch_size=min(1_000, shard_size), progress=progress)
+    if manifest["sequences"] == 0:
+        raise ValueError("no non-empty documents to tokenise; check the corpus (helpers.data.load_corpus)")
+    for name in ("train_ids.npy", "train_lengths.npy"):  # one training format per folder
+        (data_dir / name).unlink(missing_ok=True)
+    lengths = np.asarray(S.open_shards(folder).lengths)  # 2 bytes a sequence: small even at the paper's scale
+    summary = split_summary(manifest["sequences"], manifest["tokens"], lengths, seq_len, manifest["docs_longer"])
+    storage = {"train": "shards", "folder": SHARDS_SUBDIR, "shards": len(manifest["shards"]),
+               "shard_size": manifest["shard_size"], "documents_read": manifest["documents_read"]}
+    return summary, storage
 
 
 def _format_note(packing: bool, seq_len: int) -> str:
@@ -375,7 +438,7 @@ def _format_note(packing: bool, seq_len: int) -> str:
 class PreparedData:
     """What :func:`prepare_data` wrote, loaded back (numpy arrays; moved to the device per batch)."""
 
-    train_ids: np.ndarray
+    train_ids: np.ndarray  # or helpers.shards.ShardedArray (memory maps): indexed the same way
     train_lengths: np.ndarray
     eval_masked_ids: np.ndarray
     eval_lengths: np.ndarray
@@ -397,11 +460,23 @@ class PreparedData:
         return (ids[:, :int(np.max(lengths))] if cut else ids), lengths
 
     def fingerprint(self) -> str:
-        """SHA-256 of every array and of meta.json (timings aside): the data part of a run's identity."""
+        """SHA-256 of every array and of meta.json (timings aside): the data part of a run's identity.
+
+        The same digest as helpers.checkpoints.arrays_fingerprint, computed a block of rows at a time so
+        memory-mapped shards are never loaded whole; meta's ``storage`` (shards or .npy) is left out, so
+        the same rows give the same identity however they are stored.
+        """
         arrays = {"train_ids": self.train_ids, "train_lengths": self.train_lengths,
                   "eval_masked_ids": self.eval_masked_ids, "eval_lengths": self.eval_lengths,
                   "eval_labels": self.eval_labels}
-        return ck.arrays_fingerprint(arrays, self.meta)
+        meta = {k: v for k, v in self.meta.items() if k != "storage"}
+        digest = hashlib.sha256(ck.sha256_json(ck.without_timings(meta)).encode())
+        for name in sorted(arrays):
+            array, rows = arrays[name], 1 << 16  # 16 MB of 128 uint16 ids at a time
+            digest.update(f"{name}:{np.dtype(array.dtype).str}:{tuple(array.shape)}".encode())
+            for start in range(0, len(array), rows):
+                digest.update(np.ascontiguousarray(array[start:start + rows]).tobytes())
+        return digest.hexdigest()
 
 
 def resolve_data_dir(path: str | Path) -> Path:
@@ -416,8 +491,16 @@ def load_data(path: str | Path) -> PreparedData:
         raise FileNotFoundError(f"no prepared data in {data_dir}; run helpers.pretrain.prepare_data first "
                                 "(notebook 04 does) and copy the data/ folder to this machine")
     load = lambda name: np.load(data_dir / f"{name}.npy", allow_pickle=False)  # noqa: E731
-    return PreparedData(load("train_ids"), load("train_lengths"), load("eval_masked_ids"), load("eval_lengths"),
-                        load("eval_labels"), json.loads((data_dir / "meta.json").read_text()), data_dir)
+    meta = json.loads((data_dir / "meta.json").read_text())
+    if meta.get("storage", {}).get("train") == "shards":  # memory maps: rows are read from disk when picked
+        from helpers.shards import open_shards
+
+        train = open_shards(data_dir / meta["storage"]["folder"])
+        train_ids, train_lengths = train.ids, train.lengths
+    else:
+        train_ids, train_lengths = load("train_ids"), load("train_lengths")
+    return PreparedData(train_ids, train_lengths, load("eval_masked_ids"), load("eval_lengths"), load("eval_labels"),
+                        meta, data_dir)
 
 
 def load_data_tokenizer(path: str | Path) -> Any:

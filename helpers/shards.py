@@ -41,7 +41,7 @@ def check_vocab_fits(vocab_size: int) -> None:
     """uint16 holds ids 0..65,535; a larger vocabulary would wrap around silently, so refuse it."""
     if vocab_size > MAX_VOCAB:
         raise ValueError(f"a vocabulary of {vocab_size:,} tokens does not fit uint16 shards (at most {MAX_VOCAB:,} "
-                         "ids); use a smaller vocabulary or helpers.pretrain.prepare_data, which switches to int32")
+                         "ids); use a smaller vocabulary or prepare_data without shards, which switches to int32")
 
 
 # --------------------------------------------------------------------------------------------
@@ -81,7 +81,8 @@ def _start(out_dir: Path, identity: dict[str, Any]) -> dict[str, Any]:
     """The manifest to continue from: the existing one if it matches, else a fresh one."""
     manifest = read_manifest(out_dir)
     if manifest is None:
-        return {**identity, "shards": [], "documents_read": 0, "sequences": 0, "complete": False}
+        return {**identity, "shards": [], "documents_read": 0, "sequences": 0, "tokens": 0, "docs_longer": 0,
+                "complete": False}
     differs = sorted(k for k, v in identity.items() if manifest.get(k) != v)
     if differs:
         raise ValueError(f"{out_dir} holds shards written with different settings ({', '.join(differs)}); "
@@ -123,7 +124,8 @@ def write_shards(tokenizer: Any, documents: Iterable[str], out_dir: str | Path, 
 
     ``documents`` must give the same documents in the same order on every call (a file, a seeded
     stream); the manifest's ``documents_read`` says how many of them the finished shards used.
-    Returns the manifest.
+    Returns the manifest; besides the counts above it records ``tokens`` (all tokens of the kept documents,
+    before the cut) and ``docs_longer`` (documents longer than ``seq_len - 2`` tokens), as prepare_data reports.
     """
     from tqdm.auto import tqdm
 
@@ -145,6 +147,7 @@ def write_shards(tokenizer: Any, documents: Iterable[str], out_dir: str | Path, 
     shard_ids = np.empty((shard_size, seq_len), dtype=ID_DTYPE)  # the shard being filled: all the memory used
     shard_lengths = np.empty(shard_size, dtype=LENGTH_DTYPE)
     filled, read = 0, manifest["documents_read"]
+    tokens, longer = manifest.get("tokens", 0), manifest.get("docs_longer", 0)  # of the documents in rows so far
     bar = tqdm(total=n_sequences, initial=manifest["sequences"], unit="seq", desc="tokenising", disable=not progress)
 
     def add(rows: list[list[int]]) -> None:
@@ -163,6 +166,7 @@ def write_shards(tokenizer: Any, documents: Iterable[str], out_dir: str | Path, 
         manifest["shards"].append({"ids": ids_name, "lengths": lengths_name, "sequences": filled})
         manifest["sequences"] += filled
         manifest["documents_read"] = read
+        manifest["tokens"], manifest["docs_longer"] = tokens, longer
         _write_json_atomically(out / MANIFEST, manifest)  # the shard counts only once this is written
         filled = 0
 
@@ -173,6 +177,8 @@ def write_shards(tokenizer: Any, documents: Iterable[str], out_dir: str | Path, 
             if not doc:
                 continue  # empty documents are dropped, as prepare_data drops them
             rows.append(doc[:seq_len - 2])  # only the first seq_len - 2 tokens are ever used
+            tokens += len(doc)
+            longer += len(doc) > seq_len - 2
             if filled + len(rows) == shard_size or manifest["sequences"] + filled + len(rows) >= wanted:
                 add(rows)
                 rows = []
@@ -221,7 +227,7 @@ class ShardedArray:
             if not 0 <= index < self.length:
                 raise IndexError(f"index {key} is out of range for {self.length} rows")
             return np.asarray(self.parts[index // self.shard_size][index % self.shard_size])
-        rows = np.arange(self.length)[key] if isinstance(key, slice) else np.asarray(key)
+        rows = np.arange(*key.indices(self.length)) if isinstance(key, slice) else np.asarray(key)
         if rows.dtype == bool:
             rows = np.flatnonzero(rows)
         rows = np.where(rows < 0, rows + self.length, rows)

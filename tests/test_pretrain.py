@@ -317,3 +317,100 @@ def test_bucketed_batches_train_deterministically_on_batches_cut_to_their_longes
     ids, lengths = data.train_batch(picked, cut=True)
     assert ids.shape[1] == int(lengths.max()) < data.seq_len or int(lengths.max()) == data.seq_len
     assert data.train_batch(picked)[0].shape[1] == data.seq_len  # random batches keep the full width
+
+
+# ---------------------------------------------------------------- memory-mapped shards (the paper preset)
+
+
+@pytest.fixture(scope="module")
+def sharded_dir(tmp_path_factory, tokenizer, corpus):
+    out = tmp_path_factory.mktemp("sharded")
+    # A generator, and shards of 37 rows: the 150 documents span several shards, the last one partial.
+    P.prepare_data(tokenizer, (text for text in corpus[0]), corpus[1], out, seq_len=CFG.seq_len, lang="en",
+                   shards=True, shard_size=37, progress=False)
+    return out
+
+
+def test_sharded_data_loads_the_same_arrays_and_meta_as_in_memory_data(data_dir, sharded_dir):
+    from helpers.shards import ShardedArray
+
+    plain, sharded = P.load_data(data_dir), P.load_data(sharded_dir)
+    assert isinstance(sharded.train_ids, ShardedArray) and len(sharded.train_ids.parts) == -(-len(plain.train_ids)
+                                                                                             // 37)
+    assert all(isinstance(part, np.memmap) for part in sharded.train_ids.parts)
+    assert not (sharded.directory / "train_ids.npy").exists()
+    for name in ("train_ids", "train_lengths", "eval_masked_ids", "eval_lengths", "eval_labels"):
+        mine, theirs = np.asarray(getattr(sharded, name)), getattr(plain, name)
+        assert mine.dtype == theirs.dtype and np.array_equal(mine, theirs), name
+    assert sharded.meta["storage"]["train"] == "shards" and plain.meta["storage"] == {"train": "npy"}
+    drop = lambda meta: {k: v for k, v in meta.items() if k not in ("storage", "seconds")}  # noqa: E731
+    assert drop(sharded.meta) == drop(plain.meta)  # the same counts: documents, tokens, padding share, ...
+    picked = np.array([5, 140, 0, 37, 36])
+    for mine, theirs in zip(sharded.train_batch(picked, cut=True), plain.train_batch(picked, cut=True)):
+        assert np.array_equal(mine, theirs)
+
+
+def test_the_fingerprint_does_not_depend_on_how_the_rows_are_stored(data_dir, sharded_dir):
+    from helpers import checkpoints as ck
+
+    plain, sharded = P.load_data(data_dir), P.load_data(sharded_dir)
+    assert sharded.fingerprint() == plain.fingerprint()
+    # ... and it is still helpers.checkpoints' digest, so identities of data prepared before shards are kept.
+    arrays = {name: getattr(plain, name) for name in ("train_ids", "train_lengths", "eval_masked_ids",
+                                                      "eval_lengths", "eval_labels")}
+    meta = {k: v for k, v in plain.meta.items() if k != "storage"}
+    assert plain.fingerprint() == ck.arrays_fingerprint(arrays, meta)
+    other = P.PreparedData(plain.train_ids[:-1], plain.train_lengths[:-1], plain.eval_masked_ids,
+                           plain.eval_lengths, plain.eval_labels, plain.meta, plain.directory)
+    assert other.fingerprint() != plain.fingerprint()
+
+
+def test_training_on_shards_gives_the_same_run_as_in_memory(tokenizer, data_dir, sharded_dir, tmp_path):
+    for batching in ("random", "bucketed"):
+        cfg = CFG.replace(batching=batching)
+        plain = _train(tokenizer, data_dir, tmp_path / f"plain_{batching}", cfg=cfg)
+        sharded = _train(tokenizer, sharded_dir, tmp_path / f"sharded_{batching}", cfg=cfg)
+        a = P.read_metrics(tmp_path / f"plain_{batching}" / "bert_tiny" / "metrics.csv")
+        b = P.read_metrics(tmp_path / f"sharded_{batching}" / "bert_tiny" / "metrics.csv")
+        assert _without_time(a) == _without_time(b) and len(a) == 5
+        assert plain["identity"] == sharded["identity"]
+
+
+def test_prepare_data_reads_the_training_stream_lazily(tokenizer, corpus, tmp_path):
+    from helpers.shards import read_manifest
+
+    folder = tmp_path / P.DATA_SUBDIR / P.SHARDS_SUBDIR
+    behind = []
+
+    def stream():
+        for i, text in enumerate(corpus[0] * 3):
+            done = (read_manifest(folder) or {}).get("documents_read", 0)
+            behind.append(i - done)  # documents pulled but not yet on disk
+            yield text
+
+    meta = P.prepare_data(tokenizer, stream(), corpus[1], tmp_path, seq_len=CFG.seq_len, shards=True,
+                          shard_size=50, progress=False)
+    assert meta["train"]["documents"] == 450 and meta["storage"]["documents_read"] == 450  # each document once
+    assert max(behind) <= 2 * 50  # never more than one shard being filled plus one batch in memory
+
+
+def test_packing_and_shards_together_are_refused(tokenizer, corpus, tmp_path):
+    with pytest.raises(ValueError, match="packing=False with shards"):
+        P.TrainConfig(name="x", steps=1, batch_size=1, packing=True, shards=True)
+    with pytest.raises(ValueError, match="packing=False with shards"):
+        P.prepare_data(tokenizer, corpus[0], corpus[1], tmp_path, packing=True, shards=True)
+    assert P.preset_config("paper").shards and not P.preset_config("demo").shards
+    assert not P.preset_config("smoke").shards
+
+
+def test_preparing_again_in_the_other_format_replaces_the_training_files(tokenizer, corpus, tmp_path):
+    texts = corpus[0][:60]
+    P.prepare_data(tokenizer, texts, corpus[1], tmp_path, seq_len=CFG.seq_len, shards=True, shard_size=25,
+                   progress=False)
+    sharded = np.asarray(P.load_data(tmp_path).train_ids)
+    P.prepare_data(tokenizer, texts, corpus[1], tmp_path, seq_len=CFG.seq_len)
+    assert not (tmp_path / P.DATA_SUBDIR / P.SHARDS_SUBDIR).exists()
+    assert np.array_equal(P.load_data(tmp_path).train_ids, sharded)
+    P.prepare_data(tokenizer, texts[:30], corpus[1], tmp_path, seq_len=CFG.seq_len, shards=True, progress=False)
+    assert not (tmp_path / P.DATA_SUBDIR / "train_ids.npy").exists()
+    assert np.array_equal(np.asarray(P.load_data(tmp_path).train_ids), sharded[:30])  # not the 60 rows before

@@ -953,10 +953,11 @@ def provenance(runset: RunSet, files: Sequence[Path], lang: str | None) -> dict[
             env = info.get("environment") or {}
             models[name] = {"steps": model.steps, "last_evaluated_step": model.last_step,
                             "batch_size": info.get("batch_size"), "seq_len": info.get("seq_len"),
-                            "seed": info.get("seed"), "git_commit": env.get("git_commit"),
+                            "seed": info.get("seed"), "corpus": info.get("corpus"),
+                            "max_steps": info.get("max_steps"), "git_commit": env.get("git_commit"),
                             "device": env.get("device"), "device_name": env.get("device_name"),
                             "date": env.get("date")}
-        static = {k: (run.manifest or {}).get(k) for k in ("source", "top_n", "n_found", "vocab_size")}
+        static = {k: (run.manifest or {}).get(k) for k in ("source", "vectors_path", "top_n", "n_found", "vocab_size")}
         runs.append({"run_dir": display_path(run.run_dir), "lang": run.lang, "preset": run.preset, "seed": run.seed,
                      "steps": run.steps, "pair": pair_problem(run) or "ok", "models": models, "static": static,
                      "unigram_baseline": run.baseline.as_dict() if run.baseline else run.baseline_problem,

@@ -210,8 +210,10 @@ PRESETS: dict[str, TrainConfig] = {
     # truncated 128-token sequences, 300 steps (~1 epoch of the 9.5k English training articles).
     # lr 1e-3 with 10 % warmup: a short run needs a faster start than the paper's 5e-4 over 100k
     # steps; both models get exactly the same schedule. See notebook 04 for the measurements.
+    # Length-bucketed batches (a departure from the paper's random ones, explained in notebook 04): on
+    # this data they cut padding from 28 % to 2 % and a step's time by about a fifth (benchmarks/README.md).
     "demo": TrainConfig(name="demo", steps=300, batch_size=32, seq_len=128, eval_every=25, checkpoint_every=100,
-                        eval_batch_size=128, eval_sequences=256, lr=1e-3, warmup_fraction=0.1),
+                        eval_batch_size=128, eval_sequences=256, lr=1e-3, warmup_fraction=0.1, batching="bucketed"),
     # Mištera & Král, Section 4.3 and Table 4 (meant for a GPU with prepared C4 data).
     # 12.8 million training sequences: tokenised once into shards on disk, not held in memory.
     "paper": TrainConfig(name="paper", steps=100_000, batch_size=128, seq_len=128, eval_every=5_000,

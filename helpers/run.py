@@ -233,7 +233,7 @@ def execute_notebook(notebook: Path, executed: Path, params: dict[str, Any]) -> 
     try:
         pm.execute_notebook(str(notebook), str(executed), parameters=params, cwd=str(REPO_ROOT),
                             kernel_name="python3", progress_bar={"desc": f"  {notebook.stem}", "leave": False},
-                            log_output=False)
+                            log_output=False, extra_arguments=["--IPKernelApp.log_level=ERROR"])
     except pm.PapermillExecutionError as err:
         raise StepFailed(
             f"{notebook.name} failed in cell {err.exec_count}: {err.ename}: {err.evalue}\n"

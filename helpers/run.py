@@ -434,13 +434,17 @@ def parse_langs(text: str, corpus: str = "embedded") -> list[str]:
     return langs
 
 
+def parse_indices(text: str, what: str, example: str) -> list[int]:
+    """'0,1,2' -> [0, 1, 2] for --seeds and --gpus: non-negative integers, each once."""
+    items = parse_list(text, what)
+    wrong = [item for item in items if not item.isdigit()]
+    if wrong:
+        raise JobError(f"--{what} takes non-negative integers such as {example}, got {wrong[0]!r}")
+    return [int(item) for item in items]
+
+
 def parse_seeds(text: str) -> list[int]:
-    seeds = []
-    for item in parse_list(text, "seeds"):
-        if not item.isdigit():
-            raise JobError(f"--seeds takes non-negative integers such as 0,1,2, got {item!r}")
-        seeds.append(int(item))
-    return seeds
+    return parse_indices(text, "seeds", "0,1,2")
 
 
 def positive_int(text: str) -> int:
@@ -472,11 +476,7 @@ def default_figures_dir(preset: str, corpus: str, max_steps: int | None, seeds: 
 
 def parse_gpus(text: str) -> list[int]:
     """'0,1' -> [0, 1], checked against the GPUs torch sees, before any work starts."""
-    gpus = []
-    for item in parse_list(text, "gpus"):
-        if not item.isdigit():
-            raise JobError(f"--gpus takes GPU indices such as 0,1,2,3, got {item!r}")
-        gpus.append(int(item))
+    gpus = parse_indices(text, "gpus", "0,1,2,3")
     import torch
 
     available = torch.cuda.device_count()

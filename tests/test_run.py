@@ -334,7 +334,7 @@ def test_gpus_that_torch_does_not_see_are_refused_before_any_work() -> None:
 
     with pytest.raises(job.JobError, match="torch sees"):
         job.parse_gpus(str(torch.cuda.device_count()))
-    with pytest.raises(job.JobError, match="GPU indices"):
+    with pytest.raises(job.JobError, match="non-negative integers"):
         job.parse_gpus("0,a")
 
 

@@ -51,3 +51,34 @@ def smoke_figures(smoke_step: Callable[[str], Path], smoke_run_dir: Path) -> Pat
     job.run_figures([smoke_run_dir], figures_dir, smoke_run_dir.parent / "smoke-figures", force=True,
                     solve_exercises=True)
     return figures_dir
+
+
+@pytest.fixture(scope="session")
+def small_tokenizer():
+    """A 400-token WordPiece trained on 150 real English articles: small enough for unit tests of training."""
+    from helpers.data import load_corpus
+    from helpers.tokenizer import train_wordpiece
+
+    return train_wordpiece(load_corpus("embedded", "en", "train", max_docs=150).texts, vocab_size=400,
+                           show_progress=False)
+
+
+@pytest.fixture(scope="session")
+def small_prepared(tmp_path_factory: pytest.TempPathFactory, small_tokenizer) -> Callable[[int], Path]:
+    """Prepared pretraining data (150 training, 24 evaluation articles) at a given sequence length, made once each."""
+    from helpers import pretrain
+    from helpers.data import load_corpus
+
+    made: dict[int, Path] = {}
+
+    def prepared(seq_len: int) -> Path:
+        if seq_len not in made:
+            out = tmp_path_factory.mktemp(f"prepared{seq_len}")
+            train = load_corpus("embedded", "en", "train", max_docs=150).texts
+            evaluation = load_corpus("embedded", "en", "eval", max_docs=24).texts
+            pretrain.prepare_data(small_tokenizer, train, evaluation, out, seq_len=seq_len, lang="en",
+                                  corpus="embedded")
+            made[seq_len] = out
+        return made[seq_len]
+
+    return prepared

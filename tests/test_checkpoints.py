@@ -12,8 +12,6 @@ import torch
 from helpers import checkpoints as ck
 from helpers import pretrain as P
 from helpers import pretrain_cli as cli
-from helpers.data import load_corpus
-from helpers.tokenizer import train_wordpiece
 
 SMALL_MODEL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48)
 CFG = P.TrainConfig(name="test", steps=4, batch_size=4, seq_len=32, eval_every=2, checkpoint_every=2,
@@ -21,18 +19,13 @@ CFG = P.TrainConfig(name="test", steps=4, batch_size=4, seq_len=32, eval_every=2
 
 
 @pytest.fixture(scope="module")
-def tokenizer():
-    return train_wordpiece(load_corpus("embedded", "en", "train", max_docs=120).texts, vocab_size=300,
-                           show_progress=False)
+def tokenizer(small_tokenizer):
+    return small_tokenizer
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory, tokenizer):
-    out = tmp_path_factory.mktemp("data")
-    train = load_corpus("embedded", "en", "train", max_docs=80).texts
-    evaluation = load_corpus("embedded", "en", "eval", max_docs=16).texts
-    P.prepare_data(tokenizer, train, evaluation, out, seq_len=CFG.seq_len, lang="en", corpus="embedded")
-    return out
+def data_dir(small_prepared):
+    return small_prepared(CFG.seq_len)
 
 
 def _static(tmp_path, tokenizer, seed=0, name="static"):

@@ -21,8 +21,6 @@ import pytest
 from helpers import distributed
 from helpers import pretrain as P
 from helpers import pretrain_cli as cli
-from helpers.data import load_corpus
-from helpers.tokenizer import train_wordpiece
 
 REPO = Path(__file__).resolve().parent.parent
 STEPS = ["--preset", "smoke", "--device", "cpu", "--steps", "12", "--batch-size", "8", "--eval-every", "4",
@@ -31,14 +29,8 @@ SAME_AS_ONE_PROCESS = 1e-5
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("ddp")
-    train = load_corpus("embedded", "en", "train", max_docs=150).texts
-    evaluation = load_corpus("embedded", "en", "eval", max_docs=24).texts
-    tokenizer = train_wordpiece(train, vocab_size=400, show_progress=False)
-    P.prepare_data(tokenizer, train, evaluation, out, seq_len=P.preset_config("smoke").seq_len, lang="en",
-                   corpus="embedded")
-    return out
+def data_dir(small_prepared):
+    return small_prepared(P.preset_config("smoke").seq_len)
 
 
 def _torchrun(data_dir: Path, out: Path, *extra: str) -> str:

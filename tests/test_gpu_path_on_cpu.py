@@ -25,10 +25,8 @@ import torch
 
 from helpers import pretrain as P
 from helpers import pretrain_cli as cli
-from helpers.data import load_corpus
 from helpers.masking import IGNORE_INDEX
 from helpers.model import MaskedLMLoss, build_model, mlm_loss, use_attention
-from helpers.tokenizer import train_wordpiece
 
 # Hidden 60 over 4 heads: head dim 15, which sdpa_padded pads to 16 (a real padding, as 75 -> 80 on a GPU).
 # Dropout off: with it, compiled and eager runs draw different random masks and nothing would compare.
@@ -42,18 +40,13 @@ CPU = torch.device("cpu")
 
 
 @pytest.fixture(scope="module")
-def tokenizer():
-    return train_wordpiece(load_corpus("embedded", "en", "train", max_docs=150).texts, vocab_size=400,
-                           show_progress=False)
+def tokenizer(small_tokenizer):
+    return small_tokenizer
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory, tokenizer):
-    out = tmp_path_factory.mktemp("gpu_path")
-    train = load_corpus("embedded", "en", "train", max_docs=150).texts
-    evaluation = load_corpus("embedded", "en", "eval", max_docs=16).texts
-    P.prepare_data(tokenizer, train, evaluation, out, seq_len=CFG.seq_len, lang="en", corpus="embedded")
-    return out
+def data_dir(small_prepared):
+    return small_prepared(CFG.seq_len)
 
 
 def _run(tokenizer, data_dir, out, cfg):

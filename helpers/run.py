@@ -377,9 +377,10 @@ def render_notebook(executed: Path, out_dir: Path) -> Path:
     """Markdown with its images beside it, paths made repository-relative, for readers on the web."""
     from nbconvert import MarkdownExporter
 
-    body, resources = MarkdownExporter().from_filename(str(executed))
+    files_dir_name = f"{executed.stem}_files"  # one images folder per notebook, so names never collide
+    body, resources = MarkdownExporter().from_filename(
+        str(executed), resources={"output_files_dir": files_dir_name, "unique_key": executed.stem})
     out_dir.mkdir(parents=True, exist_ok=True)
-    files_dir_name = f"{executed.stem}_files"
     shutil.rmtree(out_dir / files_dir_name, ignore_errors=True)
     for name, data in resources.get("outputs", {}).items():
         target = out_dir / name

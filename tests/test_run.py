@@ -303,7 +303,8 @@ def test_rendered_notebooks_keep_their_images_and_no_absolute_paths(tmp_path: Pa
     text = page.read_text()
     assert "# Title" in text and str(job.REPO_ROOT) not in text and "wrote runs/x.csv" in text
     images = list((tmp_path / "docs").rglob("*.png"))
-    assert len(images) == 1 and images[0].name in text
+    assert len(images) == 1 and images[0].parent.name == "01_masking_files"
+    assert f"01_masking_files/{images[0].name}" in text  # the page links to the image where it was written
 
 
 def test_runs_spread_over_gpus_use_each_device_for_one_run_at_a_time() -> None:

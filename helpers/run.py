@@ -564,7 +564,6 @@ def _configure_logging() -> None:
 
 def _job_runs(args: argparse.Namespace) -> tuple[str, list[str], list[int], Path, Path, Path | None, str | None]:
     preset = check_preset(args.preset)
-    parse_corpus(args.corpus)
     source = parse_corpus(args.corpus)
     if source["source"] == "files" and not Path(source["path"]).exists():
         raise JobError(f"--corpus {args.corpus}: {source['path']} does not exist")

@@ -13,7 +13,8 @@ Plumbing lives in modules named for it: ``data`` and ``online`` (embedded, local
 (length-bucketed batches), ``checkpoints`` and ``pretrain_cli`` (resume, run identity, the command
 line), ``distributed`` (torchrun), ``plots`` (every figure), ``notebook_setup`` (the first cell of
 every notebook), ``exercises`` and ``solutions`` (self-checks and reference answers), ``run`` (the
-main job) and ``runinfo`` (seed, device, environment).
+main job), ``records`` (the small files of a run that regenerate its figures), ``ablations`` (BERT_FT
+retrained with one initialisation choice changed) and ``runinfo`` (seed, device, environment).
 
 The preset names and their one check live in ``helpers.presets``; each module exposes
 ``preset_config(preset)`` for the settings of its own step.

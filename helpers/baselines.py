@@ -103,3 +103,31 @@ def compute_baseline(data_dir: str | Path, eval_sequences: int | None = None) ->
     return Baseline(unigram_loss=loss, unigram_train_loss=train_loss, unigram_accuracy=accuracy,
                     most_frequent_accuracy=accuracy, most_frequent_id=int(np.argmax(log_probs)),
                     n_positions=n_positions, n_train_tokens=int(counts.sum()))
+
+
+BASELINE_FILE = "baseline.json"  # in pretrain/ of a run record, where the prepared data are not kept
+
+
+def save_baseline(baseline: Baseline, pretrain_dir: str | Path, eval_sequences: int | None) -> Path:
+    """Write the baseline beside a run's metrics, so its tables regenerate without the prepared data."""
+    path = Path(pretrain_dir) / BASELINE_FILE
+    path.write_text(json.dumps({**baseline.as_dict(), "eval_sequences": eval_sequences}, indent=2) + "\n")
+    return path
+
+
+def load_baseline(pretrain_dir: str | Path, eval_sequences: int | None = None) -> Baseline:
+    """The baseline from the prepared data when they are there, else from a saved ``baseline.json``.
+
+    A saved file computed on a different number of evaluation sequences is refused, not silently used.
+    """
+    pretrain_dir = Path(pretrain_dir)
+    saved = pretrain_dir / BASELINE_FILE
+    try:
+        return compute_baseline(pretrain_dir, eval_sequences)
+    except FileNotFoundError:
+        if not saved.is_file():
+            raise
+    values = json.loads(saved.read_text(encoding="utf-8"))
+    if values.pop("eval_sequences", None) != eval_sequences:
+        raise ValueError(f"{saved} was computed for another number of evaluation sequences than {eval_sequences}")
+    return Baseline(**values)

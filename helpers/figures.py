@@ -31,7 +31,7 @@ import pandas as pd
 from scipy import stats
 
 from helpers import paper_values as paper
-from helpers.baselines import Baseline, compute_baseline
+from helpers.baselines import Baseline, load_baseline
 from helpers.crossing import crossing_step, fraction_of, under_fraction
 from helpers.pretrain import METRIC_COLUMNS, read_metrics
 from helpers.runinfo import RECORDED_PACKAGES, REPO_ROOT, git_commit, package_versions
@@ -277,7 +277,7 @@ def _load_baseline(run: Run) -> None:
     info = run.model("bert_tiny").info or run.model("bert_ft").info or {}
     eval_sequences = (info.get("train_config") or {}).get("eval_sequences")
     try:
-        run.baseline = compute_baseline(run.run_dir / "pretrain", eval_sequences)
+        run.baseline = load_baseline(run.run_dir / "pretrain", eval_sequences)
     except (FileNotFoundError, ValueError, KeyError, OSError) as err:
         run.baseline_problem = f"no unigram baseline: {err}"
 

@@ -57,6 +57,9 @@ PRESETS: dict[str, MaskingPreset] = {
                            timing_rows=32, timing_repeats=2, coverage_epochs=20),
     "demo": MaskingPreset(train_docs=2000, vocab_size=8000, stats_docs=400, stats_repeats=8, seq_len=128,
                           timing_rows=128, timing_repeats=5, coverage_epochs=40),
+    # Notebook 01 only teaches and measures the collator: the reference run needs nothing larger than demo.
+    "reference": MaskingPreset(train_docs=2000, vocab_size=8000, stats_docs=400, stats_repeats=8, seq_len=128,
+                               timing_rows=128, timing_repeats=5, coverage_epochs=40),
     # The paper's tokenizer size (30,000) and batch (128 x 128); the embedded corpus is the text.
     "paper": MaskingPreset(train_docs=10_000, vocab_size=30_000, stats_docs=495, stats_repeats=16, seq_len=128,
                            timing_rows=128, timing_repeats=10, coverage_epochs=40),
@@ -64,7 +67,7 @@ PRESETS: dict[str, MaskingPreset] = {
 
 
 def preset_config(preset: str) -> MaskingPreset:
-    """Notebook 01's sizes for ``preset`` (smoke, demo or paper)."""
+    """Notebook 01's sizes for ``preset`` (smoke, demo, reference or paper)."""
     return pick(PRESETS, preset)
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import os
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,7 +59,10 @@ def parse_corpus(corpus: str) -> dict[str, Any]:
 
 
 def quiet_libraries() -> None:
-    """Silence library chatter that says nothing about this notebook (weight-loading bars, TCP warnings)."""
+    """Silence library chatter that says nothing about this notebook (weight-loading bars, info logs).
+
+    The kernel's own TCP warning is silenced where the kernel starts (``--IPKernelApp.log_level=ERROR``).
+    """
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
@@ -71,7 +73,6 @@ def quiet_libraries() -> None:
     except ImportError:  # pragma: no cover - transformers is a dependency
         pass
     logging.getLogger("papermill").setLevel(logging.WARNING)
-    warnings.filterwarnings("ignore", message=".*running over TCP without encryption.*")
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The three presets every notebook accepts, and one check so an unknown name fails the same way.
+"""The presets every notebook accepts, and one check so an unknown name fails the same way.
 
 Each module keeps the numbers of its own step in a ``dict[str, <Config>]`` keyed by these names
 (for example ``helpers.pretrain.PRESETS``), so a reader finds a step's settings beside its code.
@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Mapping, TypeVar
 
-PRESET_NAMES: tuple[str, ...] = ("smoke", "demo", "paper")
+PRESET_NAMES: tuple[str, ...] = ("smoke", "demo", "reference", "paper")
 PRESET_HELP = (
     "smoke: seconds, for tests; demo: a few minutes on a 2-core CPU; "
+    "reference: long enough on a 2-core CPU for BERT_TINY to leave the unigram plateau; "
     "paper: the paper's full configuration, meant for a GPU"
 )
 

@@ -62,6 +62,9 @@ PRESETS: dict[str, ProbeConfig] = {
     # 128 tokens cost about 1 point of accuracy.
     "demo": ProbeConfig(max_train=2_000, max_test=1_000, Cs=(0.01, 0.1, 1.0, 10.0), n_boot=1000, batch_size=64,
                         max_length=64),
+    # The demo's probe on the reference run's models: the probe is not what the reference run adds.
+    "reference": ProbeConfig(max_train=2_000, max_test=1_000, Cs=(0.01, 0.1, 1.0, 10.0), n_boot=1000,
+                             batch_size=64, max_length=64),
     # Everything, at the paper's sequence length (meant for a GPU).
     "paper": ProbeConfig(max_train=None, max_test=None, Cs=(0.001, 0.01, 0.1, 1.0, 10.0), n_boot=1000,
                          batch_size=256, max_length=128),

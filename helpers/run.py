@@ -35,8 +35,8 @@ DEFAULT_RUNS_DIR = REPO_ROOT / "runs"
 COMMITTED_FIGURES_DIR = REPO_ROOT / "figures"
 DOCS_DIR = REPO_ROOT / "docs"
 README_PRESET = "demo"  # the preset of the README's main job: the only one that writes the committed figures/
-STAMP_NAME = ".step.json"  # written when a step finished: its fingerprint, time and parameters
 STARTED_NAME = ".step-started.json"  # the fingerprint a step was last started with, finished or not
+STAMP_NAME = ".step.json"  # written when a step finished: its fingerprint, time and parameters
 LOCK_NAME = ".job.lock"
 OWNER_NAME = ".job.owner.json"
 
@@ -550,7 +550,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     parser.add_argument("--gpus", default=None, help="GPU indices, comma-separated (e.g. 0,1,2,3): the independent "
                         "runs (language x seed) are spread one per GPU, each in its own process")
-    parser.add_argument("--no-figures", action="store_true", help=argparse.SUPPRESS)  # set for --gpus workers
+    parser.add_argument("--no-figures", action="store_true", help="run notebooks 01-05 only (for example to "
+                        "collect runs with different seeds per language, then --figures-from)")
+    parser.add_argument("--figures-from", nargs="+", default=None, metavar="RUN_DIR",
+                        help="run only notebook 06, over these run folders (or saved records); needs --figures")
+    parser.add_argument("--records", default=None, help="with --figures-from: first save each run's record (the "
+                        "small files 06 reads, helpers.records) into this folder, then make the figures from them")
     parser.add_argument("--force", action="store_true", help="rerun every step even if unchanged")
     return parser
 
@@ -590,10 +595,34 @@ def _iterate(langs: Sequence[str], seeds: Sequence[int]) -> Iterator[tuple[str, 
             yield lang, seed
 
 
+def figures_only(args: argparse.Namespace) -> int:
+    """``--figures-from``: notebook 06 over existing run folders, optionally through their saved records."""
+    if args.figures is None:
+        raise JobError("--figures-from needs --figures FOLDER (where the figures and tables go)")
+    run_dirs = [Path(d).expanduser().resolve() for d in args.figures_from]
+    absent = [str(d) for d in run_dirs if not d.is_dir()]
+    if absent:
+        raise JobError(f"--figures-from: no such run folder: {', '.join(absent)}")
+    figures_dir = writable_folder(args.figures, "--figures")
+    if args.records is not None:
+        from helpers.records import save_records  # imports torch; only this option needs it
+
+        run_dirs = save_records(run_dirs, writable_folder(args.records, "--records"))
+        print(f"saved {len(run_dirs)} run records into {args.records}")
+    executed_dir = writable_folder(args.out, "--out") / f"{figures_dir.name}-figures"
+    with folder_lock(executed_dir):
+        run_figures(run_dirs, figures_dir, executed_dir, force=args.force)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _configure_logging()
     try:
+        if args.figures_from is not None:
+            return figures_only(args)
+        if args.records is not None:
+            raise JobError("--records goes with --figures-from")
         preset, langs, seeds, out, figures_dir, docs, vectors = _job_runs(args)
         started = time.perf_counter()
         jobs = list(_iterate(langs, seeds))

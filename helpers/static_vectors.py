@@ -155,13 +155,15 @@ PRESETS: dict[str, VectorsConfig] = {
     "smoke": VectorsConfig(source="train", fasttext=FastTextSettings(epochs=1), max_docs=300),
     # The whole embedded training split, CBOW without subwords, 30 epochs, one thread (deterministic).
     "demo": VectorsConfig(source="train", fasttext=DEMO_FASTTEXT),
+    # The best vectors measured within 5 minutes of training (benchmarks/fasttext_settings.py, WordSim-353 0.536).
+    "reference": VectorsConfig(source="train", fasttext=REFERENCE_FASTTEXT),
     # The paper: published cc.LANG.300 vectors, top 300,000 words, unit + center, zero fallback, no pieces.
     "paper": VectorsConfig(source="published", fasttext=FastTextSettings(dim=300)),
 }
 
 
 def preset_config(preset: str) -> VectorsConfig:
-    """Notebook 03's settings for a preset (smoke, demo or paper)."""
+    """Notebook 03's settings for a preset (smoke, demo, reference or paper)."""
     return pick(PRESETS, preset)
 
 

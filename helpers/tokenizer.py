@@ -66,6 +66,7 @@ PRESETS: dict[str, TokenizerConfig] = {
     "smoke": TokenizerConfig(max_docs=400, vocab_size=2_000, min_frequency=2, corpus_source="embedded"),
     # The paper's vocabulary size on the whole embedded training split (~740k English words).
     "demo": TokenizerConfig(max_docs=None, vocab_size=30_000, min_frequency=2, corpus_source="embedded"),
+    "reference": TokenizerConfig(max_docs=None, vocab_size=30_000, min_frequency=2, corpus_source="embedded"),
     # The paper's setting: 30,000 cased tokens from 5 million C4 examples (needs the Hub).
     "paper": TokenizerConfig(max_docs=5_000_000, vocab_size=30_000, min_frequency=2, corpus_source="hub",
                              eval_docs=10_000),
@@ -73,7 +74,7 @@ PRESETS: dict[str, TokenizerConfig] = {
 
 
 def preset_config(preset: str) -> TokenizerConfig:
-    """The tokenizer settings of ``preset`` (smoke, demo or paper)."""
+    """The tokenizer settings of ``preset`` (smoke, demo, reference or paper)."""
     from helpers.presets import pick
 
     return pick(PRESETS, preset)

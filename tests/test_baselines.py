@@ -78,3 +78,27 @@ def test_no_masked_position_is_a_clear_error(tmp_path: Path) -> None:
     write_prepared_data(tmp_path, eval_labels=[[-100] * 6])
     with pytest.raises(ValueError, match="no masked position"):
         baselines.compute_baseline(tmp_path)
+
+
+def test_a_saved_baseline_stands_in_for_the_prepared_data(tmp_path: Path) -> None:
+    write_prepared_data(tmp_path)
+    computed = baselines.compute_baseline(tmp_path, eval_sequences=1)
+    record = tmp_path / "record"
+    record.mkdir()
+    baselines.save_baseline(computed, record, eval_sequences=1)
+    assert baselines.load_baseline(record, eval_sequences=1) == computed
+    assert baselines.load_baseline(tmp_path, eval_sequences=1) == computed  # the data win when present
+
+
+def test_a_saved_baseline_for_other_evaluation_sequences_is_refused(tmp_path: Path) -> None:
+    write_prepared_data(tmp_path)
+    record = tmp_path / "record"
+    record.mkdir()
+    baselines.save_baseline(baselines.compute_baseline(tmp_path), record, eval_sequences=None)
+    with pytest.raises(ValueError, match="another number of evaluation sequences"):
+        baselines.load_baseline(record, eval_sequences=1)
+
+
+def test_no_data_and_no_saved_baseline_names_what_to_run(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="prepare_data"):
+        baselines.load_baseline(tmp_path)

@@ -1,0 +1,362 @@
+"""Ablations of BERT_FT's initialisation: one choice of notebook 03 changed at a time, BERT_FT trained again.
+
+The paper fixes its recipe in Section 4.2 (zero vectors for tokens without a fastText word, vectors
+normalised to unit length and mean-centred, ``##`` pieces left out, the vectors' own scale) and
+tests one alternative there (a random fallback). Each :data:`VARIANTS` entry changes exactly one
+of these choices, or the vectors' quality, and trains BERT_FT again on the **same prepared data,
+tokenizer, seed and schedule** as a finished run of the main job (notebooks 01-05). That run's own
+BERT_FT is the ``paper`` row and its BERT_TINY the random-initialisation row, so every difference is
+paired by seed and by evaluation position.
+
+Intervals follow notebook 06 (:func:`helpers.figures.seed_estimate`): a t interval over seeds when
+there are at least three, otherwise a bootstrap over the evaluation positions, labelled as such.
+
+``python -m helpers.ablations --runs runs/reference-en runs/reference-en-seed1 --out runs/reference-ablations
+--figures figures/reference --records figures/reference/ablations`` trains what is missing (a
+stopped run resumes from its checkpoint), saves each variant's small files as a record, and writes
+``ablations.csv``/``.md``/``.png``/``.pdf`` from the records; ``--table-only`` redoes the table
+from the records alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from helpers import figures as F
+from helpers import static_vectors as sv
+from helpers.fasttext_training import FastTextSettings
+
+POSITIONS_FILE = F.POSITIONS_FILE
+TABLE_NAME = "ablations"
+RECORD_FILES = ("static/manifest.json", "bert_ft/metrics.csv", "bert_ft/run.json", f"bert_ft/{POSITIONS_FILE}")
+# The old demo's vectors (skip-gram, 3 epochs, n-grams 3-6): WordSim-353 0.240 against the reference
+# vectors' 0.536 (benchmarks/results/fasttext_settings.csv), for the question "do better vectors help?".
+OLD_DEMO_FASTTEXT = FastTextSettings(model="skipgram", epochs=3)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One change to the paper's alignment recipe (empty fields keep the run's own setting)."""
+
+    name: str
+    changes: str  # what differs from the paper's recipe, for the table
+    align: dict[str, Any] = field(default_factory=dict)  # keyword arguments of sv.align
+    normalisation: tuple[str, ...] | None = None
+    fasttext: FastTextSettings | None = None
+
+
+VARIANTS: dict[str, Variant] = {v.name: v for v in (
+    Variant("paper", "none: zero fallback, unit length + centre, ## pieces skipped, scale as is"),
+    Variant("fallback_random", "tokens without a vector start from N(0, 0.02) instead of zeros (Section 4.2)",
+            align={"fallback": "random"}),
+    Variant("normalise_none", "raw fastText vectors, neither unit length nor centred", normalisation=()),
+    Variant("normalise_unit", "unit length only, not centred", normalisation=("unit",)),
+    Variant("pieces_strip", "## pieces take the vector of the word they spell (##ing -> ing)",
+            align={"pieces": "strip"}),
+    Variant("scale_bert", "copied rows rescaled to a per-element std of 0.02, BERT's initialiser",
+            align={"scale": "bert"}),
+    Variant("vectors_old", "the old demo's vectors: skip-gram, 3 epochs, n-grams 3-6 (WordSim-353 0.240, "
+            "not 0.536)", fasttext=OLD_DEMO_FASTTEXT),
+)}
+TRAINED = tuple(name for name in VARIANTS if name != "paper")
+
+
+def check_variants(names: Sequence[str]) -> list[str]:
+    unknown = [n for n in names if n not in TRAINED]
+    if unknown:
+        raise ValueError(f"unknown ablation variant(s) {', '.join(unknown)}; choose from {', '.join(TRAINED)}")
+    return list(names)
+
+
+# --------------------------------------------------------------------------- building one variant
+
+
+def _manifest(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "static" / sv.MANIFEST_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: the ablations start from a finished run of notebooks 01-05 "
+                                "(python -m helpers.run --preset reference --lang en)")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def run_vectors_config(manifest: dict[str, Any]) -> sv.VectorsConfig:
+    """Notebook 03's settings of the run, checked against what its manifest says it used."""
+    config = sv.preset_config(manifest["preset"])
+    if config.source != "train" or manifest.get("source") != "train":
+        raise ValueError("the ablations retrain fastText as notebook 03 did, so they need a run whose vectors "
+                         f"were trained here (preset smoke, demo or reference), not source={manifest.get('source')!r}")
+    return config
+
+
+def raw_vectors(run_dir: Path, settings: FastTextSettings, cache_dir: Path) -> sv.WordVectors:
+    """fastText vectors trained as notebook 03 trains them for ``run_dir`` (one thread: identical reruns), cached."""
+    from helpers import vector_files as vf
+
+    manifest = _manifest(run_dir)
+    config = run_vectors_config(manifest)
+    key = hashlib.sha256(json.dumps([asdict(settings), manifest["lang"], manifest["seed"], manifest["corpus_source"],
+                                     config.max_docs, config.top_n], sort_keys=True).encode()).hexdigest()[:16]
+    cached = cache_dir / f"vectors-{key}.npz"
+    if cached.is_file():
+        with np.load(cached, allow_pickle=False) as data:
+            return sv.WordVectors([str(w) for w in data["words"]], data["matrix"])
+    source = vf.obtain_vectors(config.__class__(**{**asdict(config), "fasttext": settings}), manifest["lang"],
+                               manifest["seed"], corpus_source=manifest["corpus_source"], progress=False)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    np.savez(cached, words=np.array(source.vectors.words), matrix=source.vectors.matrix)
+    return source.vectors
+
+
+def build_alignment(run_dir: Path, variant: Variant, cache_dir: Path) -> sv.Alignment:
+    """The run's alignment with ``variant``'s one change (the 'paper' variant must reproduce the run's own)."""
+    from helpers.tokenizer import load_tokenizer
+
+    manifest = _manifest(run_dir)
+    config = run_vectors_config(manifest)
+    raw = raw_vectors(run_dir, variant.fasttext or config.fasttext, cache_dir)
+    steps = config.normalisation if variant.normalisation is None else variant.normalisation
+    vectors = sv.normalise_vectors(raw, steps) if steps else raw
+    options = {"fallback": config.fallback, "pieces": config.pieces, "case": config.case, "scale": config.scale,
+               **variant.align}
+    tokenizer = load_tokenizer(run_dir / "tokenizer")
+    return sv.align(tokenizer, vectors, seed=int(manifest["seed"]), top_n=config.top_n, **options)
+
+
+def check_reproduces_run(run_dir: Path, cache_dir: Path) -> None:
+    """The rebuilt paper variant must equal the run's saved embeddings, or the ablations compare unlike things."""
+    rebuilt = build_alignment(run_dir, VARIANTS["paper"], cache_dir)
+    saved = sv.load_aligned(run_dir / "static")
+    if not (np.array_equal(rebuilt.found, saved.found) and np.array_equal(rebuilt.matrix, saved.matrix)):
+        raise ValueError(f"retraining fastText did not reproduce {run_dir / 'static'}: the run's vectors came from "
+                         "other settings or code; rerun notebook 03 for the run before ablating it")
+
+
+def train_variant(run_dir: Path, name: str, out_dir: Path, device: str = "auto") -> Path:
+    """Align with the variant's change and train BERT_FT as the run's BERT_FT was trained; returns its folder."""
+    from helpers import pretrain as P
+    from helpers.tokenizer import load_tokenizer
+
+    variant = VARIANTS[check_variants([name])[0]]
+    folder = out_dir / run_dir.name / name
+    static_dir = folder / "static"
+    if not (static_dir / sv.MANIFEST_FILE).is_file():
+        alignment = build_alignment(run_dir, variant, out_dir / "vectors")
+        manifest = {**_manifest(run_dir), "ablation": name, "changes": variant.changes}
+        for key in ("normalisation", "fallback", "pieces", "scale", "n_found", "found_element_std"):
+            manifest.pop(key, None)  # the alignment's own report says what this variant used
+        manifest["normalisation"] = list(variant.normalisation if variant.normalisation is not None
+                                         else sv.preset_config(manifest["preset"]).normalisation)
+        if variant.fasttext is not None:
+            manifest["fasttext"] = asdict(variant.fasttext)
+        sv.save_aligned(static_dir, alignment, manifest)
+    tiny_info = json.loads((run_dir / "pretrain" / "bert_tiny" / "run.json").read_text(encoding="utf-8"))
+    cfg = run_train_config(tiny_info)
+    P.train("bert_ft", static_dir, cfg, run_dir / "pretrain", folder, tokenizer=load_tokenizer(run_dir / "tokenizer"),
+            device=device, seed=int(tiny_info["seed"]))
+    ft_info = json.loads((folder / "bert_ft" / "run.json").read_text(encoding="utf-8"))
+    problem = F.pair_mismatch(tiny_info, ft_info)
+    if problem is not None:
+        raise ValueError(f"{folder}: the variant's BERT_FT is not comparable with the run's BERT_TINY ({problem})")
+    return folder
+
+
+def run_train_config(info: dict[str, Any]) -> Any:
+    """The TrainConfig a run's BERT_TINY was trained with: its preset's, capped as run.json records."""
+    from helpers import pretrain as P
+
+    cfg = P.preset_config(info["preset"])
+    max_steps = (info.get("train_config") or {}).get("max_steps")
+    return P.cap_steps(cfg, max_steps) if max_steps is not None else cfg
+
+
+def save_variant_record(folder: Path, records_dir: Path) -> Path:
+    """Copy a trained variant's small files (manifest, metrics, run.json, per-position results)."""
+    dest = records_dir / folder.parent.name / folder.name
+    for name in RECORD_FILES:
+        if not (folder / name).is_file():
+            raise FileNotFoundError(f"{folder / name} not found: train the variant first")
+    for name in RECORD_FILES:
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(folder / name, dest / name)
+    return dest
+
+
+# --------------------------------------------------------------------------- the table
+
+
+@dataclass
+class VariantResult:
+    """One variant's final evaluation in one run (seed)."""
+
+    run: F.Run
+    name: str
+    folder: Path | None  # None for 'paper' and 'random init': the run's own models
+    metrics: pd.DataFrame
+    manifest: dict[str, Any]
+
+    def positions(self) -> dict[str, np.ndarray]:
+        path = (self.folder / "bert_ft" if self.folder else self.run.run_dir / "pretrain" / self.model) / POSITIONS_FILE
+        with np.load(path) as data:
+            return {"correct": data["correct"].astype(float), "loss": data["loss"].astype(float)}
+
+    @property
+    def model(self) -> str:
+        return "bert_tiny" if self.name == "random init" else "bert_ft"
+
+    def final(self, column: str) -> float:
+        return float(self.metrics[column].iloc[-1])
+
+
+def _results(run: F.Run, ablation_dir: Path) -> dict[str, VariantResult]:
+    found = {
+        "random init": VariantResult(run, "random init", None, run.model("bert_tiny").metrics, {}),
+        "paper": VariantResult(run, "paper", None, run.model("bert_ft").metrics, run.manifest or {}),
+    }
+    for name in TRAINED:
+        folder = ablation_dir / run.run_dir.name / name
+        if (folder / "bert_ft" / "metrics.csv").is_file():
+            manifest = json.loads((folder / "static" / sv.MANIFEST_FILE).read_text(encoding="utf-8"))
+            metrics = F.metrics_frame(folder / "bert_ft" / "metrics.csv")
+            if int(metrics["step"].iloc[-1]) == run.last_step:  # unfinished variants are left out
+                found[name] = VariantResult(run, name, folder, metrics, manifest)
+    return found
+
+
+def ablation_table(run_dirs: Sequence[str | Path], ablation_dir: str | Path) -> pd.DataFrame:
+    """One row per variant: final loss and accuracy (mean over seeds) and the paired difference to 'paper'."""
+    runs = [F.load_run(d) for d in run_dirs]
+    for run in runs:
+        if run.missing or run.last_step is None:
+            raise ValueError(f"{run.run_dir} is not a finished run: {'; '.join(run.missing) or 'no metrics'}")
+    if len({(r.lang, r.preset, r.steps) for r in runs}) != 1:
+        raise ValueError("the ablation runs must share language, preset and steps (they differ only in seed)")
+    per_run = [_results(run, Path(ablation_dir)) for run in runs]
+    rows = []
+    for name in ("random init", *VARIANTS):
+        results = [r[name] for r in per_run if name in r]
+        if not results:
+            continue
+        paired = [(res, r["paper"]) for res, r in zip(results, [r for r in per_run if name in r])]
+        row: dict[str, Any] = {"variant": name, "changes": VARIANTS[name].changes if name in VARIANTS else
+                               "BERT_TINY: every row drawn from N(0, 0.02)", "n_seeds": len(results),
+                               "seeds": ",".join(str(res.run.seed) for res in results)}
+        for column, key in (("eval_loss", "loss"), ("eval_accuracy", "correct")):
+            row[column] = float(np.mean([res.final(column) for res in results]))
+            if name == "paper":
+                continue
+            values = [res.final(column) - base.final(column) for res, base in paired]
+            est = F.seed_estimate(values, lambda key=key: np.mean(
+                [res.positions()[key] - base.positions()[key] for res, base in paired], axis=0))
+            short = "loss" if column == "eval_loss" else "accuracy"
+            row.update({f"{short}_vs_paper": est.mean, f"{short}_ci_low": est.low, f"{short}_ci_high": est.high})
+            row["interval"] = est.interval
+        manifests = [res.manifest for res in results if res.manifest]
+        if manifests:
+            row["n_found"] = int(np.mean([m.get("n_found", 0) for m in manifests]))
+            row["found_element_std"] = float(np.mean([m.get("found_element_std") or np.nan for m in manifests]))
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    first = runs[0]
+    table.insert(0, "lang", first.lang)
+    table.insert(1, "setting", f"{first.preset}, {first.steps} steps")
+    return table
+
+
+def plot_ablations(table: pd.DataFrame) -> Any:
+    """Each variant's paired difference to the paper's BERT_FT, loss and accuracy side by side, with intervals."""
+    from matplotlib.figure import Figure
+
+    rows = table[table["variant"] != "paper"].iloc[::-1]
+    fig = Figure(figsize=(10, 0.45 * len(rows) + 1.6), layout="constrained")
+    axes = fig.subplots(1, 2, sharey=True)
+    for ax, short, label in ((axes[0], "loss", "final eval loss minus the paper recipe's (lower is better)"),
+                             (axes[1], "accuracy", "final eval accuracy minus the paper recipe's (higher is better)")):
+        mean = rows[f"{short}_vs_paper"].to_numpy(float)
+        low, high = rows[f"{short}_ci_low"].to_numpy(float), rows[f"{short}_ci_high"].to_numpy(float)
+        y = np.arange(len(rows))
+        err = np.vstack([mean - low, high - mean])
+        ax.errorbar(mean, y, xerr=np.where(np.isfinite(err), err, 0), fmt="o", color="tab:orange", capsize=3)
+        ax.axvline(0, color="0.4", linewidth=1)
+        ax.set_xlabel(label, fontsize=8)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(np.arange(len(rows)), rows["variant"])
+    first = table.iloc[0]
+    fig.suptitle(f"BERT_FT ablations ({first['lang']}, {first['setting']}, seeds {first['seeds']}); "
+                 f"95 % intervals: {rows['interval'].iloc[0]}", fontsize=9)
+    return fig
+
+
+def write_outputs(table: pd.DataFrame, out_dir: str | Path, sources: dict[str, Any]) -> list[Path]:
+    """ablations.csv/.md, the figure (PNG + PDF) and ablations_provenance.json."""
+    from helpers.runinfo import environment
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out_dir / f"{TABLE_NAME}.csv", index=False)
+    (out_dir / f"{TABLE_NAME}.md").write_text(F.to_markdown(table.round(4)) + "\n")
+    fig = plot_ablations(table)
+    written = [out_dir / f"{TABLE_NAME}.csv", out_dir / f"{TABLE_NAME}.md"]
+    for fmt in F.FIGURE_FORMATS:
+        fig.savefig(out_dir / f"{TABLE_NAME}.{fmt}", dpi=150)
+        written.append(out_dir / f"{TABLE_NAME}.{fmt}")
+    provenance = {**sources, "variants": {n: v.changes for n, v in VARIANTS.items()},
+                  "environment": environment()}
+    (out_dir / f"{TABLE_NAME}_provenance.json").write_text(json.dumps(provenance, indent=2, default=str) + "\n")
+    return [*written, out_dir / f"{TABLE_NAME}_provenance.json"]
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m helpers.ablations", description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", nargs="+", required=True, help="finished run folders (one per seed), or their "
+                        "records with --table-only")
+    parser.add_argument("--out", default="runs/ablations", help="where variants are trained (resumable)")
+    parser.add_argument("--figures", required=True, help="folder for ablations.csv/.md/.png/.pdf")
+    parser.add_argument("--records", default=None, help="save each variant's small files here and make the table "
+                        "from them (with --table-only: read them from here)")
+    parser.add_argument("--variants", default=",".join(TRAINED), help=f"comma-separated, from {', '.join(TRAINED)}")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--table-only", action="store_true", help="train nothing; the table from --records or --out")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        names = check_variants([n.strip() for n in args.variants.split(",") if n.strip()])
+        run_dirs = [Path(d).resolve() for d in args.runs]
+        out = Path(args.out).resolve()
+        if not args.table_only:
+            for run_dir in run_dirs:
+                check_reproduces_run(run_dir, out / "vectors")
+            for run_dir in run_dirs:
+                for name in names:
+                    print(f"== {run_dir.name} · {name}", flush=True)
+                    folder = train_variant(run_dir, name, out, args.device)
+                    if args.records is not None:
+                        save_variant_record(folder, Path(args.records))
+        ablation_dir = Path(args.records) if args.records is not None else out
+        table = ablation_table(run_dirs, ablation_dir)
+        sources = {"runs": [F.display_path(d) for d in run_dirs], "ablations": F.display_path(ablation_dir)}
+        for path in write_outputs(table, args.figures, sources):
+            print(f"wrote {F.display_path(path)}")
+    except (ValueError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""Run records: the small files of a finished run regenerate its figures and tables without the run folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from helpers import figures, records
+from helpers import run as job
+
+
+def test_a_record_holds_only_small_files_and_loads_like_its_run(smoke_figures: Path, smoke_run_dir: Path,
+                                                                 tmp_path: Path) -> None:
+    record = records.save_record(smoke_run_dir, tmp_path / "records")
+    files = [p for p in record.rglob("*") if p.is_file()]
+    assert sum(p.stat().st_size for p in files) < 1_000_000
+    assert not any(p.suffix in (".pt", ".npy") for p in files)  # no checkpoints, data or embeddings
+    original, copy = figures.load_run(smoke_run_dir), figures.load_run(record)
+    assert copy.missing == [] and copy.baseline == original.baseline and copy.baseline is not None
+    assert (copy.lang, copy.preset, copy.seed) == (original.lang, original.preset, original.seed)
+    stamp = json.loads((record / "pretrain" / job.STAMP_NAME).read_text())
+    assert set(stamp) == {"fingerprint"}  # no parameters: they name local folders
+
+
+def test_figures_from_records_match_the_figures_from_the_run(smoke_figures: Path, smoke_run_dir: Path,
+                                                              tmp_path: Path) -> None:
+    out = tmp_path / "regenerated"
+    code = job.main(["--figures-from", str(smoke_run_dir), "--records", str(tmp_path / "records"),
+                     "--figures", str(out), "--out", str(tmp_path / "runs")])
+    assert code == 0
+    for name in ("table2_loss", "table3_accuracy", "claims_check"):
+        regenerated, original = (pd.read_csv(folder / f"{name}.csv").drop(columns="run_dir", errors="ignore")
+                                 for folder in (out, smoke_figures))
+        pd.testing.assert_frame_equal(regenerated, original)
+    provenance = json.loads((out / "provenance.json").read_text())
+    assert [Path(r["run_dir"]).parent.name for r in provenance["runs"]] == ["records"]
+
+
+def test_an_unfinished_run_is_refused_before_any_record_is_written(smoke_figures: Path, smoke_run_dir: Path,
+                                                                   tmp_path: Path) -> None:
+    unfinished = tmp_path / "smoke-fr"
+    (unfinished / "pretrain").mkdir(parents=True)
+    with pytest.raises(FileNotFoundError, match="not a finished run.*metrics.csv"):
+        records.save_records([smoke_run_dir, unfinished], tmp_path / "records")
+    assert not (tmp_path / "records").exists()
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--figures-from", "nowhere", "--figures", "f"], "no such run folder"),
+    (["--figures-from", "."], "needs --figures"),
+    (["--records", "r"], "--records goes with --figures-from"),
+])
+def test_figures_only_arguments_fail_with_one_clear_line(argv: list[str], expected: str, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert job.main([*argv, "--out", str(tmp_path / "runs")]) == 1
+    assert expected in capsys.readouterr().err

@@ -266,6 +266,8 @@ def ablation_table(run_dirs: Sequence[str | Path], ablation_dir: str | Path) -> 
             row["found_element_std"] = float(np.mean([m.get("found_element_std") or np.nan for m in manifests]))
         rows.append(row)
     table = pd.DataFrame(rows)
+    if "n_found" in table:
+        table["n_found"] = table["n_found"].astype("Int64")  # a count, blank for the random-init row
     first = runs[0]
     table.insert(0, "lang", first.lang)
     table.insert(1, "setting", f"{first.preset}, {first.steps} steps")

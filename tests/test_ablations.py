@@ -1,0 +1,106 @@
+"""Ablations: BERT_FT retrained with one alignment choice changed, paired with the run's own models."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from helpers import ablations as A
+from helpers import static_vectors as sv
+
+VARIANTS = ("fallback_random", "scale_bert", "normalise_none")
+
+
+@pytest.fixture(scope="module")
+def ablated(smoke_figures: Path, smoke_run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("ablations")
+    code = A.main(["--runs", str(smoke_run_dir), "--out", str(out / "train"), "--figures", str(out / "figures"),
+                   "--records", str(out / "records"), "--variants", ",".join(VARIANTS), "--device", "cpu"])
+    assert code == 0
+    return out
+
+
+def variant_static(ablated: Path, smoke_run_dir: Path, name: str) -> sv.Alignment:
+    return sv.load_aligned(ablated / "train" / smoke_run_dir.name / name / "static")
+
+
+def test_the_paper_variant_rebuilt_equals_the_runs_embeddings_and_a_changed_run_is_caught(
+        ablated: Path, smoke_run_dir: Path, tmp_path: Path) -> None:
+    A.check_reproduces_run(smoke_run_dir, ablated / "train" / "vectors")  # passes: fastText reruns identically
+    altered = tmp_path / smoke_run_dir.name
+    shutil.copytree(smoke_run_dir / "tokenizer", altered / "tokenizer")
+    shutil.copytree(smoke_run_dir / "static", altered / "static")
+    matrix = np.load(altered / "static" / sv.EMBEDDINGS_FILE)
+    matrix[np.load(altered / "static" / sv.FOUND_FILE).argmax()] += 1e-3
+    np.save(altered / "static" / sv.EMBEDDINGS_FILE, matrix)
+    with pytest.raises(ValueError, match="did not reproduce"):
+        A.check_reproduces_run(altered, ablated / "train" / "vectors")
+
+
+def test_each_variant_changes_only_its_own_choice(ablated: Path, smoke_run_dir: Path) -> None:
+    paper = sv.load_aligned(smoke_run_dir / "static")
+    random_fallback = variant_static(ablated, smoke_run_dir, "fallback_random")
+    assert np.array_equal(random_fallback.found, paper.found)
+    assert np.array_equal(random_fallback.matrix[paper.found], paper.matrix[paper.found])
+    missing = random_fallback.matrix[~paper.found]
+    # N(0, 0.02) over n elements: the sample std is within 5 standard errors (0.02 / sqrt(2n)) of 0.02
+    assert abs(missing.std() - sv.BERT_INIT_STD) < 5 * sv.BERT_INIT_STD / np.sqrt(2 * missing.size)
+    assert not paper.matrix[~paper.found].any()
+
+    scaled = variant_static(ablated, smoke_run_dir, "scale_bert")
+    ratio = scaled.matrix[paper.found] / np.where(paper.matrix[paper.found] == 0, np.nan, paper.matrix[paper.found])
+    factor = np.nanmedian(ratio)
+    assert np.nanmax(np.abs(ratio - factor)) < 1e-4 * factor  # one factor for every copied row
+    assert scaled.matrix[paper.found].std() == pytest.approx(sv.BERT_INIT_STD, rel=1e-3)
+
+    raw = variant_static(ablated, smoke_run_dir, "normalise_none")
+    assert np.array_equal(raw.found, paper.found)
+    norms = np.linalg.norm(raw.matrix[raw.found], axis=1)
+    assert norms.std() > 0.01 * norms.mean()  # not unit length: the raw vectors' own norms
+    assert json.loads((ablated / "train" / smoke_run_dir.name / "normalise_none" / "static" / "manifest.json")
+                      .read_text())["normalisation"] == []
+
+
+def test_a_variant_trains_exactly_as_the_runs_bert_ft(ablated: Path, smoke_run_dir: Path) -> None:
+    run_ft = json.loads((smoke_run_dir / "pretrain" / "bert_ft" / "run.json").read_text())
+    for name in VARIANTS:
+        info = json.loads((ablated / "train" / smoke_run_dir.name / name / "bert_ft" / "run.json").read_text())
+        assert info["identity"] == run_ft["identity"]
+        assert info["init"] != run_ft["init"]
+
+
+def test_the_table_pairs_every_variant_with_the_runs_own_models(ablated: Path, smoke_run_dir: Path) -> None:
+    table = pd.read_csv(ablated / "figures" / "ablations.csv").set_index("variant")
+    assert list(table.index) == ["random init", *(n for n in A.VARIANTS if n == "paper" or n in VARIANTS)]
+    final = {m: pd.read_csv(smoke_run_dir / "pretrain" / m / "metrics.csv").iloc[-1] for m in ("bert_tiny", "bert_ft")}
+    assert table.loc["paper", "eval_loss"] == pytest.approx(final["bert_ft"]["eval_loss"])
+    assert table.loc["random init", "loss_vs_paper"] == pytest.approx(
+        final["bert_tiny"]["eval_loss"] - final["bert_ft"]["eval_loss"])
+    for name in VARIANTS:
+        metrics = pd.read_csv(ablated / "train" / smoke_run_dir.name / name / "bert_ft" / "metrics.csv").iloc[-1]
+        row = table.loc[name]
+        assert row["loss_vs_paper"] == pytest.approx(metrics["eval_loss"] - final["bert_ft"]["eval_loss"])
+        assert row["accuracy_vs_paper"] == pytest.approx(metrics["eval_accuracy"] - final["bert_ft"]["eval_accuracy"])
+        assert row["loss_ci_low"] <= row["loss_vs_paper"] <= row["loss_ci_high"]
+        assert row["n_seeds"] == 1 and row["interval"].startswith("bootstrap over")
+    assert (ablated / "figures" / "ablations.png").stat().st_size > 10_000
+
+
+def test_the_table_regenerates_from_the_records_alone(ablated: Path, smoke_run_dir: Path, tmp_path: Path) -> None:
+    code = A.main(["--runs", str(smoke_run_dir), "--figures", str(tmp_path), "--records", str(ablated / "records"),
+                   "--table-only"])
+    assert code == 0
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "ablations.csv"),
+                                  pd.read_csv(ablated / "figures" / "ablations.csv"))
+    sizes = [p.stat().st_size for p in (ablated / "records").rglob("*") if p.is_file()]
+    assert sizes and sum(sizes) < 1_000_000
+
+
+def test_an_unknown_variant_names_the_choices() -> None:
+    with pytest.raises(ValueError, match="unknown ablation variant.*fallback_random"):
+        A.check_variants(["paper_plus"])

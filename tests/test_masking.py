@@ -31,6 +31,7 @@ from helpers.masking import (
     within_tolerance,
 )
 from helpers.plots.masking import masked_table, plot_coverage, plot_split
+from helpers.presets import PRESET_NAMES
 from helpers.solutions import nb01
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -406,7 +407,7 @@ def test_masked_table_lists_every_real_token(tok, texts):
 
 
 def test_presets_cover_every_name_and_unknown_names_fail():
-    assert set(PRESETS) == {"smoke", "demo", "paper"} and preset_config("paper").vocab_size == 30_000
+    assert set(PRESETS) == set(PRESET_NAMES) and preset_config("paper").vocab_size == 30_000
     with pytest.raises(ValueError, match="unknown preset"):
         preset_config("huge")
 

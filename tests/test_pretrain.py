@@ -13,6 +13,7 @@ from helpers import pretrain as P
 from helpers import pretrain_cli as cli
 from helpers.data import load_corpus
 from helpers.masking import IGNORE_INDEX
+from helpers.presets import PRESET_NAMES
 from helpers.tokenizer import train_wordpiece
 
 SMALL_MODEL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48)
@@ -278,7 +279,7 @@ def test_static_vectors_of_another_vocabulary_are_refused(tokenizer, data_dir, t
 
 
 def test_presets():
-    assert set(P.PRESETS) == {"smoke", "demo", "paper"}
+    assert set(P.PRESETS) == set(PRESET_NAMES)
     paper = P.preset_config("paper")
     assert (paper.lr, paper.batch_size, paper.seq_len, paper.steps, paper.warmup_steps) == (5e-4, 128, 128, 100_000,
                                                                                            10_000)

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from helpers import probe
+from helpers.presets import PRESET_NAMES
 
 # --------------------------------------------------------------------------------------------
 # Toy data and a tiny encoder
@@ -276,7 +277,7 @@ def test_load_probe_data_from_files_takes_stratified_subsets(tmp_path):
 
 
 def test_presets_cover_the_three_names():
-    assert set(probe.PRESETS) == {"smoke", "demo", "paper"}
+    assert set(probe.PRESETS) == set(PRESET_NAMES)
     size = {name: (c.max_train or math.inf, c.max_test or math.inf) for name, c in probe.PRESETS.items()}
     assert size["smoke"] < size["demo"] <= size["paper"]
     assert all(len(c.Cs) >= 2 and c.n_boot >= 100 for c in probe.PRESETS.values())

@@ -11,6 +11,7 @@ import pytest
 
 from helpers import fasttext_training as ft
 from helpers import static_vectors as sv
+from helpers.presets import PRESET_NAMES
 from helpers.solutions import nb03
 
 # --------------------------------------------------------------------------------------------
@@ -412,7 +413,7 @@ def test_nearest_neighbours_cosine() -> None:
 
 
 def test_presets_and_preset_config() -> None:
-    assert set(sv.PRESETS) == {"smoke", "demo", "paper"}
+    assert set(sv.PRESETS) == set(PRESET_NAMES)
     paper = sv.preset_config("paper")
     assert (paper.source, paper.top_n, paper.normalisation, paper.fallback, paper.pieces, paper.case,
             paper.scale) == ("published", 300_000, ("unit", "center"), "zero", "skip", "exact", None)

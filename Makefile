@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 STRIP_ARGS := --keep-id --extra-keys metadata.language_info
 STRIP := $(VENV)/bin/nbstripout $(STRIP_ARGS)
 
-.PHONY: figures test venv strip lint clean-runs
+.PHONY: figures reference reference-figures test venv strip lint clean-runs
 
 venv: $(STAMP)
 
@@ -28,6 +28,26 @@ $(STAMP): pyproject.toml
 
 figures: $(STAMP)
 	$(PY) -m helpers.run --preset $(PRESET) --lang $(LANGS)
+
+# The CPU reference runs (helpers.presets: BERT_TINY off the unigram plateau): English with 3 seeds, French
+# and Spanish with 1, then the ablations on English seeds 0 and 1. Hours on a 2-core CPU; every step resumes.
+# Their small files are saved as records under figures/reference/, so reference-figures needs no training.
+REFERENCE_RUNS := reference-en reference-en-seed1 reference-en-seed2 reference-fr reference-es
+ABLATION_RUNS := reference-en reference-en-seed1
+REFERENCE_DIR := figures/reference
+
+reference: $(STAMP)
+	$(PY) -m helpers.run --preset reference --lang en,fr,es --seeds 0 --no-figures
+	$(PY) -m helpers.run --preset reference --lang en --seeds 1,2 --no-figures
+	$(PY) -m helpers.run --figures-from $(addprefix runs/,$(REFERENCE_RUNS)) --records $(REFERENCE_DIR)/runs \
+	  --figures $(REFERENCE_DIR)
+	$(PY) -m helpers.ablations --runs $(addprefix runs/,$(ABLATION_RUNS)) --out runs/reference-ablations \
+	  --records $(REFERENCE_DIR)/ablations --figures $(REFERENCE_DIR)
+
+reference-figures: $(STAMP)
+	$(PY) -m helpers.run --figures-from $(addprefix $(REFERENCE_DIR)/runs/,$(REFERENCE_RUNS)) --figures $(REFERENCE_DIR)
+	$(PY) -m helpers.ablations --table-only --runs $(addprefix $(REFERENCE_DIR)/runs/,$(ABLATION_RUNS)) \
+	  --records $(REFERENCE_DIR)/ablations --figures $(REFERENCE_DIR)
 
 test: $(STAMP) lint
 	$(PY) -m pytest

@@ -8,7 +8,7 @@ tokenizer, seed and schedule** as a finished run of the main job (notebooks 01-0
 BERT_FT is the ``paper`` row and its BERT_TINY the random-initialisation row, so every difference is
 paired by seed and by evaluation position.
 
-Intervals follow notebook 06 (:func:`helpers.figures.seed_estimate`): a t interval over seeds when
+Intervals follow notebook 06 (:func:`helpers.claims.seed_estimate`): a t interval over seeds when
 there are at least three, otherwise a bootstrap over the evaluation positions, labelled as such.
 
 ``python -m helpers.ablations --runs runs/reference-en runs/reference-en-seed1 --out runs/reference-ablations
@@ -32,11 +32,12 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from helpers import figures as F
 from helpers import static_vectors as sv
+from helpers.claims import seed_estimate
 from helpers.fasttext_training import FastTextSettings
+from helpers.figures import FIGURE_FORMATS, to_markdown
+from helpers.results import POSITIONS_FILE, Run, display_path, load_run, metrics_frame, pair_mismatch
 
-POSITIONS_FILE = F.POSITIONS_FILE
 TABLE_NAME = "ablations"
 RECORD_FILES = ("static/manifest.json", "bert_ft/metrics.csv", "bert_ft/run.json", f"bert_ft/{POSITIONS_FILE}")
 # The old demo's vectors (skip-gram, 3 epochs, n-grams 3-6): WordSim-353 0.240 against the reference
@@ -164,7 +165,7 @@ def train_variant(run_dir: Path, name: str, out_dir: Path, device: str = "auto")
     P.train("bert_ft", static_dir, cfg, run_dir / "pretrain", folder, tokenizer=load_tokenizer(run_dir / "tokenizer"),
             device=device, seed=int(tiny_info["seed"]))
     ft_info = json.loads((folder / "bert_ft" / "run.json").read_text(encoding="utf-8"))
-    problem = F.pair_mismatch(tiny_info, ft_info)
+    problem = pair_mismatch(tiny_info, ft_info)
     if problem is not None:
         raise ValueError(f"{folder}: the variant's BERT_FT is not comparable with the run's BERT_TINY ({problem})")
     return folder
@@ -198,7 +199,7 @@ def save_variant_record(folder: Path, records_dir: Path) -> Path:
 class VariantResult:
     """One variant's final evaluation in one run (seed)."""
 
-    run: F.Run
+    run: Run
     name: str
     folder: Path | None  # None for 'paper' and 'random init': the run's own models
     metrics: pd.DataFrame
@@ -217,7 +218,7 @@ class VariantResult:
         return float(self.metrics[column].iloc[-1])
 
 
-def _results(run: F.Run, ablation_dir: Path) -> dict[str, VariantResult]:
+def _results(run: Run, ablation_dir: Path) -> dict[str, VariantResult]:
     found = {
         "random init": VariantResult(run, "random init", None, run.model("bert_tiny").metrics, {}),
         "paper": VariantResult(run, "paper", None, run.model("bert_ft").metrics, run.manifest or {}),
@@ -226,7 +227,7 @@ def _results(run: F.Run, ablation_dir: Path) -> dict[str, VariantResult]:
         folder = ablation_dir / run.run_dir.name / name
         if (folder / "bert_ft" / "metrics.csv").is_file():
             manifest = json.loads((folder / "static" / sv.MANIFEST_FILE).read_text(encoding="utf-8"))
-            metrics = F.metrics_frame(folder / "bert_ft" / "metrics.csv")
+            metrics = metrics_frame(folder / "bert_ft" / "metrics.csv")
             if int(metrics["step"].iloc[-1]) == run.last_step:  # unfinished variants are left out
                 found[name] = VariantResult(run, name, folder, metrics, manifest)
     return found
@@ -234,7 +235,7 @@ def _results(run: F.Run, ablation_dir: Path) -> dict[str, VariantResult]:
 
 def ablation_table(run_dirs: Sequence[str | Path], ablation_dir: str | Path) -> pd.DataFrame:
     """One row per variant: final loss and accuracy (mean over seeds) and the paired difference to 'paper'."""
-    runs = [F.load_run(d) for d in run_dirs]
+    runs = [load_run(d) for d in run_dirs]
     for run in runs:
         if run.missing or run.last_step is None:
             raise ValueError(f"{run.run_dir} is not a finished run: {'; '.join(run.missing) or 'no metrics'}")
@@ -255,7 +256,7 @@ def ablation_table(run_dirs: Sequence[str | Path], ablation_dir: str | Path) -> 
             if name == "paper":
                 continue
             values = [res.final(column) - base.final(column) for res, base in paired]
-            est = F.seed_estimate(values, lambda key=key: np.mean(
+            est = seed_estimate(values, lambda key=key: np.mean(
                 [res.positions()[key] - base.positions()[key] for res, base in paired], axis=0))
             short = "loss" if column == "eval_loss" else "accuracy"
             row.update({f"{short}_vs_paper": est.mean, f"{short}_ci_low": est.low, f"{short}_ci_high": est.high})
@@ -305,10 +306,10 @@ def write_outputs(table: pd.DataFrame, out_dir: str | Path, sources: dict[str, A
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     table.to_csv(out_dir / f"{TABLE_NAME}.csv", index=False)
-    (out_dir / f"{TABLE_NAME}.md").write_text(F.to_markdown(table.round(4)) + "\n")
+    (out_dir / f"{TABLE_NAME}.md").write_text(to_markdown(table.round(4)) + "\n")
     fig = plot_ablations(table)
     written = [out_dir / f"{TABLE_NAME}.csv", out_dir / f"{TABLE_NAME}.md"]
-    for fmt in F.FIGURE_FORMATS:
+    for fmt in FIGURE_FORMATS:
         fig.savefig(out_dir / f"{TABLE_NAME}.{fmt}", dpi=150)
         written.append(out_dir / f"{TABLE_NAME}.{fmt}")
     provenance = {**sources, "variants": {n: v.changes for n, v in VARIANTS.items()},
@@ -351,9 +352,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         save_variant_record(folder, Path(args.records))
         ablation_dir = Path(args.records) if args.records is not None else out
         table = ablation_table(run_dirs, ablation_dir)
-        sources = {"runs": [F.display_path(d) for d in run_dirs], "ablations": F.display_path(ablation_dir)}
+        sources = {"runs": [display_path(d) for d in run_dirs], "ablations": display_path(ablation_dir)}
         for path in write_outputs(table, args.figures, sources):
-            print(f"wrote {F.display_path(path)}")
+            print(f"wrote {display_path(path)}")
     except (ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -214,12 +214,13 @@ PRESETS: dict[str, TrainConfig] = {
     # this data they cut padding from 28 % to 2 % and a step's time by about a fifth (benchmarks/README.md).
     "demo": TrainConfig(name="demo", steps=300, batch_size=32, seq_len=128, eval_every=25, checkpoint_every=100,
                         eval_batch_size=128, eval_sequences=256, lr=1e-3, warmup_fraction=0.1, batching="bucketed"),
-    # The smallest budget measured to take BERT_TINY off the unigram plateau on a 2-core CPU: 0.5 nat under the
-    # unigram loss and twice the most-frequent-token accuracy on the fixed evaluation positions (the
-    # testability rule of helpers.figures). A 1,500-step calibration at lr 1e-3 crossed both at step 600
-    # (English, the slowest language at demo scale); 800 steps with the schedule's full decay leave a margin.
+    # A budget that takes BERT_TINY off the unigram plateau on a 2-core CPU: 0.5 nat under the unigram loss and
+    # twice the most-frequent-token accuracy on the fixed evaluation positions (the testability rule of
+    # helpers.claims). Measured on English, the slowest language at demo scale (benchmarks/README.md): a
+    # 1,500-step schedule at lr 1e-3 crosses both at step 600, but a whole 800-step schedule ends 0.49 nat under
+    # (its learning rate decays sooner), so the preset trains 1,200 steps.
     # Everything else is the demo's (batch 32, bucketed batches); every evaluation sequence is scored.
-    "reference": TrainConfig(name="reference", steps=800, batch_size=32, seq_len=128, eval_every=100,
+    "reference": TrainConfig(name="reference", steps=1_200, batch_size=32, seq_len=128, eval_every=100,
                              checkpoint_every=100, eval_batch_size=128, lr=1e-3, warmup_fraction=0.1,
                              batching="bucketed"),
     # Mištera & Král, Section 4.3 and Table 4 (meant for a GPU with prepared C4 data).

@@ -4,7 +4,7 @@ A run folder holds hundreds of megabytes (prepared data, checkpoints, the aligne
 but its figures and tables read only what is listed in :data:`RECORD_FILES`, plus the unigram
 baseline, which is computed from the prepared data and therefore saved as ``pretrain/baseline.json``
 in the record. :func:`save_record` copies them into a folder of the same name; notebook 06 (and
-``helpers.figures.load_run``) reads a record exactly as it reads the run folder it came from.
+``helpers.results.load_run``) reads a record exactly as it reads the run folder it came from.
 Each step's fingerprint (from its ``.step.json``, without the parameters, which name local folders)
 goes along, so the figures step knows when a record changed.
 """

@@ -1,4 +1,4 @@
-"""Tables, figures, claims and outputs of helpers.figures on SYNTHETIC run folders written by the tests.
+"""Run loading, claims, tables, figures and outputs (helpers.results, .claims, .figures) on SYNTHETIC run folders.
 
 The metrics here are made-up fixtures to check the table builders; they are never shown as results.
 """
@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import figures
+from helpers import claims, figures, results
 from helpers import paper_values as paper
 from helpers.crossing import crossing_step
 from helpers.plots import figures as plots
@@ -63,12 +63,12 @@ def both_models(seed: int = 0) -> dict[str, pd.DataFrame]:
 
 
 @pytest.fixture()
-def runset(tmp_path: Path) -> figures.RunSet:
+def runset(tmp_path: Path) -> results.RunSet:
     en = write_run(tmp_path, "demo", "en", both_models(0))
     fr = write_run(tmp_path, "demo", "fr", both_models(5))
     es = write_run(tmp_path, "demo", "es", None)  # static vectors only, no pretrain/
     with pytest.warns(UserWarning, match="missing"):
-        return figures.load_runs([en, fr, es])
+        return results.load_runs([en, fr, es])
 
 
 def our_row(table: pd.DataFrame, lang: str) -> pd.Series:
@@ -83,8 +83,8 @@ def paper_row(table: pd.DataFrame, lang: str) -> pd.Series:
     return rows.iloc[0]
 
 
-def test_load_runs_records_pieces(runset: figures.RunSet) -> None:
-    assert [r.lang for r in figures.sort_runs(runset.runs)] == ["en", "es", "fr"]  # the paper's column order
+def test_load_runs_records_pieces(runset: results.RunSet) -> None:
+    assert [r.lang for r in results.sort_runs(runset.runs)] == ["en", "es", "fr"]  # the paper's column order
     assert runset.langs_with_metrics() == ["en", "fr"]
     es = runset.runs_for("es")[0]
     assert not es.has_metrics and es.manifest is not None
@@ -97,14 +97,14 @@ def test_load_runs_records_pieces(runset: figures.RunSet) -> None:
 
 def test_load_runs_without_any_folder_raises(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="run the main job"):
-        figures.load_runs([tmp_path / "demo-xx"])
+        results.load_runs([tmp_path / "demo-xx"])
     with pytest.raises(ValueError):
-        figures.load_runs([])
+        results.load_runs([])
     with pytest.warns(UserWarning):
-        assert figures.load_runs(json.dumps([str(write_run(tmp_path, "smoke", "fr"))])).langs() == ["fr"]
+        assert results.load_runs(json.dumps([str(write_run(tmp_path, "smoke", "fr"))])).langs() == ["fr"]
 
 
-def test_table3_values_are_last_rows_and_paper_rows_are_published(runset: figures.RunSet, tmp_path: Path) -> None:
+def test_table3_values_are_last_rows_and_paper_rows_are_published(runset: results.RunSet, tmp_path: Path) -> None:
     table = figures.table3_accuracy(runset)
     for lang in ("en", "fr"):
         run_dir = tmp_path / f"demo-{lang}" / "pretrain"
@@ -123,7 +123,7 @@ def test_table3_values_are_last_rows_and_paper_rows_are_published(runset: figure
     assert {"preset", "steps", "source", "label"} <= set(table.columns)
 
 
-def test_table2_final_losses(runset: figures.RunSet, tmp_path: Path) -> None:
+def test_table2_final_losses(runset: results.RunSet, tmp_path: Path) -> None:
     table = figures.table2_loss(runset)
     metrics = pd.read_csv(tmp_path / "demo-fr" / "pretrain" / "bert_ft" / "metrics.csv")
     row = our_row(table, "fr")
@@ -133,7 +133,7 @@ def test_table2_final_losses(runset: figures.RunSet, tmp_path: Path) -> None:
     assert cs["train_loss BERT_TINY"] == 3.125 and cs["eval_loss BERT_FT"] == 2.414
 
 
-def test_missing_languages_stay_missing(runset: figures.RunSet) -> None:
+def test_missing_languages_stay_missing(runset: results.RunSet) -> None:
     for table in (figures.table2_loss(runset), figures.table3_accuracy(runset)):
         for lang in ("de", "cs", "pl", "it", "es"):
             row = our_row(table, lang)
@@ -151,10 +151,10 @@ def test_missing_languages_stay_missing(runset: figures.RunSet) -> None:
 def test_run_without_pretrain_is_missing_not_an_error(tmp_path: Path) -> None:
     only_static = write_run(tmp_path, "smoke", "en", None)
     with pytest.warns(UserWarning):
-        runset = figures.load_runs([only_static])
+        runset = results.load_runs([only_static])
     assert runset.langs_with_metrics() == []
     assert our_row(figures.table3_accuracy(runset), "en")["status"].startswith("missing")
-    assert figures.verify_claims(runset).empty
+    assert claims.verify_claims(runset).empty
     with pytest.raises(ValueError, match="no run with pretraining metrics"):
         plots.figure2_accuracy(runset, "en")
     fig = plots.figure3_accuracy_by_language(runset)
@@ -169,7 +169,7 @@ def legend_labels(ax) -> list[str]:
 
 
 @pytest.mark.parametrize("kind", ["train", "eval"])
-def test_figure1_lines_and_labels(runset: figures.RunSet, kind: str) -> None:
+def test_figure1_lines_and_labels(runset: results.RunSet, kind: str) -> None:
     fig = plots.figure1_loss(runset, "en", kind)
     (ax,) = fig.axes
     assert len(ax.get_lines()) == 4  # our two curves + two paper reference lines
@@ -189,7 +189,7 @@ def test_figure1_lines_and_labels(runset: figures.RunSet, kind: str) -> None:
         plots.figure1_loss(runset, "en", "test")
 
 
-def test_figure2_and_figure3_panels(runset: figures.RunSet) -> None:
+def test_figure2_and_figure3_panels(runset: results.RunSet) -> None:
     fig2 = plots.figure2_accuracy(runset, "fr", paper_refs=False)
     assert len(fig2.axes[0].get_lines()) == 2
     fig3 = plots.figure3_accuracy_by_language(runset)
@@ -220,19 +220,19 @@ def test_verify_claims_on_constructed_run(tmp_path: Path) -> None:
     ft = pd.DataFrame({"step": EVAL_STEPS, "train_loss": [np.nan, 6, 4.8, 4.5, 4.0], "eval_loss": [9, 7, 5.5, 4.9, 4.5],
                        "eval_accuracy": [0, 0.2, 0.31, 0.35, 0.4]})
     run_dir = write_run(tmp_path, "demo", "cs", {"bert_tiny": tiny, "bert_ft": ft}, steps=40)
-    claims = figures.verify_claims(figures.load_runs([run_dir])).set_index("claim_id")
-    assert claims.loc["eval_loss_crossing_step", "ours"] == 30
-    assert claims.loc["eval_loss_crossing_step", "fraction_of_training"] == pytest.approx(0.75)
-    assert claims.loc["eval_loss_crossing_step", "holds_on_ours"] == False  # noqa: E712  (0.75 > 1/3)
-    assert claims.loc["train_loss_crossing_step", "ours"] == 20
-    assert claims.loc["accuracy_crossing_step", "ours"] == 20
-    assert claims.loc["final_eval_loss_ft_minus_tiny", "ours"] == pytest.approx(-0.5)
-    assert claims.loc["final_eval_loss_ft_minus_tiny", "holds_on_ours"] == True  # noqa: E712
-    assert claims.loc["final_accuracy_gain", "ours"] == pytest.approx(0.1)
-    assert claims.loc["final_accuracy_gain", "paper"] == "+0.072"  # 0.574 - 0.502, Table 3 CS
+    checked = claims.verify_claims(results.load_runs([run_dir])).set_index("claim_id")
+    assert checked.loc["eval_loss_crossing_step", "ours"] == 30
+    assert checked.loc["eval_loss_crossing_step", "fraction_of_training"] == pytest.approx(0.75)
+    assert checked.loc["eval_loss_crossing_step", "holds_on_ours"] == False  # noqa: E712  (0.75 > 1/3)
+    assert checked.loc["train_loss_crossing_step", "ours"] == 20
+    assert checked.loc["accuracy_crossing_step", "ours"] == 20
+    assert checked.loc["final_eval_loss_ft_minus_tiny", "ours"] == pytest.approx(-0.5)
+    assert checked.loc["final_eval_loss_ft_minus_tiny", "holds_on_ours"] == True  # noqa: E712
+    assert checked.loc["final_accuracy_gain", "ours"] == pytest.approx(0.1)
+    assert checked.loc["final_accuracy_gain", "paper"] == "+0.072"  # 0.574 - 0.502, Table 3 CS
 
 
-def test_write_outputs_creates_every_file(runset: figures.RunSet, tmp_path: Path) -> None:
+def test_write_outputs_creates_every_file(runset: results.RunSet, tmp_path: Path) -> None:
     out = tmp_path / "figs"
     paths = figures.write_outputs(runset, out)
     expected = [f"{n}.{ext}" for n in figures.FIGURE_NAMES for ext in ("png", "pdf")]
@@ -264,7 +264,7 @@ def test_markdown_formatting() -> None:
     assert md[2] == "| en | 1,000 | 0.468 | +0.032 | a\\|b |"
 
 
-def test_setting_comparison_puts_paper_beside_ours(runset: figures.RunSet) -> None:
+def test_setting_comparison_puts_paper_beside_ours(runset: results.RunSet) -> None:
     table = figures.setting_comparison(runset)
     assert list(table.columns)[0] == "paper"
     assert table.loc["training steps", "paper"] == "100,000"
@@ -275,7 +275,7 @@ def test_setting_comparison_puts_paper_beside_ours(runset: figures.RunSet) -> No
 
 def test_a_cut_short_run_is_labelled_as_such(tmp_path: Path) -> None:
     metrics = {name: table.iloc[:3] for name, table in both_models(3).items()}  # evaluated up to step 20 of 40
-    runset = figures.load_runs([write_run(tmp_path, "demo", "en", metrics, steps=40)])
+    runset = results.load_runs([write_run(tmp_path, "demo", "en", metrics, steps=40)])
     row = our_row(figures.table3_accuracy(runset), "en")
     assert row["label"] == "ours (demo, stopped at 20 of 40 steps)" and row["steps"] == 20
     assert "stopped at 20 of 40 steps" in plots.figure2_accuracy(runset, "en").axes[0].get_title()
@@ -284,21 +284,21 @@ def test_a_cut_short_run_is_labelled_as_such(tmp_path: Path) -> None:
 def test_models_stopped_at_different_steps_are_compared_at_the_step_they_share(tmp_path: Path) -> None:
     both = both_models(4)
     metrics = {"bert_tiny": both["bert_tiny"], "bert_ft": both["bert_ft"].iloc[:3]}  # FT stopped at step 20
-    runset = figures.load_runs([write_run(tmp_path, "demo", "en", metrics, steps=40)])
+    runset = results.load_runs([write_run(tmp_path, "demo", "en", metrics, steps=40)])
     row = our_row(figures.table3_accuracy(runset), "en")
     tiny_at_20 = float(both["bert_tiny"].set_index("step").loc[20, "eval_accuracy"])
     assert row["steps"] == 20 and row["BERT_TINY"] == pytest.approx(tiny_at_20)
     assert row["BERT_TINY"] != pytest.approx(float(both["bert_tiny"]["eval_accuracy"].iloc[-1]))
-    claims = figures.verify_claims(runset).set_index("claim_id")
+    checked = claims.verify_claims(runset).set_index("claim_id")
     ft_at_20 = float(both["bert_ft"].set_index("step").loc[20, "eval_accuracy"])
-    assert claims.loc["final_accuracy_gain", "ours"] == pytest.approx(ft_at_20 - tiny_at_20)
+    assert checked.loc["final_accuracy_gain", "ours"] == pytest.approx(ft_at_20 - tiny_at_20)
 
 
 def test_paths_inside_the_repository_are_written_relative(tmp_path: Path) -> None:
     from helpers.runinfo import REPO_ROOT
 
-    assert figures.display_path(REPO_ROOT / "runs" / "demo-en") == "runs/demo-en"
-    assert figures.display_path(tmp_path / "demo-en") == str(tmp_path / "demo-en")
+    assert results.display_path(REPO_ROOT / "runs" / "demo-en") == "runs/demo-en"
+    assert results.display_path(tmp_path / "demo-en") == str(tmp_path / "demo-en")
 
 
 # --------------------------------------------------------------------------- issues 11 and 12
@@ -315,28 +315,28 @@ def flat_curves(tiny_loss: list[float], ft_loss: list[float], tiny_acc: list[flo
 def test_one_metrics_reader_is_used() -> None:
     from helpers import pretrain
 
-    assert not hasattr(figures, "METRIC_COLUMNS") or figures.METRIC_COLUMNS is pretrain.METRIC_COLUMNS
+    assert not hasattr(results, "METRIC_COLUMNS") or results.METRIC_COLUMNS is pretrain.METRIC_COLUMNS
     from helpers import crossing
 
-    assert figures.read_metrics is pretrain.read_metrics and figures.crossing_step is crossing.crossing_step
+    assert results.read_metrics is pretrain.read_metrics and claims.crossing_step is crossing.crossing_step
 
 
 def test_exactly_one_third_is_not_under_a_third_and_a_tie_is_not_a_crossing(tmp_path: Path) -> None:
     steps = [0, 10, 20, 30]  # FT beats TINY's final loss (5.0) first at step 10 of 30: exactly one third
     curves = flat_curves([9, 8, 6, 5.0], [9, 4.9, 4.8, 4.5], [0, 0.1, 0.2, 0.3], [0, 0.3, 0.3, 0.35], steps)
     run_dir = write_run(tmp_path, "demo", "es", curves, steps=30)
-    claims = figures.verify_claims(figures.load_runs([run_dir])).set_index("claim_id")
-    row = claims.loc["eval_loss_crossing_step"]
+    checked = claims.verify_claims(results.load_runs([run_dir])).set_index("claim_id")
+    row = checked.loc["eval_loss_crossing_step"]
     assert row["ours"] == 10 and row["fraction_of_training"] == pytest.approx(1 / 3)
     assert row["holds_on_ours"] == False  # noqa: E712  (1/3 is not under a third)
     # FT's accuracy ties TINY's final 0.3 at steps 10 and 20 and passes it only at step 30
-    assert claims.loc["accuracy_crossing_step", "ours"] == 30
+    assert checked.loc["accuracy_crossing_step", "ours"] == 30
 
 
 def test_folder_names_carry_the_seed() -> None:
-    assert figures.split_folder_name(Path("demo-en")) == ("demo", "en", None)
-    assert figures.split_folder_name(Path("demo-en-seed2")) == ("demo", "en", 2)
-    assert figures.split_folder_name(Path("figures")) == (None, None, None)
+    assert results.split_folder_name(Path("demo-en")) == ("demo", "en", None)
+    assert results.split_folder_name(Path("demo-en-seed2")) == ("demo", "en", 2)
+    assert results.split_folder_name(Path("figures")) == (None, None, None)
 
 
 def three_seeds(tmp_path: Path, gains: list[float]) -> list[Path]:
@@ -352,22 +352,22 @@ def test_three_seeds_are_pooled_with_a_t_interval(tmp_path: Path) -> None:
     from scipy import stats
 
     gains = [0.02, 0.05, 0.03]
-    runset = figures.load_runs(three_seeds(tmp_path, gains))
+    runset = results.load_runs(three_seeds(tmp_path, gains))
     row = our_row(figures.table3_accuracy(runset), "en")
     assert row["n_seeds"] == 3 and row["seeds"] == "0,1,2" and "3 seeds" in row["label"]
     half = stats.t.ppf(0.975, 2) * np.std(gains, ddof=1) / math.sqrt(3)
     assert row["FT - TINY"] == pytest.approx(np.mean(gains))
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((np.mean(gains) - half, np.mean(gains) + half))
     assert row["interval"] == "t over 3 seeds"
-    claims = figures.verify_claims(runset).set_index("claim_id")
-    assert claims.loc["final_accuracy_gain", "n_seeds"] == 3
-    assert claims.loc["final_accuracy_gain", "ci_low"] == pytest.approx(np.mean(gains) - half)
-    assert claims.loc["eval_loss_crossing_step", "ours"] == 30  # every seed crossed at step 30
-    assert claims.loc["eval_loss_crossing_step", "ci_low"] == pytest.approx(30)  # no spread between seeds
+    checked = claims.verify_claims(runset).set_index("claim_id")
+    assert checked.loc["final_accuracy_gain", "n_seeds"] == 3
+    assert checked.loc["final_accuracy_gain", "ci_low"] == pytest.approx(np.mean(gains) - half)
+    assert checked.loc["eval_loss_crossing_step", "ours"] == 30  # every seed crossed at step 30
+    assert checked.loc["eval_loss_crossing_step", "ci_low"] == pytest.approx(30)  # no spread between seeds
 
 
 def write_positions(run_dir: Path, name: str, correct: np.ndarray, loss: np.ndarray) -> None:
-    np.savez(run_dir / "pretrain" / name / figures.POSITIONS_FILE, correct=correct, loss=loss.astype(np.float32))
+    np.savez(run_dir / "pretrain" / name / results.POSITIONS_FILE, correct=correct, loss=loss.astype(np.float32))
 
 
 def test_one_seed_gets_a_bootstrap_over_positions_or_says_why_not(tmp_path: Path) -> None:
@@ -377,11 +377,11 @@ def test_one_seed_gets_a_bootstrap_over_positions_or_says_why_not(tmp_path: Path
     curves = flat_curves([9, 8, 7, 6, 5.0], [9, 7, 5.5, 4.9, 4.5], [0, 0.1, 0.2, 0.25, tiny_correct.mean()],
                          [0, 0.2, 0.3, 0.3, ft_correct.mean()])
     run_dir = write_run(tmp_path, "demo", "en", curves)
-    missing = our_row(figures.table3_accuracy(figures.load_runs([run_dir])), "en")
+    missing = our_row(figures.table3_accuracy(results.load_runs([run_dir])), "en")
     assert math.isnan(missing["ci_low"]) and "eval_positions.npz not found" in missing["interval"]
     write_positions(run_dir, "bert_tiny", tiny_correct, rng.random(n) * 5)
     write_positions(run_dir, "bert_ft", ft_correct, rng.random(n) * 5)
-    row = our_row(figures.table3_accuracy(figures.load_runs([run_dir])), "en")
+    row = our_row(figures.table3_accuracy(results.load_runs([run_dir])), "en")
     assert row["interval"] == "bootstrap over 4,000 evaluation positions (1 seed)"
     diff = ft_correct.astype(float) - tiny_correct.astype(float)
     half = 1.96 * diff.std() / math.sqrt(n)  # the normal approximation the percentile interval should match
@@ -399,34 +399,34 @@ def test_runs_that_differ_in_more_than_the_init_are_not_paired(tmp_path: Path) -
     info = {"bert_tiny": {"lang": "fr", "seed": 7}, "bert_ft": {"lang": "en", "seed": 0}}
     run_dir = write_run(tmp_path, "demo", "fr", both_models(0), info=info)
     with pytest.warns(UserWarning, match="inconsistent languages"):
-        runset = figures.load_runs([run_dir])
+        runset = results.load_runs([run_dir])
     table = figures.table3_accuracy(runset)
     rows = table[(table["source"] == "ours") & table["status"].str.startswith("mismatch")]
     assert len(rows) == 1 and "lang 'fr' vs 'en'" in rows.iloc[0]["status"] and "seed 7 vs 0" in rows.iloc[0]["status"]
     assert rows[["BERT_TINY", "BERT_FT", "FT - TINY"]].isna().all().all()
-    assert figures.verify_claims(runset).empty
+    assert claims.verify_claims(runset).empty
 
 
 def test_the_identity_block_decides_and_only_the_init_may_differ(tmp_path: Path) -> None:
     same = {"bert_tiny": {"identity": identity(), "init": {"kind": "random", "manifest_sha256": None}},
             "bert_ft": {"identity": identity(), "init": {"kind": "static", "manifest_sha256": "abc"}}}
-    ok = figures.load_runs([write_run(tmp_path / "a", "demo", "en", both_models(0), info=same)])
-    assert figures.pair_problem(ok.runs[0]) is None
+    ok = results.load_runs([write_run(tmp_path / "a", "demo", "en", both_models(0), info=same)])
+    assert results.pair_problem(ok.runs[0]) is None
     assert our_row(figures.table3_accuracy(ok), "en")["status"] == "ok"
     other_data = {**same, "bert_ft": {**same["bert_ft"], "identity": identity(data_fingerprint="d2")}}
-    bad = figures.load_runs([write_run(tmp_path / "b", "demo", "en", both_models(0), info=other_data)])
-    assert figures.pair_problem(bad.runs[0]) == "mismatch: data_fingerprint 'd1' vs 'd2'"
+    bad = results.load_runs([write_run(tmp_path / "b", "demo", "en", both_models(0), info=other_data)])
+    assert results.pair_problem(bad.runs[0]) == "mismatch: data_fingerprint 'd1' vs 'd2'"
     random_ft = {**same, "bert_ft": {**same["bert_ft"], "init": {"kind": "random"}}}
-    worse = figures.load_runs([write_run(tmp_path / "c", "demo", "en", both_models(0), info=random_ft)])
-    assert "BERT_FT was initialised at random" in figures.pair_problem(worse.runs[0])
-    assert figures.verify_claims(bad).empty and figures.verify_claims(worse).empty
+    worse = results.load_runs([write_run(tmp_path / "c", "demo", "en", both_models(0), info=random_ft)])
+    assert "BERT_FT was initialised at random" in results.pair_problem(worse.runs[0])
+    assert claims.verify_claims(bad).empty and claims.verify_claims(worse).empty
 
 
 def test_without_an_identity_block_the_train_config_is_compared(tmp_path: Path) -> None:
     info = {"bert_tiny": {"train_config": {"lr": 0.001, "steps": 40}}, "bert_ft": {"train_config": {"lr": 0.002,
                                                                                                      "steps": 40}}}
-    runset = figures.load_runs([write_run(tmp_path, "demo", "en", both_models(0), info=info)])
-    assert figures.pair_problem(runset.runs[0]) == "mismatch: train_config.lr 0.001 vs 0.002"
+    runset = results.load_runs([write_run(tmp_path, "demo", "en", both_models(0), info=info)])
+    assert results.pair_problem(runset.runs[0]) == "mismatch: train_config.lr 0.001 vs 0.002"
 
 
 def test_a_claim_is_not_testable_when_bert_tiny_is_near_the_unigram_loss(tmp_path: Path) -> None:
@@ -434,12 +434,12 @@ def test_a_claim_is_not_testable_when_bert_tiny_is_near_the_unigram_loss(tmp_pat
 
     run_dir = write_run(tmp_path, "demo", "en", both_models(0))  # BERT_TINY ends near 5.0
     write_prepared_data(run_dir / "pretrain")  # unigram loss about 1.8 on the three labels
-    runset = figures.load_runs([run_dir])
+    runset = results.load_runs([run_dir])
     base = runset.runs[0].baseline
-    claims = figures.verify_claims(runset)
-    assert not figures.is_testable(5.0, 5.4) and figures.is_testable(4.0, 4.6) and not figures.is_testable(4.1, 4.6)
-    assert figures.is_testable(runset.runs[0].final("bert_tiny", "eval_loss"), base.unigram_loss) is False
-    per_lang = claims[claims["lang"] == "en"]
+    checked = claims.verify_claims(runset)
+    assert not claims.is_testable(5.0, 5.4) and claims.is_testable(4.0, 4.6) and not claims.is_testable(4.1, 4.6)
+    assert claims.is_testable(runset.runs[0].final("bert_tiny", "eval_loss"), base.unigram_loss) is False
+    per_lang = checked[checked["lang"] == "en"]
     assert (per_lang["testable"] == False).all()  # noqa: E712
     assert per_lang["note"].str.contains("not testable at this scale").all()
     table = figures.table2_loss(runset)
@@ -452,7 +452,7 @@ def test_a_claim_is_not_testable_when_bert_tiny_is_near_the_unigram_loss(tmp_pat
 def test_table2_reports_both_readings_of_the_training_loss(tmp_path: Path) -> None:
     curves = flat_curves([9, 8, 7, 6, 5.0], [9, 7, 5.5, 4.9, 4.5], [0, 0.1, 0.2, 0.25, 0.3], [0, 0.2, 0.3, 0.3, 0.4],
                          steps=[0, 10, 20, 40, 80])
-    runset = figures.load_runs([write_run(tmp_path, "demo", "en", curves, steps=80)])
+    runset = results.load_runs([write_run(tmp_path, "demo", "en", curves, steps=80)])
     row = our_row(figures.table2_loss(runset), "en")
     assert row["train_loss BERT_TINY"] == pytest.approx(5.0)  # the last interval's mean
     assert row["train_loss (run mean) BERT_TINY"] == pytest.approx((8 * 10 + 7 * 10 + 6 * 20 + 5 * 40) / 80)
@@ -467,12 +467,12 @@ def test_language_claims_check_the_ordering_and_the_average(tmp_path: Path) -> N
                                  [0, 0.2, 0.3, 0.3, 0.3 + gain + 0.002 * seed])
             dirs.append(write_run(tmp_path, "demo", lang, curves, seed=seed, static=False))
     with pytest.warns(UserWarning):
-        claims = figures.verify_claims(figures.load_runs(dirs)).set_index("claim_id")
-    least = claims.loc["english_gains_least"]
+        checked = claims.verify_claims(results.load_runs(dirs)).set_index("claim_id")
+    least = checked.loc["english_gains_least"]
     assert least["ours"] == pytest.approx(0.03) and least["holds_on_ours"] == True  # noqa: E712
     assert least["ci_low"] < 0.03 < least["ci_high"] and least["lang"] == "en,es,fr"
     assert least["paper"] == "+0.020 over the same languages"  # min(FR 0.052, ES 0.057) - EN 0.032
-    average = claims.loc["average_accuracy_gain"]
+    average = checked.loc["average_accuracy_gain"]
     assert average["ours"] == pytest.approx((0.01 + 0.04 + 0.05) / 3 + 0.002)
     assert average["ci_low"] < average["ours"] < average["ci_high"]
     assert "+0.047 over en,es,fr" in average["paper"] and "+0.061 over its 7 languages" in average["paper"]
@@ -480,12 +480,12 @@ def test_language_claims_check_the_ordering_and_the_average(tmp_path: Path) -> N
 
 def test_titles_name_the_max_steps_cap(tmp_path: Path) -> None:
     info = {name: {"max_steps": 40} for name in paper.MODELS}
-    runset = figures.load_runs([write_run(tmp_path, "demo", "en", both_models(0), info=info, steps=40)])
+    runset = results.load_runs([write_run(tmp_path, "demo", "en", both_models(0), info=info, steps=40)])
     title = plots.figure2_accuracy(runset, "en").axes[0].get_title()
     assert "demo preset" in title and "40 steps" in title and "max_steps=40" in title
 
 
-def test_write_outputs_writes_only_into_its_folder(runset: figures.RunSet, tmp_path: Path) -> None:
+def test_write_outputs_writes_only_into_its_folder(runset: results.RunSet, tmp_path: Path) -> None:
     before = {p for p in tmp_path.rglob("*")}
     out = tmp_path / "staging"
     paths = figures.write_outputs(runset, out)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from helpers import figures, records
+from helpers import records, results
 from helpers import run as job
 
 
@@ -18,7 +18,7 @@ def test_a_record_holds_only_small_files_and_loads_like_its_run(smoke_figures: P
     files = [p for p in record.rglob("*") if p.is_file()]
     assert sum(p.stat().st_size for p in files) < 1_000_000
     assert not any(p.suffix in (".pt", ".npy") for p in files)  # no checkpoints, data or embeddings
-    original, copy = figures.load_run(smoke_run_dir), figures.load_run(record)
+    original, copy = results.load_run(smoke_run_dir), results.load_run(record)
     assert copy.missing == [] and copy.baseline == original.baseline and copy.baseline is not None
     assert (copy.lang, copy.preset, copy.seed) == (original.lang, original.preset, original.seed)
     stamp = json.loads((record / "pretrain" / job.STAMP_NAME).read_text())

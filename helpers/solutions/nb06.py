@@ -9,8 +9,8 @@ import math
 from typing import Any, Mapping, Sequence
 
 from helpers import paper_values as paper
+from helpers.claims import TESTABLE_MARGIN, is_testable
 from helpers.crossing import crossing_step
-from helpers.figures import TESTABLE_MARGIN, is_testable
 
 # Exercise 1: BERT_FT's accuracy at each evaluation; BERT_TINY ended at 0.0662 (as in a demo run, where
 # BERT_TINY scored exactly the same at two evaluations because the evaluation mask is fixed).

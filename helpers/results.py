@@ -1,0 +1,446 @@
+"""Run folders read back from disk, and the rule for which of their runs may be compared.
+
+Notebook 06 (tables, claims) and the ablations all start from the same run folders, so they read them
+here: a missing or unreadable piece is recorded in ``Run.missing`` instead of raised. Runs of one
+language that differ only in their seed (folders ``<preset>-<lang>`` for seed 0,
+``<preset>-<lang>-seed<N>`` otherwise) form one :class:`SeedGroup`; BERT_TINY and BERT_FT are paired
+only when their runs agree in everything but the initialisation.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from helpers import paper_values as paper
+from helpers.baselines import Baseline, load_baseline
+from helpers.pretrain import METRIC_COLUMNS, read_metrics
+from helpers.runinfo import REPO_ROOT
+
+REQUIRED_METRIC_COLUMNS = ("step", "eval_loss", "eval_accuracy")
+POSITIONS_FILE = "eval_positions.npz"  # per masked position of the final evaluation: correct (bool), loss
+# What must agree between the two runs of one comparison (run.json "identity"), and the older fallback.
+IDENTITY_FIELDS = ("lang", "seed", "preset", "corpus", "max_steps", "data_fingerprint", "tokenizer_fingerprint",
+                   "train_config_hash")
+FALLBACK_IDENTITY_FIELDS = ("lang", "seed", "preset", "train_config")
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def metrics_frame(path: str | Path) -> pd.DataFrame:
+    """A metrics.csv (read by the canonical :func:`helpers.pretrain.read_metrics`) as a DataFrame sorted by step."""
+    try:
+        table = pd.DataFrame(read_metrics(path))
+    except (TypeError, KeyError) as err:
+        raise ValueError(f"{path} is not a metrics table ({err}); expected columns {list(METRIC_COLUMNS)}") from None
+    absent = [c for c in REQUIRED_METRIC_COLUMNS if c not in table.columns]
+    if absent:
+        raise ValueError(f"{path} lacks column(s) {absent}; expected {list(METRIC_COLUMNS)}")
+    if "train_loss" not in table.columns:
+        table["train_loss"] = np.nan
+    return table.sort_values("step", kind="stable").reset_index(drop=True)
+
+
+@dataclass
+class ModelRun:
+    """One model's pretraining record: its metrics table (None if missing), its run.json and its folder."""
+
+    name: str
+    metrics: pd.DataFrame | None = None
+    info: dict[str, Any] | None = None
+    folder: Path | None = None
+
+    @property
+    def last_step(self) -> int | None:
+        if self.metrics is None or self.metrics.empty:
+            return None
+        return int(self.metrics["step"].iloc[-1])
+
+    @property
+    def steps(self) -> int | None:
+        """Planned steps from run.json, else the last evaluated step."""
+        if self.info and self.info.get("steps") is not None:
+            return int(self.info["steps"])
+        return self.last_step
+
+    @property
+    def unfinished(self) -> bool:
+        """A time-boxed or interrupted run: its last row is not the end of training."""
+        steps, last = self.steps, self.last_step
+        return bool(self.info and self.info.get("finished") is False) or (
+            steps is not None and last is not None and last < steps)
+
+    def final(self, column: str, upto: int | None = None) -> float:
+        """The value in the last evaluation row at or before step ``upto`` (NaN if missing)."""
+        if self.metrics is None or self.metrics.empty or column not in self.metrics:
+            return math.nan
+        rows = self.metrics if upto is None else self.metrics[self.metrics["step"] <= upto]
+        return float(rows[column].iloc[-1]) if not rows.empty else math.nan
+
+    def run_mean(self, column: str, upto: int | None = None) -> float:
+        """Whole-run average of an interval mean such as train_loss, each row weighted by its interval's steps."""
+        if self.metrics is None or column not in self.metrics:
+            return math.nan
+        rows = self.metrics if upto is None else self.metrics[self.metrics["step"] <= upto]
+        weights = rows["step"].diff().to_numpy()
+        values = rows[column].to_numpy(dtype=float)
+        keep = np.isfinite(values) & np.isfinite(weights) & (weights > 0)
+        return float(np.average(values[keep], weights=weights[keep])) if keep.any() else math.nan
+
+
+@dataclass
+class Run:
+    """One run folder ``runs/<preset>-<lang>[-seed<N>]/`` and what of it could be read."""
+
+    run_dir: Path
+    lang: str
+    preset: str | None
+    seed: int = 0
+    manifest: dict[str, Any] | None = None
+    models: dict[str, ModelRun] = field(default_factory=dict)
+    comparison: dict[str, Any] | None = None
+    probe: pd.DataFrame | None = None
+    missing: list[str] = field(default_factory=list)
+    baseline: Baseline | None = None
+    baseline_problem: str | None = None
+
+    @property
+    def has_metrics(self) -> bool:
+        return any(m.metrics is not None for m in self.models.values())
+
+    @property
+    def steps(self) -> int | None:
+        for name in paper.MODELS:
+            model = self.models.get(name)
+            if model is not None and model.steps is not None:
+                return model.steps
+        return None
+
+    @property
+    def max_steps(self) -> int | None:
+        """The --max-steps cap a run was trained under, when run.json records one."""
+        for model in self.models.values():
+            info = model.info or {}
+            cap = info.get("max_steps", (info.get("identity") or {}).get("max_steps"))
+            if cap is not None:
+                return int(cap)
+        return None
+
+    @property
+    def last_step(self) -> int | None:
+        """The step our final numbers were measured at (the earlier model's last evaluation)."""
+        steps = [m.last_step for m in self.models.values() if m.last_step is not None]
+        return min(steps) if steps else None
+
+    @property
+    def steps_text(self) -> str:
+        """'250 steps', or 'stopped at 120 of 250 steps': never let a cut-short run pass for a finished one."""
+        if self.steps is None:
+            return "not pretrained"
+        done = [m.last_step for m in self.models.values() if m.unfinished and m.last_step is not None]
+        text = f"stopped at {min(done):,} of {self.steps:,} steps" if done else f"{self.steps:,} steps"
+        cap = self.max_steps
+        return text + (f", capped by max_steps={cap:,}" if cap is not None and "max" not in str(self.preset) else "")
+
+    @property
+    def label(self) -> str:
+        """'ours (demo, 250 steps)': the tag every number of ours carries."""
+        return f"ours ({self.preset or '?'}, {self.steps_text})"
+
+    def model(self, name: str) -> ModelRun:
+        return self.models.get(name) or ModelRun(name)
+
+    def final(self, name: str, column: str) -> float:
+        """Model ``name``'s value at :attr:`last_step`, the step both models' final numbers share."""
+        return self.model(name).final(column, self.last_step)
+
+
+@dataclass
+class RunSet:
+    """All run folders given to notebook 06, in the paper's language order."""
+
+    runs: list[Run]
+
+    def langs(self) -> list[str]:
+        """Languages of all runs (with or without metrics), paper order first."""
+        return order_langs({r.lang for r in self.runs})
+
+    def with_metrics(self) -> list[Run]:
+        return [r for r in sort_runs(self.runs) if r.has_metrics]
+
+    def runs_for(self, lang: str) -> list[Run]:
+        return [r for r in sort_runs(self.runs) if r.lang == lang]
+
+    def langs_with_metrics(self) -> list[str]:
+        return order_langs({r.lang for r in self.with_metrics()})
+
+    def summary(self) -> pd.DataFrame:
+        """One row per run folder: which pieces were found, so a gap is visible before any table."""
+        rows = []
+        for run in sort_runs(self.runs):
+            rows.append({
+                "lang": run.lang, "preset": run.preset, "seed": run.seed, "steps": run.steps,
+                "static/manifest": run.manifest is not None,
+                **{f"{name}/metrics": run.model(name).metrics is not None for name in paper.MODELS},
+                "pair": pair_problem(run) or "ok",
+                "unigram baseline": run.baseline is not None,
+                "missing": "; ".join(run.missing) or "",
+                "run_dir": display_path(run.run_dir),
+            })
+        return pd.DataFrame(rows).astype({"steps": "Int64"})
+
+
+def order_langs(langs: Iterable[str]) -> list[str]:
+    """Paper languages in Table order, then any others alphabetically."""
+    langs = set(langs)
+    return [lang for lang in paper.LANGS if lang in langs] + sorted(langs - set(paper.LANGS))
+
+
+def sort_runs(runs: Iterable[Run]) -> list[Run]:
+    order = {lang: i for i, lang in enumerate(paper.LANGS)}
+    return sorted(runs, key=lambda r: (order.get(r.lang, len(order)), r.lang, r.seed, str(r.run_dir)))
+
+
+def display_path(path: str | Path) -> str:
+    """A path inside the repository as ``runs/demo-en``, so committed tables name no one's home folder."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def resolve_path(path: str | Path) -> Path:
+    """Relative paths are relative to the repository root, so the notebook works from notebooks/ too."""
+    path = Path(path).expanduser()
+    return path if path.is_absolute() else REPO_ROOT / path
+
+
+def _read_json(path: Path, missing: list[str], what: str) -> dict[str, Any] | None:
+    if not path.is_file():
+        missing.append(f"{what} ({path.name} not found)")
+        return None
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        missing.append(f"{what} (unreadable {path.name}: {err})")
+        return None
+
+
+FOLDER_NAME = re.compile(r"^(?P<preset>.+?)-(?P<lang>[^-]+?)(?:-seed(?P<seed>\d+))?$")
+
+
+def split_folder_name(run_dir: Path) -> tuple[str | None, str | None, int | None]:
+    """'demo-en' -> ('demo', 'en', None); 'demo-en-seed2' -> ('demo', 'en', 2): the runs/ naming contract."""
+    match = FOLDER_NAME.match(run_dir.name)
+    if not match:
+        return None, None, None
+    return match["preset"], match["lang"], int(match["seed"]) if match["seed"] else None
+
+
+def _load_baseline(run: Run) -> None:
+    info = run.model("bert_tiny").info or run.model("bert_ft").info or {}
+    eval_sequences = (info.get("train_config") or {}).get("eval_sequences")
+    try:
+        run.baseline = load_baseline(run.run_dir / "pretrain", eval_sequences)
+    except (FileNotFoundError, ValueError, KeyError, OSError) as err:
+        run.baseline_problem = f"no unigram baseline: {err}"
+
+
+def load_run(run_dir: str | Path) -> Run:
+    """Read one run folder; every absent or unreadable piece is recorded in ``Run.missing``, not raised."""
+    run_dir = resolve_path(run_dir)
+    missing: list[str] = []
+    if not run_dir.is_dir():
+        missing.append("run folder not found")
+    manifest = _read_json(run_dir / "static" / "manifest.json", missing, "static vectors")
+    models: dict[str, ModelRun] = {}
+    for name in paper.MODELS:
+        model_dir = run_dir / "pretrain" / name
+        model = ModelRun(name, info=_read_json(model_dir / "run.json", missing, f"{name} run.json"), folder=model_dir)
+        try:
+            model.metrics = metrics_frame(model_dir / "metrics.csv")
+        except FileNotFoundError:
+            missing.append(f"{name} metrics (metrics.csv not found)")
+        except ValueError as err:
+            missing.append(f"{name} metrics ({err})")
+        models[name] = model
+    comparison_path = run_dir / "pretrain" / "comparison.json"
+    comparison = json.loads(comparison_path.read_text()) if comparison_path.is_file() else None
+    probe_path = run_dir / "probe" / "results.csv"
+    probe = pd.read_csv(probe_path) if probe_path.is_file() else None
+
+    folder_preset, folder_lang, folder_seed = split_folder_name(run_dir)
+    infos = [m.info for m in models.values() if m.info] + ([manifest] if manifest else [])
+    lang = next((i["lang"] for i in infos if i.get("lang")), folder_lang)
+    preset = next((i["preset"] for i in infos if i.get("preset")), folder_preset)
+    seed = next((int(i["seed"]) for i in infos if i.get("seed") is not None), folder_seed or 0)
+    if lang is None:
+        raise ValueError(f"cannot tell the language of {run_dir}: no run.json/manifest.json with 'lang' "
+                         "and the folder is not named <preset>-<lang>[-seed<N>]")
+    langs_seen = {i["lang"] for i in infos if i.get("lang")}
+    if len(langs_seen) > 1:
+        missing.append(f"inconsistent languages in the run folder: {sorted(langs_seen)}")
+    run = Run(run_dir, lang, preset, seed, manifest, models, comparison, probe, missing)
+    if run.has_metrics:
+        _load_baseline(run)
+    return run
+
+
+def load_runs(run_dirs: Sequence[str | Path] | str | Path) -> RunSet:
+    """Load every run folder; FileNotFoundError only when none of them exists (nothing to show at all)."""
+    if isinstance(run_dirs, str) and run_dirs.lstrip().startswith("["):
+        run_dirs = json.loads(run_dirs)  # a list passed as text, e.g. `papermill -p run_dirs '["runs/demo-en"]'`
+    if isinstance(run_dirs, (str, Path)):
+        run_dirs = [run_dirs]
+    if not run_dirs:
+        raise ValueError("run_dirs is empty; pass run folders such as ['runs/demo-en']")
+    resolved = list(dict.fromkeys(resolve_path(d).resolve() for d in run_dirs))  # one folder given twice counts once
+    runs = [load_run(d) for d in resolved]
+    if not any(r.run_dir.is_dir() for r in runs):
+        raise FileNotFoundError(
+            f"none of the run folders exist: {[str(r.run_dir) for r in runs]}; run the main job first "
+            "(`make figures`, or `python -m helpers.run --preset demo --lang en`) or notebooks 01-05")
+    for run in runs:
+        if run.missing:
+            warnings.warn(f"{run.run_dir}: missing {'; '.join(run.missing)}", stacklevel=2)
+    return RunSet(runs)
+
+
+# --------------------------------------------------------------------------- which runs may be compared
+
+
+def identity_of(info: dict[str, Any], fields: Sequence[str]) -> dict[str, Any]:
+    """The fields of a run.json that say which experiment it belongs to (its "identity" block when present)."""
+    source = info.get("identity") if isinstance(info.get("identity"), dict) else info
+    return {name: source.get(name) for name in fields}
+
+
+def init_kind(info: dict[str, Any]) -> str | None:
+    """'random' or the kind of static initialisation ("init": {"kind": ...}, or the older "init": "random"|path)."""
+    init = info.get("init")
+    if isinstance(init, dict):
+        return init.get("kind")
+    if isinstance(init, str):
+        return "random" if init == "random" else "static"
+    return None
+
+
+def _differences(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[str]:
+    found = []
+    for key in sorted(set(a) | set(b)):
+        left, right = a.get(key), b.get(key)
+        if isinstance(left, dict) and isinstance(right, dict):
+            found += _differences(left, right, f"{prefix}{key}.")
+        elif left != right:
+            found.append(f"{prefix}{key} {left!r} vs {right!r}")
+    return found
+
+
+def pair_mismatch(tiny_info: dict[str, Any], ft_info: dict[str, Any]) -> str | None:
+    """What differs between BERT_TINY's and BERT_FT's run.json beyond the initialisation; None for a fair pair."""
+    both_new = isinstance(tiny_info.get("identity"), dict) and isinstance(ft_info.get("identity"), dict)
+    fields = IDENTITY_FIELDS if both_new else FALLBACK_IDENTITY_FIELDS
+    found = _differences(identity_of(tiny_info, fields), identity_of(ft_info, fields))
+    if init_kind(tiny_info) not in (None, "random"):
+        found.append(f"BERT_TINY was initialised from {init_kind(tiny_info)!r}, not at random")
+    if init_kind(ft_info) == "random":
+        found.append("BERT_FT was initialised at random, not from static vectors")
+    return "; ".join(found) or None
+
+
+def pair_problem(run: Run) -> str | None:
+    """Why the run's two models cannot be compared ('missing: ...' or 'mismatch: ...'); None when they can."""
+    absent = [paper.MODEL_LABELS[n] for n in paper.MODELS if run.model(n).metrics is None]
+    if absent:
+        return "missing: " + ("no pretrain/ metrics" if len(absent) == len(paper.MODELS)
+                              else f"no {', '.join(absent)} metrics")
+    mismatch = pair_mismatch(run.model("bert_tiny").info or {}, run.model("bert_ft").info or {})
+    return None if mismatch is None else f"mismatch: {mismatch}"
+
+
+def setting_key(run: Run) -> tuple[Any, ...]:
+    """Everything but the seed and the initialisation: runs with equal keys are repeats of one experiment."""
+    info = run.model("bert_tiny").info or {}
+    identity = info.get("identity") if isinstance(info.get("identity"), dict) else {}
+    config = identity.get("train_config_hash") or json.dumps(info.get("train_config"), sort_keys=True, default=str)
+    return (run.lang, run.preset, run.steps, identity.get("corpus"), run.max_steps, config)
+
+
+@dataclass
+class SeedGroup:
+    """The comparable runs of one language and setting, one per seed, and the runs left out (with why)."""
+
+    lang: str
+    runs: list[Run]
+    excluded: dict[str, str] = field(default_factory=dict)  # run folder -> reason
+
+    @property
+    def seeds(self) -> list[int]:
+        return [r.seed for r in self.runs]
+
+    @property
+    def first(self) -> Run:
+        return self.runs[0]
+
+    @property
+    def label(self) -> str:
+        """'ours (demo, 300 steps)' for one seed, 'ours (demo, 300 steps, 3 seeds)' for several."""
+        text = self.first.label
+        return text if len(self.runs) == 1 else f"{text[:-1]}, {len(self.runs)} seeds)"
+
+    @property
+    def total_steps(self) -> int | None:
+        return min((r.last_step for r in self.runs if r.last_step is not None), default=None)
+
+    def per_seed(self, value: Callable[[Run], float]) -> list[float]:
+        return [value(run) for run in self.runs]
+
+    def mean(self, value: Callable[[Run], float]) -> float:
+        values = self.per_seed(value)
+        return float(np.mean(values)) if values else math.nan
+
+    @property
+    def baseline(self) -> dict[str, float] | None:
+        """The unigram baseline averaged over the seeds' data folders (equal when their data are equal)."""
+        found = [r.baseline for r in self.runs if r.baseline is not None]
+        if not found:
+            return None
+        keys = ("unigram_loss", "unigram_train_loss", "unigram_accuracy", "most_frequent_accuracy")
+        return {k: float(np.mean([getattr(b, k) for b in found])) for k in keys}
+
+    @property
+    def note(self) -> str:
+        return "; ".join(f"left out {path} ({why})" for path, why in self.excluded.items())
+
+
+def comparison_groups(runset: RunSet) -> list[SeedGroup]:
+    """Every language's fair pairs grouped by setting; mismatched or incomplete runs are listed, never pooled."""
+    groups: list[SeedGroup] = []
+    for lang in runset.langs():
+        by_key: dict[tuple[Any, ...], SeedGroup] = {}
+        excluded: dict[str, str] = {}
+        for run in runset.runs_for(lang):
+            problem = pair_problem(run)
+            if problem is not None:
+                excluded[display_path(run.run_dir)] = problem
+                continue
+            group = by_key.setdefault(setting_key(run), SeedGroup(lang, []))
+            if run.seed in group.seeds:
+                excluded[display_path(run.run_dir)] = f"duplicate: seed {run.seed} is already counted"
+                continue
+            group.runs.append(run)
+        lang_groups = sorted(by_key.values(), key=lambda g: -len(g.runs))
+        for group in lang_groups:
+            group.excluded = dict(excluded)
+        groups += lang_groups or ([SeedGroup(lang, [], excluded)] if excluded else [])
+    return groups

@@ -286,6 +286,19 @@ def run_language(preset: str, lang: str, runs_dir: Path = DEFAULT_RUNS_DIR, seed
     return run_dir
 
 
+def stale_steps(preset: str, lang: str, runs_dir: Path = DEFAULT_RUNS_DIR, seed: int = 0, device: str = "auto",
+                corpus: str = "embedded", vectors: str | None = None, max_steps: int | None = None) -> list[str]:
+    """The steps a run of the same arguments would execute now (none: its results come from the current code)."""
+    run_dir = run_dir_for(runs_dir, preset, lang, seed).resolve()
+    stale: list[str] = []
+    for step in STEPS:
+        params = step_parameters(step, run_dir, preset, lang, seed, device, corpus, vectors, max_steps)
+        upstream = [run_dir / STEP_BY_NAME[n].out for n in step.needs]
+        if stale or not is_up_to_date(out_dir_of(step, params), fingerprint(step, params, upstream)):
+            stale.append(step.name)  # everything after a stale step reruns too
+    return stale
+
+
 def figures_parameters(run_dirs: Sequence[Path], figures_dir: Path) -> dict[str, Any]:
     return {"run_dirs": [str(Path(d).resolve()) for d in run_dirs], "out_dir": str(Path(figures_dir).resolve())}
 
@@ -557,6 +570,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--records", default=None, help="with --figures-from: first save each run's record (the "
                         "small files 06 reads, helpers.records) into this folder, then make the figures from them")
     parser.add_argument("--force", action="store_true", help="rerun every step even if unchanged")
+    parser.add_argument("--check", action="store_true", help="run nothing: list, per run, the steps a run would "
+                        "execute now (exit status 1 if any), i.e. whose results do not come from the current code")
     return parser
 
 
@@ -626,6 +641,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         preset, langs, seeds, out, figures_dir, docs, vectors = _job_runs(args)
         started = time.perf_counter()
         jobs = list(_iterate(langs, seeds))
+        if args.check:
+            stale = {run_dir_for(out, preset, lang, seed).name: stale_steps(
+                preset, lang, out, seed, args.device, args.corpus, vectors, args.max_steps) for lang, seed in jobs}
+            for name, steps in stale.items():
+                print(f"{name}: {'would rerun ' + ', '.join(steps) if steps else 'up to date'}")
+            return 1 if any(stale.values()) else 0
         run_dirs = [run_dir_for(out, preset, lang, seed).resolve() for lang, seed in jobs]
         if args.gpus is not None:
             gpus = parse_gpus(args.gpus)

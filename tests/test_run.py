@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -345,3 +346,22 @@ def test_a_gpu_worker_runs_one_language_and_seed_without_figures(tmp_path: Path)
     text = " ".join(command)
     assert "--lang cs --seeds 2" in text and "--device cuda" in text and "--no-figures" in text
     assert "--max-steps 20" in text and "--vectors /v/cc.cs.300.vec.gz" in text and "--corpus hub" in text
+
+
+def test_check_lists_the_steps_whose_results_do_not_come_from_the_current_code(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    names = [s.name for s in job.STEPS]
+    assert job.stale_steps("smoke", "en", tmp_path) == names  # nothing has run
+    run_dir = job.run_dir_for(tmp_path, "smoke", "en").resolve()
+    for step in job.STEPS:  # stamp every step as the main job would after running it with the current code
+        params = job.step_parameters(step, run_dir, "smoke", "en")
+        out_dir = job.out_dir_of(step, params)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        key = job.fingerprint(step, params, [run_dir / job.STEP_BY_NAME[n].out for n in step.needs])
+        (out_dir / job.STAMP_NAME).write_text(json.dumps({"fingerprint": key}))
+    assert job.stale_steps("smoke", "en", tmp_path) == []
+    assert job.main(["--preset", "smoke", "--lang", "en", "--out", str(tmp_path), "--check"]) == 0
+    assert "smoke-en: up to date" in capsys.readouterr().out
+    (run_dir / "tokenizer" / job.STAMP_NAME).write_text(json.dumps({"fingerprint": "older code"}))
+    assert job.stale_steps("smoke", "en", tmp_path) == names[1:]  # 02 and everything after it
+    assert job.main(["--preset", "smoke", "--lang", "en", "--out", str(tmp_path), "--check"]) == 1

@@ -153,8 +153,11 @@ def train_variant(run_dir: Path, name: str, out_dir: Path, device: str = "auto")
     if not (static_dir / sv.MANIFEST_FILE).is_file():
         alignment = build_alignment(run_dir, variant, out_dir / "vectors")
         manifest = {**_manifest(run_dir), "ablation": name, "changes": variant.changes}
-        for key in ("normalisation", "fallback", "pieces", "scale", "n_found", "found_element_std"):
+        for key in ("normalisation", "fallback", "pieces", "scale", "n_found", "found_element_std", "text_coverage"):
             manifest.pop(key, None)  # the alignment's own report says what this variant used
+        if variant.fasttext is not None:  # what the run measured about its own vectors does not describe these
+            for key in ("word_similarity", "train_seconds", "train_cpu_seconds", "n_model_words"):
+                manifest.pop(key, None)
         manifest["normalisation"] = list(variant.normalisation if variant.normalisation is not None
                                          else sv.preset_config(manifest["preset"]).normalisation)
         if variant.fasttext is not None:

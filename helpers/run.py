@@ -20,7 +20,6 @@ import shutil
 import socket
 import sys
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -579,7 +578,6 @@ def _configure_logging() -> None:
     quiet_libraries()
     for name in ("papermill", "traitlets", "jupyter_client", "nbclient", "asyncio"):
         logging.getLogger(name).setLevel(logging.ERROR)
-    warnings.filterwarnings("ignore")
 
 
 def _job_runs(args: argparse.Namespace) -> tuple[str, list[str], list[int], Path, Path, Path | None, str | None]:

@@ -322,13 +322,16 @@ def run_figures(run_dirs: Sequence[Path], figures_dir: Path, executed_dir: Path,
     log(f"[run ] {FIGURES_STEP.name} -> {figures_dir}")
     started = time.perf_counter()
     try:
-        execute_notebook(FIGURES_STEP.notebook, Path(executed_dir) / f"{FIGURES_STEP.name}.ipynb",
-                         {**params, "out_dir": str(staging)})
+        executed = Path(executed_dir) / f"{FIGURES_STEP.name}.ipynb"
+        execute_notebook(FIGURES_STEP.notebook, executed, {**params, "out_dir": str(staging)})
         figures_dir.mkdir(parents=True, exist_ok=True)
         for path in sorted(p for p in staging.rglob("*") if p.is_file()):
             target = figures_dir / path.relative_to(staging)
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(path, target)
+        # The files now live in figures_dir: the executed copy (and the docs rendered from it) says so.
+        executed.write_text(executed.read_text(encoding="utf-8").replace(str(staging), str(figures_dir)),
+                            encoding="utf-8")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     seconds = time.perf_counter() - started

@@ -85,3 +85,10 @@ def test_claims_check_has_the_evidence_columns_and_a_unigram_floor(smoke_figures
     table2 = pd.read_csv(smoke_figures / "table2_loss.csv")
     unigram = table2[(table2["lang"] == "en") & (table2["source"] == "unigram")]
     assert len(unigram) == 1 and math.isfinite(unigram.iloc[0]["eval_loss BERT_TINY"])
+
+
+def test_the_executed_copy_names_the_figures_folder_not_the_staging_one(smoke_figures: Path,
+                                                                         smoke_run_dir: Path) -> None:
+    text = (smoke_run_dir.parent / "smoke-figures" / "06_figures.ipynb").read_text()
+    assert ".incoming-" not in text
+    assert json.dumps(str(smoke_figures.resolve()))[1:-1] in text

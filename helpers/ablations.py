@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import sys
 from dataclasses import asdict, dataclass, field
@@ -114,7 +115,9 @@ def raw_vectors(run_dir: Path, settings: FastTextSettings, cache_dir: Path) -> s
     source = vf.obtain_vectors(config.__class__(**{**asdict(config), "fasttext": settings}), manifest["lang"],
                                manifest["seed"], corpus_source=manifest["corpus_source"], progress=False)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    np.savez(cached, words=np.array(source.vectors.words), matrix=source.vectors.matrix)
+    partial = cached.with_name(f".{cached.stem}.{os.getpid()}.npz")  # written whole, then renamed: two processes
+    np.savez(partial, words=np.array(source.vectors.words), matrix=source.vectors.matrix)  # ablating one run
+    os.replace(partial, cached)  # at once never read each other's half-written file
     return source.vectors
 
 
@@ -283,7 +286,7 @@ def plot_ablations(table: pd.DataFrame) -> Any:
     from matplotlib.figure import Figure
 
     rows = table[table["variant"] != "paper"].iloc[::-1]
-    fig = Figure(figsize=(10, 0.45 * len(rows) + 1.6), layout="constrained")
+    fig = Figure(figsize=(10, 0.6 * len(rows) + 1.6), layout="constrained")
     axes = fig.subplots(1, 2, sharey=True)
     for ax, short, label in ((axes[0], "loss", "final eval loss minus the paper recipe's (lower is better)"),
                              (axes[1], "accuracy", "final eval accuracy minus the paper recipe's (higher is better)")):
@@ -295,10 +298,13 @@ def plot_ablations(table: pd.DataFrame) -> Any:
         ax.axvline(0, color="0.4", linewidth=1)
         ax.set_xlabel(label, fontsize=8)
         ax.grid(axis="x", alpha=0.3)
-    axes[0].set_yticks(np.arange(len(rows)), rows["variant"])
+    # Rows can rest on different seeds (a variant unfinished for one seed is left out of its mean), so each
+    # label says its own seeds and how its interval was drawn.
+    labels = [f"{r.variant}\nseeds {r.seeds} · {r.interval}" for r in rows.itertuples()]
+    axes[0].set_yticks(np.arange(len(rows)), labels, fontsize=7)
     first = table.iloc[0]
-    fig.suptitle(f"BERT_FT ablations ({first['lang']}, {first['setting']}, seeds {first['seeds']}); "
-                 f"95 % intervals: {rows['interval'].iloc[0]}", fontsize=9)
+    fig.suptitle(f"BERT_FT ablations ({first['lang']}, {first['setting']}): paired differences to the paper "
+                 "recipe's BERT_FT, 95 % intervals", fontsize=9)
     return fig
 
 

@@ -235,7 +235,8 @@ def language_claims(groups: Sequence[SeedGroup]) -> list[dict[str, Any]]:
                  "ours": average.mean, "ci_low": average.low, "ci_high": average.high, "interval": average.interval,
                  "holds_on_ours": holds, "paper": f"{paper_same:+.3f} over {','.join(in_paper) or 'none'}; "
                                                   f"{paper_all:+.3f} over its 7 languages",
-                 "note": why + "holds: the paper's average over the same languages lies inside our interval; "
+                 "note": why + "holds_on_ours asks whether the paper's average over the same languages lies inside "
+                         "our interval; "
                          + average.note})
     if "en" in chosen and len(chosen) > 1:
         others = [lang for lang in langs if lang != "en"]

@@ -1,0 +1,45 @@
+"""The committed reference results come from their committed records and the current code.
+
+`make reference-figures` redraws figures/reference/ from the records saved beside it; these tests do
+the same into a temporary folder and compare the tables, so a change to the figure code (or an edited
+record) that would change a committed number fails here instead of going unnoticed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from helpers import ablations
+from helpers import run as job
+
+REFERENCE = Path(__file__).resolve().parents[1] / "figures" / "reference"
+RUN_RECORDS = REFERENCE / "runs"
+ABLATION_RECORDS = REFERENCE / "ablations"
+
+pytestmark = pytest.mark.skipif(not RUN_RECORDS.is_dir(), reason="no reference records committed")
+
+
+def _same_table(regenerated: Path, committed: Path) -> None:
+    new, old = (pd.read_csv(path).drop(columns="run_dir", errors="ignore") for path in (regenerated, committed))
+    pd.testing.assert_frame_equal(new, old)
+
+
+def test_the_committed_reference_tables_regenerate_from_their_records(tmp_path: Path) -> None:
+    runs = sorted(str(p) for p in RUN_RECORDS.iterdir() if p.is_dir())
+    assert len(runs) >= 2
+    out = tmp_path / "figures"
+    assert job.main(["--figures-from", *runs, "--figures", str(out), "--out", str(tmp_path / "runs")]) == 0
+    for name in ("table2_loss", "table3_accuracy", "claims_check"):
+        _same_table(out / f"{name}.csv", REFERENCE / f"{name}.csv")
+
+
+@pytest.mark.skipif(not ABLATION_RECORDS.is_dir(), reason="no ablation records committed")
+def test_the_committed_ablation_table_regenerates_from_its_records(tmp_path: Path) -> None:
+    ablated = sorted(str(RUN_RECORDS / p.name) for p in ABLATION_RECORDS.iterdir() if p.is_dir())
+    assert ablated
+    argv = ["--table-only", "--runs", *ablated, "--records", str(ABLATION_RECORDS), "--figures", str(tmp_path)]
+    assert ablations.main(argv) == 0
+    _same_table(tmp_path / f"{ablations.TABLE_NAME}.csv", REFERENCE / f"{ablations.TABLE_NAME}.csv")

@@ -620,6 +620,7 @@ def figures_only(args: argparse.Namespace) -> int:
     if absent:
         raise JobError(f"--figures-from: no such run folder: {', '.join(absent)}")
     figures_dir = writable_folder(args.figures, "--figures")
+    notebooks_from = run_dirs  # records hold no executed notebooks: --docs renders the run folders' own
     if args.records is not None:
         from helpers.records import save_records  # imports torch; only this option needs it
 
@@ -628,6 +629,10 @@ def figures_only(args: argparse.Namespace) -> int:
     executed_dir = writable_folder(args.out, "--out") / f"{figures_dir.name}-figures"
     with folder_lock(executed_dir):
         run_figures(run_dirs, figures_dir, executed_dir, force=args.force)
+    if args.docs is not None:
+        docs = writable_folder(args.docs, "--docs")
+        written = render_docs(notebooks_from, executed_dir / f"{FIGURES_STEP.name}.ipynb", docs)
+        print(f"rendered {len(written)} notebooks into {docs}")
     return 0
 
 

@@ -27,10 +27,13 @@ def test_a_record_holds_only_small_files_and_loads_like_its_run(smoke_figures: P
 
 def test_figures_from_records_match_the_figures_from_the_run(smoke_figures: Path, smoke_run_dir: Path,
                                                               tmp_path: Path) -> None:
-    out = tmp_path / "regenerated"
+    out, docs = tmp_path / "regenerated", tmp_path / "docs"
     code = job.main(["--figures-from", str(smoke_run_dir), "--records", str(tmp_path / "records"),
-                     "--figures", str(out), "--out", str(tmp_path / "runs")])
+                     "--figures", str(out), "--out", str(tmp_path / "runs"), "--docs", str(docs)])
     assert code == 0
+    # --docs renders 06 and the run folder's own executed notebooks (its record holds none)
+    assert (docs / "figures" / "06_figures.md").is_file()
+    assert (docs / smoke_run_dir.name / "04_pretraining.md").is_file()
     for name in ("table2_loss", "table3_accuracy", "claims_check"):
         regenerated, original = (pd.read_csv(folder / f"{name}.csv").drop(columns="run_dir", errors="ignore")
                                  for folder in (out, smoke_figures))

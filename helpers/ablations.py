@@ -115,9 +115,10 @@ def raw_vectors(run_dir: Path, settings: FastTextSettings, cache_dir: Path) -> s
     source = vf.obtain_vectors(config.__class__(**{**asdict(config), "fasttext": settings}), manifest["lang"],
                                manifest["seed"], corpus_source=manifest["corpus_source"], progress=False)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    partial = cached.with_name(f".{cached.stem}.{os.getpid()}.npz")  # written whole, then renamed: two processes
-    np.savez(partial, words=np.array(source.vectors.words), matrix=source.vectors.matrix)  # ablating one run
-    os.replace(partial, cached)  # at once never read each other's half-written file
+    # Written whole, then renamed: two processes ablating one run never read each other's half-written file.
+    partial = cached.with_name(f".{cached.stem}.{os.getpid()}.npz")
+    np.savez(partial, words=np.array(source.vectors.words), matrix=source.vectors.matrix)
+    os.replace(partial, cached)
     return source.vectors
 
 

@@ -35,8 +35,7 @@ figures: $(STAMP)
 REFERENCE_RUNS := reference-en reference-en-seed1 reference-en-seed2 reference-fr reference-es
 ABLATION_RUNS := reference-en reference-en-seed1
 REFERENCE_DIR := figures/reference
-# The runs whose ablations were recorded (the table is redrawn over exactly those).
-ABLATED = $(notdir $(wildcard $(REFERENCE_DIR)/ablations/reference-*))
+REFERENCE_DOCS := docs/reference
 
 reference: $(STAMP)
 	$(PY) -m helpers.run --preset reference --lang en,fr,es --seeds 0 --no-figures
@@ -47,8 +46,9 @@ reference: $(STAMP)
 	  --records $(REFERENCE_DIR)/ablations --figures $(REFERENCE_DIR)
 
 reference-figures: $(STAMP)
-	$(PY) -m helpers.run --figures-from $(addprefix $(REFERENCE_DIR)/runs/,$(REFERENCE_RUNS)) --figures $(REFERENCE_DIR)
-	$(PY) -m helpers.ablations --table-only --runs $(addprefix $(REFERENCE_DIR)/runs/,$(ABLATED)) \
+	$(PY) -m helpers.run --figures-from $(addprefix $(REFERENCE_DIR)/runs/,$(REFERENCE_RUNS)) --figures $(REFERENCE_DIR) \
+	  --docs $(REFERENCE_DOCS)
+	$(PY) -m helpers.ablations --table-only --run-records $(REFERENCE_DIR)/runs \
 	  --records $(REFERENCE_DIR)/ablations --figures $(REFERENCE_DIR)
 
 test: $(STAMP) lint

@@ -15,7 +15,7 @@ there are at least three, otherwise a bootstrap over the evaluation positions, l
 --figures figures/reference --records figures/reference/ablations`` trains what is missing (a
 stopped run resumes from its checkpoint), saves each variant's small files as a record, and writes
 ``ablations.csv``/``.md``/``.png``/``.pdf`` from the records; ``--table-only`` redoes the table
-from the records alone.
+from the records alone (``--run-records figures/reference/runs`` picks the runs that have ablation records).
 """
 
 from __future__ import annotations
@@ -59,6 +59,11 @@ class Variant:
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in (
     Variant("paper", "none: zero fallback, unit length + centre, ## pieces skipped, scale as is"),
+    # No change at all: the run's BERT_FT trained again. It differs from the run's own only in floating-point
+    # rounding (another CPU or thread count reorders sums), which training amplifies; its row is the noise
+    # floor that any variant trained on another machine than its run must clear.
+    Variant("paper_retrained", "none: the paper recipe trained again, so only floating-point rounding differs "
+            "(the noise floor of a pairing)"),
     Variant("fallback_random", "tokens without a vector start from N(0, 0.02) instead of zeros (Section 4.2)",
             align={"fallback": "random"}),
     Variant("normalise_none", "raw fastText vectors, neither unit length nor centred", normalisation=()),
@@ -199,6 +204,20 @@ def save_variant_record(folder: Path, records_dir: Path) -> Path:
     return dest
 
 
+def ablated_runs(run_records: str | Path, ablation_records: str | Path) -> list[Path]:
+    """The run records whose ablations were recorded: the table is redrawn over exactly those runs."""
+    run_records, ablation_records = Path(run_records), Path(ablation_records)
+    names = sorted(p.name for p in ablation_records.iterdir() if p.is_dir()) if ablation_records.is_dir() else []
+    if not names:
+        raise FileNotFoundError(f"no ablation records under {ablation_records}: train the variants first "
+                                "(python -m helpers.ablations --runs RUN_DIR ... --records DIR)")
+    missing = [n for n in names if not (run_records / n).is_dir()]
+    if missing:
+        raise FileNotFoundError(f"{run_records} has no record of the ablated run(s) {', '.join(missing)}: save them "
+                                "with python -m helpers.run --figures-from RUN_DIR ... --records DIR")
+    return [run_records / n for n in names]
+
+
 # --------------------------------------------------------------------------- the table
 
 
@@ -333,8 +352,11 @@ def write_outputs(table: pd.DataFrame, out_dir: str | Path, sources: dict[str, A
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m helpers.ablations", description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", nargs="+", required=True, help="finished run folders (one per seed), or their "
-                        "records with --table-only")
+    runs = parser.add_mutually_exclusive_group(required=True)
+    runs.add_argument("--runs", nargs="+", help="finished run folders (one per seed), or their records with "
+                      "--table-only")
+    runs.add_argument("--run-records", default=None, help="with --table-only: a folder of run records; the table "
+                      "uses those that --records holds ablations of")
     parser.add_argument("--out", default="runs/ablations", help="where variants are trained (resumable)")
     parser.add_argument("--figures", required=True, help="folder for ablations.csv/.md/.png/.pdf")
     parser.add_argument("--records", default=None, help="save each variant's small files here and make the table "
@@ -349,6 +371,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         names = check_variants([n.strip() for n in args.variants.split(",") if n.strip()])
+        if args.run_records is not None:
+            if not args.table_only or args.records is None:
+                raise ValueError("--run-records redraws recorded ablations: give it with --table-only and --records")
+            args.runs = ablated_runs(args.run_records, args.records)
         run_dirs = [Path(d).resolve() for d in args.runs]
         out = Path(args.out).resolve()
         if not args.table_only:

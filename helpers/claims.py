@@ -187,10 +187,12 @@ def gain_claim(group: SeedGroup, column: str, claim_id: str, claim: str, publish
     pub = published.get(group.lang)
     paper_text = f"{pub['bert_ft'] - pub['bert_tiny']:+.3f}" if pub else "language not in the paper"
     holds = None if math.isnan(est.mean) else bool(est.mean < 0 if lower_is_better else est.mean > 0)
-    notes = []
-    if math.isfinite(est.low) and est.low <= 0 <= est.high:
-        notes.append("the interval includes 0")
-    return _claim_row(group, claim_id, claim, est, paper_text, holds, notes=notes)
+    return _claim_row(group, claim_id, claim, est, paper_text, holds, notes=[includes_zero(est)])
+
+
+def includes_zero(est: Estimate) -> str:
+    """A verdict read from the mean alone is not shown when its interval also allows no effect: say so."""
+    return "the interval includes 0" if math.isfinite(est.low) and est.low <= 0 <= est.high else ""
 
 
 def paper_gain(lang: str) -> float:
@@ -221,6 +223,8 @@ def language_claims(groups: Sequence[SeedGroup]) -> list[dict[str, Any]]:
     testable = [testability(g)[0] for g in chosen.values()]
     untestable = [lang for lang, g in chosen.items() if testability(g)[0] is False]
     why = f"not testable at this scale in {', '.join(untestable)}; " if untestable else ""
+    # n_seeds is the fewest any language has; the note names each language's count.
+    seeds = "seeds per language: " + ", ".join(f"{lang} {len(chosen[lang].runs)}" for lang in langs)
     common = {"lang": ",".join(langs), "preset": "/".join(sorted({str(g.first.preset) for g in chosen.values()})),
               "steps": None, "n_seeds": min(len(g.runs) for g in chosen.values()), "fraction_of_training": math.nan,
               "testable": None if None in testable else all(testable)}
@@ -236,8 +240,7 @@ def language_claims(groups: Sequence[SeedGroup]) -> list[dict[str, Any]]:
                  "holds_on_ours": holds, "paper": f"{paper_same:+.3f} over {','.join(in_paper) or 'none'}; "
                                                   f"{paper_all:+.3f} over its 7 languages",
                  "note": why + "holds_on_ours asks whether the paper's average over the same languages lies inside "
-                         "our interval; "
-                         + average.note})
+                         "our interval; " + "; ".join(n for n in (seeds, average.note) if n)})
     if "en" in chosen and len(chosen) > 1:
         others = [lang for lang in langs if lang != "en"]
         margin = _combined(ests, lambda g: np.min([g[lang] for lang in others], axis=0) - g["en"])
@@ -247,7 +250,7 @@ def language_claims(groups: Sequence[SeedGroup]) -> list[dict[str, Any]]:
                      "claim": "English gains least: smallest other language's gain minus English's (> 0: holds)",
                      "ours": margin.mean, "ci_low": margin.low, "ci_high": margin.high, "interval": margin.interval,
                      "holds_on_ours": bool(margin.mean > 0), "paper": f"{paper_margin:+.3f} over the same languages",
-                     "note": why + margin.note})
+                     "note": why + "; ".join(n for n in (seeds, includes_zero(margin), margin.note) if n)})
     return rows
 
 

@@ -104,3 +104,22 @@ def test_the_table_regenerates_from_the_records_alone(ablated: Path, smoke_run_d
 def test_an_unknown_variant_names_the_choices() -> None:
     with pytest.raises(ValueError, match="unknown ablation variant.*fallback_random"):
         A.check_variants(["paper_plus"])
+
+
+def test_the_ablated_runs_are_the_run_records_that_have_ablation_records(tmp_path: Path) -> None:
+    for name in ("reference-en", "reference-en-seed1", "reference-fr"):
+        (tmp_path / "runs" / name).mkdir(parents=True)
+    for name in ("reference-en-seed1", "reference-en"):
+        (tmp_path / "ablations" / name / "fallback_random").mkdir(parents=True)
+    found = A.ablated_runs(tmp_path / "runs", tmp_path / "ablations")
+    assert found == [tmp_path / "runs" / "reference-en", tmp_path / "runs" / "reference-en-seed1"]
+    (tmp_path / "ablations" / "reference-es").mkdir()
+    with pytest.raises(FileNotFoundError, match="no record of the ablated run.*reference-es"):
+        A.ablated_runs(tmp_path / "runs", tmp_path / "ablations")
+    with pytest.raises(FileNotFoundError, match="no ablation records"):
+        A.ablated_runs(tmp_path / "runs", tmp_path / "nothing")
+
+
+def test_run_records_are_only_for_redrawing_recorded_ablations(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    code = A.main(["--run-records", str(tmp_path), "--records", str(tmp_path), "--figures", str(tmp_path)])
+    assert code == 1 and "--table-only" in capsys.readouterr().err

@@ -472,10 +472,26 @@ def test_language_claims_check_the_ordering_and_the_average(tmp_path: Path) -> N
     assert least["ours"] == pytest.approx(0.03) and least["holds_on_ours"] == True  # noqa: E712
     assert least["ci_low"] < 0.03 < least["ci_high"] and least["lang"] == "en,es,fr"
     assert least["paper"] == "+0.020 over the same languages"  # min(FR 0.052, ES 0.057) - EN 0.032
+    assert "seeds per language: en 3, es 3, fr 3" in least["note"] and "includes 0" not in least["note"]
     average = checked.loc["average_accuracy_gain"]
     assert average["ours"] == pytest.approx((0.01 + 0.04 + 0.05) / 3 + 0.002)
     assert average["ci_low"] < average["ours"] < average["ci_high"]
     assert "+0.047 over en,es,fr" in average["paper"] and "+0.061 over its 7 languages" in average["paper"]
+    assert "seeds per language: en 3, es 3, fr 3" in average["note"]
+
+
+def test_an_ordering_whose_interval_includes_zero_says_so(tmp_path: Path) -> None:
+    # English gains 0.030, French 0.031: the seeds spread by 0.002, so the margin's t interval spans 0.
+    dirs = []
+    for lang, gain in (("en", 0.030), ("fr", 0.031)):
+        for seed in range(3):
+            curves = flat_curves([9, 8, 7, 6, 5.0], [9, 7, 5.5, 4.9, 4.5], [0, 0.1, 0.2, 0.25, 0.3],
+                                 [0, 0.2, 0.3, 0.3, 0.3 + gain + 0.002 * seed])
+            dirs.append(write_run(tmp_path, "demo", lang, curves, seed=seed, static=False))
+    with pytest.warns(UserWarning):
+        least = claims.verify_claims(results.load_runs(dirs)).set_index("claim_id").loc["english_gains_least"]
+    assert least["ours"] == pytest.approx(0.001) and least["ci_low"] < 0 < least["ci_high"]
+    assert "the interval includes 0" in least["note"]
 
 
 def test_titles_name_the_max_steps_cap(tmp_path: Path) -> None:

@@ -286,6 +286,9 @@ def ablation_table(run_dirs: Sequence[str | Path], ablation_dir: str | Path) -> 
                 [res.positions()[key] - base.positions()[key] for res, base in paired], axis=0))
             short = "loss" if column == "eval_loss" else "accuracy"
             row.update({f"{short}_vs_paper": est.mean, f"{short}_ci_low": est.low, f"{short}_ci_high": est.high})
+            # With fewer than three seeds the interval is over positions only; each seed's own difference shows
+            # whether the seeds at least agree in sign.
+            row[f"{short}_per_seed"] = " / ".join(f"{v:+.3f}" for v in values)
             row["interval"] = est.interval
         manifests = [res.manifest for res in results if res.manifest]
         if manifests:

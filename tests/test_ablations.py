@@ -87,6 +87,7 @@ def test_the_table_pairs_every_variant_with_the_runs_own_models(ablated: Path, s
         assert row["loss_vs_paper"] == pytest.approx(metrics["eval_loss"] - final["bert_ft"]["eval_loss"])
         assert row["accuracy_vs_paper"] == pytest.approx(metrics["eval_accuracy"] - final["bert_ft"]["eval_accuracy"])
         assert row["loss_ci_low"] <= row["loss_vs_paper"] <= row["loss_ci_high"]
+        assert row["loss_per_seed"] == f"{metrics['eval_loss'] - final['bert_ft']['eval_loss']:+.3f}"
         assert row["n_seeds"] == 1 and row["interval"].startswith("bootstrap over")
     assert (ablated / "figures" / "ablations.png").stat().st_size > 10_000
 

@@ -311,13 +311,17 @@ def plot_ablations(table: pd.DataFrame) -> Any:
     rows = table[table["variant"] != "paper"].iloc[::-1]
     fig = Figure(figsize=(10, 0.6 * len(rows) + 1.6), layout="constrained")
     axes = fig.subplots(1, 2, sharey=True)
-    for ax, short, label in ((axes[0], "loss", "final eval loss minus the paper recipe's (lower is better)"),
-                             (axes[1], "accuracy", "final eval accuracy minus the paper recipe's (higher is better)")):
+    for ax, short, label in ((axes[0], "loss", "final eval loss minus the paper recipe's\n(lower is better)"),
+                             (axes[1], "accuracy", "final eval accuracy minus the paper recipe's\n(higher is better)")):
         mean = rows[f"{short}_vs_paper"].to_numpy(float)
         low, high = rows[f"{short}_ci_low"].to_numpy(float), rows[f"{short}_ci_high"].to_numpy(float)
         y = np.arange(len(rows))
         err = np.vstack([mean - low, high - mean])
-        ax.errorbar(mean, y, xerr=np.where(np.isfinite(err), err, 0), fmt="o", color="tab:orange", capsize=3)
+        ax.errorbar(mean, y, xerr=np.where(np.isfinite(err), err, 0), fmt="o", color="tab:orange", capsize=3,
+                    label="mean over seeds, 95 % interval")
+        seeds = [[float(v) for v in str(text).split(" / ")] for text in rows[f"{short}_per_seed"]]
+        ax.plot([v for vs in seeds for v in vs], [i for i, vs in enumerate(seeds) for _ in vs], "x", color="0.3",
+                markersize=5, label="each seed")
         ax.axvline(0, color="0.4", linewidth=1)
         ax.set_xlabel(label, fontsize=8)
         ax.grid(axis="x", alpha=0.3)
@@ -325,6 +329,7 @@ def plot_ablations(table: pd.DataFrame) -> Any:
     # label says its own seeds and how its interval was drawn.
     labels = [f"{r.variant}\nseeds {r.seeds} · {r.interval}" for r in rows.itertuples()]
     axes[0].set_yticks(np.arange(len(rows)), labels, fontsize=7)
+    fig.legend(*axes[1].get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize=7)
     first = table.iloc[0]
     fig.suptitle(f"BERT_FT ablations ({first['lang']}, {first['setting']}): paired differences to the paper "
                  "recipe's BERT_FT, 95 % intervals", fontsize=9)

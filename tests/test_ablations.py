@@ -125,3 +125,12 @@ def test_the_ablated_runs_are_the_run_records_that_have_ablation_records(tmp_pat
 def test_run_records_are_only_for_redrawing_recorded_ablations(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     code = A.main(["--run-records", str(tmp_path), "--records", str(tmp_path), "--figures", str(tmp_path)])
     assert code == 1 and "--table-only" in capsys.readouterr().err
+
+
+def test_the_figure_marks_each_seeds_own_difference(ablated: Path) -> None:
+    table = pd.read_csv(ablated / "figures" / "ablations.csv", dtype={"loss_per_seed": str, "accuracy_per_seed": str})
+    fig = A.plot_ablations(table)
+    rows = table[table["variant"] != "paper"]
+    for ax, column in zip(fig.axes, ("loss_per_seed", "accuracy_per_seed")):
+        seeds = next(line for line in ax.get_lines() if line.get_label() == "each seed")
+        assert list(seeds.get_xdata()) == pytest.approx([float(v) for v in rows[column].iloc[::-1]])

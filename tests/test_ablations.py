@@ -14,6 +14,8 @@ from helpers import ablations as A
 from helpers import static_vectors as sv
 
 VARIANTS = ("fallback_random", "scale_bert", "normalise_none")
+# '+0.024' is text; without this pandas reads a one-seed column as a number.
+PER_SEED_AS_TEXT = {"loss_per_seed": str, "accuracy_per_seed": str}
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +77,7 @@ def test_a_variant_trains_exactly_as_the_runs_bert_ft(ablated: Path, smoke_run_d
 
 
 def test_the_table_pairs_every_variant_with_the_runs_own_models(ablated: Path, smoke_run_dir: Path) -> None:
-    per_seed = {"loss_per_seed": str, "accuracy_per_seed": str}  # '+0.024': text, or pandas reads one seed as a number
-    table = pd.read_csv(ablated / "figures" / "ablations.csv", dtype=per_seed).set_index("variant")
+    table = pd.read_csv(ablated / "figures" / "ablations.csv", dtype=PER_SEED_AS_TEXT).set_index("variant")
     assert list(table.index) == ["random init", *(n for n in A.VARIANTS if n == "paper" or n in VARIANTS)]
     final = {m: pd.read_csv(smoke_run_dir / "pretrain" / m / "metrics.csv").iloc[-1] for m in ("bert_tiny", "bert_ft")}
     assert table.loc["paper", "eval_loss"] == pytest.approx(final["bert_ft"]["eval_loss"])
@@ -128,7 +129,7 @@ def test_run_records_are_only_for_redrawing_recorded_ablations(tmp_path: Path, c
 
 
 def test_the_figure_marks_each_seeds_own_difference(ablated: Path) -> None:
-    table = pd.read_csv(ablated / "figures" / "ablations.csv", dtype={"loss_per_seed": str, "accuracy_per_seed": str})
+    table = pd.read_csv(ablated / "figures" / "ablations.csv", dtype=PER_SEED_AS_TEXT)
     fig = A.plot_ablations(table)
     rows = table[table["variant"] != "paper"]
     for ax, column in zip(fig.axes, ("loss_per_seed", "accuracy_per_seed")):

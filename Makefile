@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 figures: $(STAMP)
-	$(PY) -m helpers.run --preset $(PRESET) --lang $(LANGS)
+	$(PY) -m pipeline.job --preset $(PRESET) --lang $(LANGS)
 
 # The CPU reference runs (helpers.presets: BERT_TINY off the unigram plateau): English with 3 seeds, French
 # and Spanish with 1, then the ablations on English seeds 0 and 1. Hours on a 2-core CPU; every step resumes.
@@ -38,17 +38,17 @@ REFERENCE_DIR := figures/reference
 REFERENCE_DOCS := docs/reference
 
 reference: $(STAMP)
-	$(PY) -m helpers.run --preset reference --lang en,fr,es --seeds 0 --no-figures
-	$(PY) -m helpers.run --preset reference --lang en --seeds 1,2 --no-figures
-	$(PY) -m helpers.run --figures-from $(addprefix runs/,$(REFERENCE_RUNS)) --records $(REFERENCE_DIR)/runs \
+	$(PY) -m pipeline.job --preset reference --lang en,fr,es --seeds 0 --no-figures
+	$(PY) -m pipeline.job --preset reference --lang en --seeds 1,2 --no-figures
+	$(PY) -m pipeline.job --figures-from $(addprefix runs/,$(REFERENCE_RUNS)) --records $(REFERENCE_DIR)/runs \
 	  --figures $(REFERENCE_DIR)
-	$(PY) -m helpers.ablations --runs $(addprefix runs/,$(ABLATION_RUNS)) --out runs/reference-ablations \
+	$(PY) -m pipeline.ablations --runs $(addprefix runs/,$(ABLATION_RUNS)) --out runs/reference-ablations \
 	  --records $(REFERENCE_DIR)/ablations --figures $(REFERENCE_DIR)
 
 reference-figures: $(STAMP)
-	$(PY) -m helpers.run --figures-from $(addprefix $(REFERENCE_DIR)/runs/,$(REFERENCE_RUNS)) --figures $(REFERENCE_DIR) \
+	$(PY) -m pipeline.job --figures-from $(addprefix $(REFERENCE_DIR)/runs/,$(REFERENCE_RUNS)) --figures $(REFERENCE_DIR) \
 	  --docs $(REFERENCE_DOCS)
-	$(PY) -m helpers.ablations --table-only --run-records $(REFERENCE_DIR)/runs \
+	$(PY) -m pipeline.ablations --table-only --run-records $(REFERENCE_DIR)/runs \
 	  --records $(REFERENCE_DIR)/ablations --figures $(REFERENCE_DIR)
 
 test: $(STAMP) lint

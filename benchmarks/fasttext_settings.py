@@ -2,7 +2,7 @@
 
 Trains fastText (dim 300, min_count 2, one thread so every run is exactly repeatable) on the
 embedded English training split, pre-tokenised like BERT, once per setting, and scores the raw
-vectors of the fastText vocabulary on WordSim-353 and SimLex-999 (helpers.wordsim). The settings
+vectors of the fastText vocabulary on WordSim-353 and SimLex-999 (pipeline.wordsim). The settings
 compare epochs, character n-grams (3-6, or none: maxn=0), negatives (5, 10) and skipgram vs CBOW.
 
     .venv/bin/python -m benchmarks.fasttext_settings            # all settings: about 20 CPU minutes
@@ -22,9 +22,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
-from helpers import wordsim
 from helpers.fasttext_training import FastTextSettings, train_on_file, vectors_from_model, write_training_text
-from helpers.runinfo import REPO_ROOT
+from pipeline import wordsim
+from pipeline.runinfo import REPO_ROOT
 
 RESULTS = REPO_ROOT / "benchmarks" / "results" / "fasttext_settings.csv"
 FIGURE_CSV = REPO_ROOT / "figures" / "vector_quality.csv"
@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.table_only:
         write_figure_table(args.out)
         return 0
-    from helpers.data import load_corpus
+    from pipeline.data import load_corpus
 
     corpus = load_corpus("embedded", lang="en", split="train")
     rows: list[dict[str, Any]] = []

@@ -56,7 +56,7 @@ from helpers import pretrain as P  # noqa: E402
 from helpers.batching import BucketedBatchSampler, cut_to_longest  # noqa: E402
 from helpers.masking import IGNORE_INDEX, MLMCollator  # noqa: E402
 from helpers.model import build_model, mlm_loss, use_attention  # noqa: E402
-from helpers.runinfo import environment, pick_device  # noqa: E402
+from pipeline.runinfo import environment, pick_device  # noqa: E402
 
 BASELINE = "hf-full-head"
 RECIPES = {BASELINE: False, "ours": False, "ours+bucketed": True}  # name: bucketed batches?
@@ -75,8 +75,8 @@ PEAK_N = 2048
 
 def demo_data(seq_len: int) -> tuple[np.ndarray, np.ndarray, Any, str]:
     """The demo preset's data: the embedded English training split, a 30,000-token WordPiece, the paper's truncation."""
-    from helpers.data import load_corpus
     from helpers.tokenizer import train_wordpiece
+    from pipeline.data import load_corpus
 
     corpus = load_corpus("embedded", "en", "train")
     tokenizer = train_wordpiece(corpus.texts, 30_000, show_progress=False)

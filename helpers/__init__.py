@@ -1,7 +1,7 @@
 """Helpers for the static-embedding BERT notebooks.
 
 Each notebook writes its algorithm in ``#| export`` cells; the same definitions live here, checked
-equal by ``helpers.notebook_sync``. The teaching modules hold those algorithms:
+equal by ``pipeline.notebook_sync``. The teaching modules hold those algorithms:
 ``masking`` (01: the 15 % selection and 80/10/10), ``tokenizer`` (02: WordPiece merges),
 ``static_vectors`` (03: unit+centre normalisation and the paper's Equation 3), ``model`` and
 ``pretrain`` (04: the masked-only loss and one training step), ``probe`` (05: pooling and the

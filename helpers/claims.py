@@ -20,7 +20,7 @@ from scipy import stats
 
 from helpers import paper_values as paper
 from helpers.crossing import crossing_step, fraction_of, under_fraction
-from helpers.results import POSITIONS_FILE, Run, RunSet, SeedGroup, comparison_groups, display_path, order_langs
+from pipeline.results import POSITIONS_FILE, Run, RunSet, SeedGroup, comparison_groups, display_path, order_langs
 
 CONFIDENCE = 0.95
 MIN_SEEDS_FOR_T = 3  # fewer seeds: bootstrap over evaluation positions instead

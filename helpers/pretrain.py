@@ -10,8 +10,8 @@ Three stages, each runnable alone:
 * :func:`compare_runs` reads both ``metrics.csv`` files and answers the paper's question: how many
   steps did BERT_FT need to reach BERT_TINY's final evaluation loss and accuracy?
 
-Checkpoints, resume and a run's identity live in helpers.checkpoints, the command line in
-helpers.pretrain_cli (``python -m helpers.pretrain --help``), the plots in helpers.plots.pretrain.
+Checkpoints, resume and a run's identity live in pipeline.checkpoints, the command line in
+pipeline.train_cli (``python -m helpers.pretrain --help``), the plots in helpers.plots.pretrain.
 Module-level imports are limited to the standard library, numpy, torch, transformers and
 tokenizers: the GPU machines lack datasets, fasttext, papermill and the plotting stack.
 """
@@ -34,8 +34,6 @@ import torch
 import torch.nn.functional as F
 from transformers import get_linear_schedule_with_warmup
 
-from helpers import checkpoints as ck
-from helpers import distributed
 from helpers.crossing import crossing_step, fraction_of
 from helpers.masking import IGNORE_INDEX, MLMCollator
 from helpers.model import (
@@ -48,8 +46,10 @@ from helpers.model import (
     use_attention,
 )
 from helpers.presets import pick
-from helpers.runinfo import environment, pick_device
 from helpers.static_vectors import vocab_fingerprint
+from pipeline import checkpoints as ck
+from pipeline import distributed
+from pipeline.runinfo import environment, pick_device
 
 try:  # tqdm is on every machine we know of, but a bar is not worth a crash
     from tqdm.auto import tqdm
@@ -142,7 +142,7 @@ class TrainConfig:
     batch_size: int
     seq_len: int = 128
     packing: bool = False  # False: the paper's [CLS] doc[:126] [SEP] per example; True: full packed blocks
-    # True: prepare_data streams the training documents into memory-mapped uint16 shards (helpers.shards) and
+    # True: prepare_data streams the training documents into memory-mapped uint16 shards (pipeline.shards) and
     # training reads them from disk; the same rows as in memory, so the same run. Not with packing.
     shards: bool = False
     lr: float = 5e-4
@@ -279,7 +279,7 @@ def tokenize_corpus(tokenizer: Any, texts: Sequence[str], batch_size: int = 1_00
     """Batched fast tokenisation into one flat array; empty documents are dropped."""
     texts = [t for t in texts if t and t.strip()]
     if not texts:
-        raise ValueError("no non-empty documents to tokenise; check the corpus (helpers.data.load_corpus)")
+        raise ValueError("no non-empty documents to tokenise; check the corpus (pipeline.data.load_corpus)")
     dtype = id_dtype(len(tokenizer))
     chunks, lengths = [], []
     for start in range(0, len(texts), batch_size):
@@ -419,7 +419,7 @@ def write_train_shards(tokenizer: Any, texts: Iterable[str], data_dir: Path, seq
     A finished folder belongs to an earlier preparation and is replaced (as the .npy files would be); an
     unfinished one is continued, so the documents must be the same as in the interrupted call.
     """
-    from helpers import shards as S
+    from pipeline import shards as S
 
     folder = data_dir / SHARDS_SUBDIR
     if (S.read_manifest(folder) or {}).get("complete"):
@@ -429,7 +429,7 @@ def write_train_shards(tokenizer: Any, texts: Iterable[str], data_dir: Path, seq
     manifest = S.write_shards(tokenizer, texts, folder, n_sequences=None, seq_len=seq_len, shard_size=shard_size,
                               batch_size=min(1_000, shard_size), progress=progress)
     if manifest["sequences"] == 0:
-        raise ValueError("no non-empty documents to tokenise; check the corpus (helpers.data.load_corpus)")
+        raise ValueError("no non-empty documents to tokenise; check the corpus (pipeline.data.load_corpus)")
     for name in ("train_ids.npy", "train_lengths.npy"):  # one training format per folder
         (data_dir / name).unlink(missing_ok=True)
     lengths = np.asarray(S.open_shards(folder).lengths)  # 2 bytes a sequence: small even at the paper's scale
@@ -449,7 +449,7 @@ def _format_note(packing: bool, seq_len: int) -> str:
 class PreparedData:
     """What :func:`prepare_data` wrote, loaded back (numpy arrays; moved to the device per batch)."""
 
-    train_ids: np.ndarray  # or helpers.shards.ShardedArray (memory maps): indexed the same way
+    train_ids: np.ndarray  # or pipeline.shards.ShardedArray (memory maps): indexed the same way
     train_lengths: np.ndarray
     eval_masked_ids: np.ndarray
     eval_lengths: np.ndarray
@@ -473,7 +473,7 @@ class PreparedData:
     def fingerprint(self) -> str:
         """SHA-256 of every array and of meta.json (timings aside): the data part of a run's identity.
 
-        The same digest as helpers.checkpoints.arrays_fingerprint, computed a block of rows at a time so
+        The same digest as pipeline.checkpoints.arrays_fingerprint, computed a block of rows at a time so
         memory-mapped shards are never loaded whole; meta's ``storage`` (shards or .npy) is left out, so
         the same rows give the same identity however they are stored.
         """
@@ -504,7 +504,7 @@ def load_data(path: str | Path) -> PreparedData:
     load = lambda name: np.load(data_dir / f"{name}.npy", allow_pickle=False)  # noqa: E731
     meta = json.loads((data_dir / "meta.json").read_text())
     if meta.get("storage", {}).get("train") == "shards":  # memory maps: rows are read from disk when picked
-        from helpers.shards import open_shards
+        from pipeline.shards import open_shards
 
         train = open_shards(data_dir / meta["storage"]["folder"])
         train_ids, train_lengths = train.ids, train.lengths
@@ -843,7 +843,7 @@ def train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Pat
     it exists for time-boxed sessions and for the resume test. ``model_overrides`` change the Table 4
     config (the unit tests use a tiny model). Returns run.json's content. A non-finite loss or
     gradient norm raises TrainingDiverged after run.json records ``finished: false`` and the step.
-    Started by torchrun, each process trains on its share of every batch (helpers.distributed) and
+    Started by torchrun, each process trains on its share of every batch (pipeline.distributed) and
     process 0 alone writes the files.
     """
     world = distributed.from_environment()
@@ -1130,6 +1130,6 @@ def describe_comparison(result: Mapping[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    from helpers.pretrain_cli import main
+    from pipeline.train_cli import main
 
     sys.exit(main())

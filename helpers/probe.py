@@ -128,7 +128,7 @@ class ProbeData:
 def load_probe_data(config: ProbeConfig, source: str = "embedded", lang: str = "en", path: str | Path | None = None,
                     csv_format: str = "header", seed: int = 0) -> ProbeData:
     """Load the labelled train and test splits and take stratified subsets of the preset's sizes."""
-    from helpers.data import load_labelled
+    from pipeline.data import load_labelled
 
     options: dict[str, Any] = {}
     if source == "files":

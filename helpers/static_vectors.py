@@ -6,9 +6,9 @@ vectors are first normalised and mean-centred (Artetxe et al. 2016). Notebook 03
 parts the paper describes, :func:`normalise` and :func:`equation_3`, in its cells; :func:`align`
 runs them and adds the options the paper does not use (``##`` pieces, case, random fallback, scale).
 
-Plumbing lives elsewhere: reading and downloading vector files in ``helpers.vector_files``,
+Plumbing lives elsewhere: reading and downloading vector files in ``pipeline.vector_files``,
 training fastText here in ``helpers.fasttext_training``, the word-similarity scores in
-``helpers.wordsim``, plots in ``helpers.plots.static_vectors``. Only the standard library and
+``pipeline.wordsim``, plots in ``helpers.plots.static_vectors``. Only the standard library and
 numpy are imported at module level: :func:`load_aligned` runs on GPU machines without fasttext.
 """
 

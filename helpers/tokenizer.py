@@ -135,11 +135,11 @@ def merge_pair(words: Words, pair: tuple[str, str]) -> Words:
 
 def load_split(config: TokenizerConfig, lang: str, split: str, source: str | None = None,
                path: str | Path | None = None) -> Any:
-    """The training or evaluation documents a preset asks for, as a ``helpers.data.Corpus``.
+    """The training or evaluation documents a preset asks for, as a ``pipeline.data.Corpus``.
 
     ``source`` overrides the preset's corpus source; ``path`` is for ``source='files'`` only.
     """
-    from helpers.data import load_corpus
+    from pipeline.data import load_corpus
 
     source = source or config.corpus_source
     options: dict[str, Any] = {}

@@ -1,7 +1,7 @@
 """Shared fixtures: the smoke pipeline, executed once per test session and chained like the main job.
 
 A notebook test asks for ``smoke_step("03_static_vectors")``; the fixture runs 02 first (once), then
-03, both through ``helpers.run.run_step`` with ``preset='smoke'``, and returns 03's output folder.
+03, both through ``pipeline.job.run_step`` with ``preset='smoke'``, and returns 03's output folder.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Callable
 
 import pytest
 
-from helpers import run as job
+from pipeline import job as job
 
 SMOKE_LANG = "en"
 
@@ -56,8 +56,8 @@ def smoke_figures(smoke_step: Callable[[str], Path], smoke_run_dir: Path) -> Pat
 @pytest.fixture(scope="session")
 def small_tokenizer():
     """A 400-token WordPiece trained on 150 real English articles: small enough for unit tests of training."""
-    from helpers.data import load_corpus
     from helpers.tokenizer import train_wordpiece
+    from pipeline.data import load_corpus
 
     return train_wordpiece(load_corpus("embedded", "en", "train", max_docs=150).texts, vocab_size=400,
                            show_progress=False)
@@ -67,7 +67,7 @@ def small_tokenizer():
 def small_prepared(tmp_path_factory: pytest.TempPathFactory, small_tokenizer) -> Callable[[int], Path]:
     """Prepared pretraining data (150 training, 24 evaluation articles) at a given sequence length, made once each."""
     from helpers import pretrain
-    from helpers.data import load_corpus
+    from pipeline.data import load_corpus
 
     made: dict[int, Path] = {}
 

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import ablations as A
 from helpers import static_vectors as sv
+from pipeline import ablations as A
 
 VARIANTS = ("fallback_random", "scale_bert", "normalise_none")
 # '+0.024' is text; without this pandas reads a one-seed column as a number.

@@ -14,9 +14,9 @@ from helpers.pretrain import BatchSampler
 @pytest.fixture(scope="module")
 def real_lengths() -> np.ndarray:
     """Lengths of the paper's truncated sequences on 2,000 embedded English articles (small tokenizer)."""
-    from helpers.data import load_corpus
     from helpers.pretrain import tokenize_corpus, truncate_sequences
     from helpers.tokenizer import train_wordpiece
+    from pipeline.data import load_corpus
 
     corpus = load_corpus("embedded", "en", "train", max_docs=2_000)
     tokenizer = train_wordpiece(corpus.texts, 3_000, show_progress=False)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import checkpoints as ck
 from helpers import pretrain as P
-from helpers import pretrain_cli as cli
+from pipeline import checkpoints as ck
+from pipeline import train_cli as cli
 
 SMALL_MODEL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48)
 CFG = P.TrainConfig(name="test", steps=4, batch_size=4, seq_len=32, eval_every=2, checkpoint_every=2,

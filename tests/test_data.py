@@ -1,4 +1,4 @@
-"""helpers.data: the embedded corpus and its one partition, local files (C4 shards included), bad input."""
+"""pipeline.data: the embedded corpus and its one partition, local files (C4 shards included), bad input."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from helpers import data
-from helpers.data import load_corpus, load_labelled
+from pipeline import data
+from pipeline.data import load_corpus, load_labelled
 
 EN_ARTICLES = 10_033
 EN_TOPICS = 12
@@ -97,7 +97,7 @@ def test_embedded_split_is_repeatable_and_independent_of_max_docs() -> None:
 
 def test_embedded_split_is_the_same_in_a_fresh_interpreter() -> None:
     """Python's string hashing is salted per process; the split must not depend on it."""
-    code = ("import hashlib, json; from helpers.data import load_corpus, partition_record; "
+    code = ("import hashlib, json; from pipeline.data import load_corpus, partition_record; "
             "t = load_corpus('embedded', 'en', 'eval').texts; "
             "print(json.dumps([len(t), hashlib.sha256('\\n'.join(t).encode()).hexdigest(), "
             "partition_record('en')['sha256']]))")

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import distributed
 from helpers import pretrain as P
-from helpers import pretrain_cli as cli
+from pipeline import distributed
+from pipeline import train_cli as cli
 
 REPO = Path(__file__).resolve().parent.parent
 STEPS = ["--preset", "smoke", "--device", "cpu", "--steps", "12", "--batch-size", "8", "--eval-every", "4",

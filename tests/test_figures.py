@@ -1,4 +1,4 @@
-"""Run loading, claims, tables, figures and outputs (helpers.results, .claims, .figures) on SYNTHETIC run folders.
+"""Run loading, claims, tables, figures and outputs (pipeline.results, .claims, .figures) on SYNTHETIC run folders.
 
 The metrics here are made-up fixtures to check the table builders; they are never shown as results.
 """
@@ -14,10 +14,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import claims, figures, results
+from helpers import claims
 from helpers import paper_values as paper
 from helpers.crossing import crossing_step
-from helpers.plots import figures as plots
+from pipeline import figure_plots as plots
+from pipeline import figures, results
 
 EVAL_STEPS = [0, 10, 20, 30, 40]
 
@@ -295,7 +296,7 @@ def test_models_stopped_at_different_steps_are_compared_at_the_step_they_share(t
 
 
 def test_paths_inside_the_repository_are_written_relative(tmp_path: Path) -> None:
-    from helpers.runinfo import REPO_ROOT
+    from pipeline.runinfo import REPO_ROOT
 
     assert results.display_path(REPO_ROOT / "runs" / "demo-en") == "runs/demo-en"
     assert results.display_path(tmp_path / "demo-en") == str(tmp_path / "demo-en")
@@ -511,7 +512,7 @@ def test_write_outputs_writes_only_into_its_folder(runset: results.RunSet, tmp_p
 
 
 def test_exercise_checks_accept_the_solutions_and_reject_plausible_mistakes() -> None:
-    from helpers.solutions import nb06
+    from exercises import nb06
 
     assert nb06.crossing_right(nb06.exercise_1(**nb06.EXERCISE_1)) and nb06.exercise_1(**nb06.EXERCISE_1) == 100
     assert not nb06.crossing_right(50)  # the first tie is not a crossing

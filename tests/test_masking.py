@@ -10,8 +10,8 @@ import torch
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
 from transformers import BertTokenizerFast, DataCollatorForLanguageModeling, PreTrainedTokenizerFast
 
-from helpers import exercises
-from helpers.data import load_corpus
+import exercises
+from exercises import nb01
 from helpers.masking import (
     IGNORE_INDEX,
     PRESETS,
@@ -32,7 +32,7 @@ from helpers.masking import (
 )
 from helpers.plots.masking import masked_table, plot_coverage, plot_split
 from helpers.presets import PRESET_NAMES
-from helpers.solutions import nb01
+from pipeline.data import load_corpus
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 Z = 5.0  # standard deviations allowed for every statistical check

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from helpers.notebook_sync import NOTEBOOKS_DIR, check_notebook, definitions, exported_cells
+from pipeline.notebook_sync import NOTEBOOKS_DIR, check_notebook, definitions, exported_cells
 
 NOMINAL = {"selection": 0.15, "mask": 0.8, "random": 0.1, "unchanged": 0.1}
 NOTEBOOK = NOTEBOOKS_DIR / "01_masking.ipynb"

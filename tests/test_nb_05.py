@@ -9,8 +9,8 @@ from typing import Callable
 import pandas as pd
 import pytest
 
-from helpers.data import partition_record
 from helpers.probe import FEATURES, MODEL_ORDER, PRESETS, TABLE_COLUMNS
+from pipeline.data import partition_record
 
 pytestmark = pytest.mark.notebook
 

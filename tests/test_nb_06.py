@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from helpers import figures
 from helpers import paper_values as paper
+from pipeline import figures
 
 pytestmark = pytest.mark.notebook
 

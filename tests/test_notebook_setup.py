@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import notebook_setup as nbs
-from helpers.runinfo import REPO_ROOT
+from pipeline import notebook as nbs
+from pipeline.runinfo import REPO_ROOT
 
 
 def test_an_interactive_run_never_writes_into_the_main_jobs_folders(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,4 @@
-"""helpers.online: the Hub loaders' record handling, the real ``datasets`` path on files the tests write,
+"""pipeline.online: the Hub loaders' record handling, the real ``datasets`` path on files the tests write,
 and one clear error when the Hub cannot be reached."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from helpers import data, online
-from helpers.data import load_corpus, load_labelled
-from helpers.online import HubUnavailableError
+from pipeline import data, online
+from pipeline.data import load_corpus, load_labelled
+from pipeline.online import HubUnavailableError
 
 
 # --------------------------------------------------------------------------------------------
@@ -250,7 +250,7 @@ def test_hub_reachable_probes_one_connection(monkeypatch: pytest.MonkeyPatch) ->
 
 _REAL_HUB_SCRIPT = """
 import json
-from helpers.data import load_corpus, load_labelled
+from pipeline.data import load_corpus, load_labelled
 out = []
 for call in (lambda: load_corpus("hub", "cs", "eval"), lambda: load_labelled("hub", "en", "train")):
     try:

@@ -1,6 +1,6 @@
 """The paper's configuration end to end on the CPU: C4-format shards and cc-format vectors into all six notebooks.
 
-``python -m helpers.run --preset paper --corpus files:DIR --vectors FILE --max-steps 20`` runs every
+``python -m pipeline.job --preset paper --corpus files:DIR --vectors FILE --max-steps 20`` runs every
 notebook with the paper's settings (tokenizer, vector lookup among the most frequent words, Table 4
 model, batch 128) except the number of steps. DIR holds ``*.json.gz`` shards in allenai/c4's record
 format (text, timestamp, url), written from the embedded French articles; FILE is a ``.vec.gz`` laid
@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers.data import FORBID_EMBEDDED_ENV, embedded_articles
-from helpers.runinfo import REPO_ROOT
+from pipeline.data import FORBID_EMBEDDED_ENV, embedded_articles
+from pipeline.runinfo import REPO_ROOT
 
 pytestmark = pytest.mark.notebook
 
@@ -64,7 +64,7 @@ def paper_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     write_cc_vectors(vectors, texts)
     out, figures = root / "runs", root / "figures"
     env = {**os.environ, FORBID_EMBEDDED_ENV: "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
-    command = [sys.executable, "-m", "helpers.run", "--preset", "paper", "--lang", "fr", "--corpus",
+    command = [sys.executable, "-m", "pipeline.job", "--preset", "paper", "--lang", "fr", "--corpus",
                f"files:{corpus}", "--vectors", str(vectors), "--max-steps", "20", "--out", str(out),
                "--figures", str(figures), "--device", "cpu"]
     done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1500)

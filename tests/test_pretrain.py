@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from helpers import pretrain as P
-from helpers import pretrain_cli as cli
-from helpers.data import load_corpus
 from helpers.masking import IGNORE_INDEX
 from helpers.presets import PRESET_NAMES
 from helpers.tokenizer import train_wordpiece
+from pipeline import train_cli as cli
+from pipeline.data import load_corpus
 
 SMALL_MODEL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48)
 CFG = P.TrainConfig(name="test", steps=8, batch_size=4, seq_len=32, eval_every=2, checkpoint_every=4,
@@ -333,7 +333,7 @@ def sharded_dir(tmp_path_factory, tokenizer, corpus):
 
 
 def test_sharded_data_loads_the_same_arrays_and_meta_as_in_memory_data(data_dir, sharded_dir):
-    from helpers.shards import ShardedArray
+    from pipeline.shards import ShardedArray
 
     plain, sharded = P.load_data(data_dir), P.load_data(sharded_dir)
     assert isinstance(sharded.train_ids, ShardedArray) and len(sharded.train_ids.parts) == -(-len(plain.train_ids)
@@ -352,11 +352,11 @@ def test_sharded_data_loads_the_same_arrays_and_meta_as_in_memory_data(data_dir,
 
 
 def test_the_fingerprint_does_not_depend_on_how_the_rows_are_stored(data_dir, sharded_dir):
-    from helpers import checkpoints as ck
+    from pipeline import checkpoints as ck
 
     plain, sharded = P.load_data(data_dir), P.load_data(sharded_dir)
     assert sharded.fingerprint() == plain.fingerprint()
-    # ... and it is still helpers.checkpoints' digest, so identities of data prepared before shards are kept.
+    # ... and it is still pipeline.checkpoints' digest, so identities of data prepared before shards are kept.
     arrays = {name: getattr(plain, name) for name in ("train_ids", "train_lengths", "eval_masked_ids",
                                                       "eval_lengths", "eval_labels")}
     meta = {k: v for k, v in plain.meta.items() if k != "storage"}
@@ -378,7 +378,7 @@ def test_training_on_shards_gives_the_same_run_as_in_memory(tokenizer, data_dir,
 
 
 def test_prepare_data_reads_the_training_stream_lazily(tokenizer, corpus, tmp_path):
-    from helpers.shards import read_manifest
+    from pipeline.shards import read_manifest
 
     folder = tmp_path / P.DATA_SUBDIR / P.SHARDS_SUBDIR
     behind = []

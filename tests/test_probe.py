@@ -347,7 +347,7 @@ def test_plots_draw_every_row_and_panel():
 
 
 def test_exercise_1_accepts_the_majority_accuracy_and_rejects_chance():
-    from helpers.solutions import nb05
+    from exercises import nb05
 
     train_y, test_y = np.array([2] * 50 + [0] * 30 + [1] * 20), np.array([2] * 40 + [1] * 60)
     assert nb05.exercise_1(train_y, test_y) == pytest.approx(0.4)
@@ -358,7 +358,7 @@ def test_exercise_1_accepts_the_majority_accuracy_and_rejects_chance():
 
 
 def test_exercise_2_measures_predictions_changed_by_a_test_fitted_scaler():
-    from helpers.solutions import nb05
+    from exercises import nb05
 
     X, y = blobs(100, dim=5, spread=2.0)
     result = probe.fit_probe(X[:200], y[:200], X[200:] + 3.0, y[200:], Cs=(1.0,), n_boot=10)  # a shifted test set
@@ -369,7 +369,7 @@ def test_exercise_2_measures_predictions_changed_by_a_test_fitted_scaler():
 
 
 def test_exercise_3_follows_choose_C_not_the_test_column():
-    from helpers.solutions import nb05
+    from exercises import nb05
 
     answer = nb05.exercise_3(nb05.C_TABLE)
     assert answer == 0.1 and nb05.C_right(answer)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from helpers import records, results
-from helpers import run as job
+from pipeline import job as job
+from pipeline import records, results
 
 
 def test_a_record_holds_only_small_files_and_loads_like_its_run(smoke_figures: Path, smoke_run_dir: Path,

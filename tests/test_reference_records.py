@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from helpers import ablations
-from helpers import run as job
+from pipeline import ablations
+from pipeline import job as job
 
 REFERENCE = Path(__file__).resolve().parents[1] / "figures" / "reference"
 RUN_RECORDS = REFERENCE / "runs"

@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers import run as job
+from pipeline import job as job
 
 
 def _notebook(path: Path, body: str) -> None:
@@ -190,7 +190,7 @@ def test_a_step_fingerprint_follows_only_the_helpers_it_imports(tmp_path: Path, 
     nb.cells[1].source = "from helpers import crossing\n" + nb.cells[1].source
     nbformat.write(nb, toy_step.notebook)
     params = {"run_dir": str(tmp_path / "r"), "value": 1}
-    assert "helpers.crossing" in job.helper_modules(toy_step) and "helpers.figures" not in job.helper_modules(toy_step)
+    assert "helpers.crossing" in job.helper_modules(toy_step) and "pipeline.figures" not in job.helper_modules(toy_step)
     before = job.fingerprint(toy_step, params)
     (tmp_path / "helpers" / "figures.py").write_text("# only a plot label changed\n")
     assert job.fingerprint(toy_step, params) == before
@@ -200,9 +200,9 @@ def test_a_step_fingerprint_follows_only_the_helpers_it_imports(tmp_path: Path, 
 
 
 def test_editing_the_figures_module_reruns_only_the_figures_step() -> None:
-    assert "helpers.figures" in job.helper_modules(job.FIGURES_STEP)
+    assert "pipeline.figures" in job.helper_modules(job.FIGURES_STEP)
     for step in job.STEPS:
-        assert "helpers.figures" not in job.helper_modules(step), step.name
+        assert "pipeline.figures" not in job.helper_modules(step), step.name
 
 
 def test_a_second_job_on_the_same_folder_stops_and_names_the_holder(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""helpers.shards: streamed uint16 shards equal prepare_data's arrays, resume exactly, read lazily."""
+"""pipeline.shards: streamed uint16 shards equal prepare_data's arrays, resume exactly, read lazily."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Iterator
 import numpy as np
 import pytest
 
-from helpers import shards as S
 from helpers import tokenizer as T
-from helpers.data import load_corpus
+from pipeline import shards as S
+from pipeline.data import load_corpus
 
 
 @pytest.fixture(scope="module")

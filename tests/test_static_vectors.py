@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from exercises import nb03
 from helpers import fasttext_training as ft
 from helpers import static_vectors as sv
 from helpers.presets import PRESET_NAMES
-from helpers.solutions import nb03
 
 # --------------------------------------------------------------------------------------------
 # normalise
@@ -433,7 +433,7 @@ def test_presets_and_preset_config() -> None:
 
 def benchmark_vectors(seed: int = 0) -> sv.WordVectors:
     """Random vectors with a shared offset for every WordSim-353 word (so centring would change the score)."""
-    from helpers import wordsim
+    from pipeline import wordsim
 
     pairs = wordsim.load_pairs("wordsim353")
     words = sorted({p.first for p in pairs} | {p.second for p in pairs})
@@ -446,7 +446,7 @@ def test_exercise_1_check_accepts_the_solution_and_rejects_the_centred_score() -
     raw = benchmark_vectors()
     right = nb03.right_1(raw.words, raw.matrix)
     assert right(nb03.exercise_1(raw.words, raw.matrix))
-    from helpers import wordsim
+    from pipeline import wordsim
 
     centred = wordsim.evaluate(raw.words, sv.normalise(raw.matrix), "wordsim353", n_bootstrap=1)["spearman"]
     assert not right(centred)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from helpers import tokenizer as T
-from helpers.data import load_corpus
 from helpers.presets import PRESET_NAMES
+from pipeline.data import load_corpus
 
 SMOKE = T.PRESETS["smoke"]
 

@@ -1,4 +1,4 @@
-"""helpers.vector_files: reading .vec/.vec.gz, refusing damaged files, and caching the prefix of a download."""
+"""pipeline.vector_files: reading .vec/.vec.gz, refusing damaged files, and caching the prefix of a download."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import vector_files as vf
+from pipeline import vector_files as vf
 
 DIM = 4
 WORDS = ["the", ",", "Paris", "king", "river", "paris", "ing", "\u00a0odd"]

@@ -262,7 +262,7 @@ def open_shards(out_dir: str | Path, allow_incomplete: bool = False) -> Shards:
     out = Path(out_dir)
     manifest = read_manifest(out)
     if manifest is None or not manifest["shards"]:
-        raise FileNotFoundError(f"no shards in {out}; write them with helpers.shards.write_shards")
+        raise FileNotFoundError(f"no shards in {out}; write them with pipeline.shards.write_shards")
     if not manifest["complete"] and not allow_incomplete:
         raise ValueError(f"the shards in {out} are incomplete (interrupted after {manifest['sequences']:,} "
                          "sequences); run write_shards again with the same documents to finish them")

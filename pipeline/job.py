@@ -1,6 +1,6 @@
 """The main job: execute notebooks 01 to 06 in order with papermill, chaining their run folders.
 
-``python -m helpers.run --preset demo --lang en`` (``make figures``) writes executed notebooks and
+``python -m pipeline.job --preset demo --lang en`` (``make figures``) writes executed notebooks and
 their artifacts under ``runs/<preset>-<lang>/``, the figures under ``figures/`` and readable copies
 of the executed notebooks under ``docs/``. A step whose notebook sources, parameters, the helper
 modules it imports and its upstream steps are unchanged since its last successful run is skipped,
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from helpers.notebook_setup import CORPUS_HELP, STEP_FOLDERS, parse_corpus, quiet_libraries
 from helpers.presets import PRESET_HELP, check_preset
-from helpers.runinfo import REPO_ROOT, check_device
+from pipeline.notebook import CORPUS_HELP, STEP_FOLDERS, parse_corpus, quiet_libraries
+from pipeline.runinfo import REPO_ROOT, check_device
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 HELPERS_DIR = REPO_ROOT / "helpers"
@@ -155,13 +155,16 @@ def _module_file(module: str) -> Path | None:
     return None
 
 
+PROJECT_PACKAGES = ("helpers", "pipeline", "exercises")  # the project's own code, whose edits rerun a step
+
+
 def _imported_helpers(source: str) -> set[str]:
-    """Names of ``helpers`` modules that ``source`` imports, anywhere in it (lazy imports included)."""
+    """Names of the project's modules that ``source`` imports, anywhere in it (lazy imports included)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names if alias.name.split(".")[0] == "helpers")
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "helpers":
+            found.update(alias.name for alias in node.names if alias.name.split(".")[0] in PROJECT_PACKAGES)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in PROJECT_PACKAGES:
             found.add(node.module)
             found.update(f"{node.module}.{alias.name}" for alias in node.names
                          if _module_file(f"{node.module}.{alias.name}") is not None)
@@ -169,7 +172,7 @@ def _imported_helpers(source: str) -> set[str]:
 
 
 def helper_modules(step: Step) -> list[str]:
-    """Every helpers module the step's notebook imports, directly or through other helpers modules."""
+    """Every project module the step's notebook imports, directly or through other project modules."""
     code = "\n".join(_python_lines(src) for kind, src in notebook_sources(step.notebook) if kind == "code")
     todo = sorted(_imported_helpers(code) | {"helpers"})
     seen: set[str] = set()
@@ -437,8 +440,8 @@ def parse_list(text: str, what: str) -> list[str]:
 
 def parse_langs(text: str, corpus: str = "embedded") -> list[str]:
     """'en,fr' -> ['en', 'fr'], checked against the languages the chosen corpus has."""
-    from helpers.data import EMBEDDED_FILES
     from helpers.paper_values import LANGS as C4_PAPER_LANGS
+    from pipeline.data import EMBEDDED_FILES
 
     langs = parse_list(text, "lang")
     source = parse_corpus(corpus)["source"]
@@ -527,7 +530,7 @@ def spread_over_devices(jobs: Sequence[Any], devices: Sequence[int], launch: Any
 
 
 def _worker_command(args: argparse.Namespace, lang: str, seed: int, out: Path, vectors: str | None) -> list[str]:
-    command = [sys.executable, "-m", "helpers.run", "--preset", args.preset, "--lang", lang, "--seeds", str(seed),
+    command = [sys.executable, "-m", "pipeline.job", "--preset", args.preset, "--lang", lang, "--seeds", str(seed),
                "--corpus", args.corpus, "--out", str(out), "--device", "cuda", "--no-figures"]
     if vectors:
         command += ["--vectors", vectors]
@@ -549,7 +552,7 @@ def _launch_on_gpu(command: list[str], gpu: int, log_path: Path) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m helpers.run", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m pipeline.job", description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default=README_PRESET, help=PRESET_HELP)
     parser.add_argument("--lang", default="en", help="language code(s), comma-separated (offline: en, fr, es)")
     parser.add_argument("--corpus", default="embedded", help=CORPUS_HELP)
@@ -570,7 +573,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--figures-from", nargs="+", default=None, metavar="RUN_DIR",
                         help="run only notebook 06, over these run folders (or saved records); needs --figures")
     parser.add_argument("--records", default=None, help="with --figures-from: first save each run's record (the "
-                        "small files 06 reads, helpers.records) into this folder, then make the figures from them")
+                        "small files 06 reads, pipeline.records) into this folder, then make the figures from them")
     parser.add_argument("--force", action="store_true", help="rerun every step even if unchanged")
     parser.add_argument("--check", action="store_true", help="run nothing: list, per run, the steps a run would "
                         "execute now (exit status 1 if any), i.e. whose results do not come from the current code")
@@ -622,7 +625,7 @@ def figures_only(args: argparse.Namespace) -> int:
     figures_dir = writable_folder(args.figures, "--figures")
     notebooks_from = run_dirs  # records hold no executed notebooks: --docs renders the run folders' own
     if args.records is not None:
-        from helpers.records import save_records  # imports torch; only this option needs it
+        from pipeline.records import save_records  # imports torch; only this option needs it
 
         run_dirs = save_records(run_dirs, writable_folder(args.records, "--records"))
         print(f"saved {len(run_dirs)} run records into {args.records}")

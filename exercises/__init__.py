@@ -4,7 +4,7 @@ An exercise cell holds ``answer = None``; the self-check cell below it calls :fu
 answer yet it says so and moves on (the notebook still runs top to bottom); a wrong answer raises
 :class:`WrongAnswer` with a hint; a right one prints a tick. Under papermill the parameter
 ``solve_exercises=True`` fills each answer with the reference solution from
-``helpers.solutions.<notebook>``, so the test suite runs every solution through its self-check.
+``exercises.<notebook>``, so the test suite runs every solution through its self-check.
 """
 
 from __future__ import annotations

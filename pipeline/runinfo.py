@@ -12,10 +12,10 @@ import os
 import platform
 import random
 import subprocess
-from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from pipeline.layout import REPO_ROOT  # noqa: E402  (re-exported: one definition)
+
 RECORDED_PACKAGES = (
     "torch", "transformers", "tokenizers", "numpy", "datasets", "fasttext", "scikit-learn",
     "matplotlib", "papermill",

@@ -8,7 +8,7 @@ Three sources, chosen with ``source=``:
   exactly one part (training text, evaluation text, the probe's test set), so no text that trains
   the tokenizer, fastText or the models is ever a probe test document.
 * ``"hub"``: the loaders the paper and the tutorial use (WikiText-103, ``allenai/c4`` per language,
-  AG News), in :mod:`helpers.online`. They need the internet; without it they fail at once with one
+  AG News), in :mod:`pipeline.online`. They need the internet; without it they fail at once with one
   clear error that names the offline default.
 * ``"files"``: local ``.txt`` (one document per line), ``.jsonl``, ``.csv``, ``.parquet`` files and
   gzipped JSON lines (``.json.gz``, ``.jsonl.gz``: the format of C4's shards), or a folder of them.
@@ -118,7 +118,7 @@ def load_corpus(source: str = "embedded", lang: str = "en", split: str = "train"
     check_choice("source", source, SOURCES)
     check_choice("split", split, CORPUS_SPLITS)
     if source == "hub":
-        from helpers.online import hub_corpus as loader
+        from pipeline.online import hub_corpus as loader
     else:
         loader = {"embedded": _embedded_corpus, "files": _files_corpus}[source]
     return _require_text(_call(loader, source, lang=lang, split=split, **options))
@@ -137,7 +137,7 @@ def load_labelled(source: str = "embedded", lang: str = "en", split: str = "trai
     check_choice("source", source, SOURCES)
     check_choice("split", split, LABELLED_SPLITS)
     if source == "hub":
-        from helpers.online import hub_labelled as loader
+        from pipeline.online import hub_labelled as loader
     else:
         loader = {"embedded": _embedded_labelled, "files": _files_labelled}[source]
     return _require_text(_call(loader, source, lang=lang, split=split, **options))

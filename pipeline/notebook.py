@@ -3,7 +3,7 @@
 Every notebook's ``parameters`` cell holds ``preset``, ``lang``, ``seed``, ``corpus`` and
 ``run_dir``; the next cell calls :func:`start`. Folders derive from ``run_dir``:
 
-* the main job (``python -m helpers.run``) passes ``run_dir=<runs>/<preset>-<lang>``;
+* the main job (``python -m pipeline.job``) passes ``run_dir=<runs>/<preset>-<lang>``;
 * a student running a notebook in JupyterLab leaves ``run_dir=None`` and gets
   ``runs/interactive/<preset>-<lang>``, so an interactive session never rewrites the main job's
   records, and changing ``lang`` never overwrites another language's outputs.
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.presets import check_preset
-from helpers.runinfo import REPO_ROOT, pick_device, set_seed
+from pipeline.runinfo import REPO_ROOT, pick_device, set_seed
 
 INTERACTIVE_DIR = REPO_ROOT / "runs" / "interactive"
 # The folder each step writes inside a run folder (one definition, used by the main job too).
@@ -47,7 +47,7 @@ def default_run_dir(preset: str, lang: str) -> Path:
 def parse_corpus(corpus: str) -> dict[str, Any]:
     """'embedded' -> {'source': 'embedded'}; 'files:/data/c4' -> {'source': 'files', 'path': '/data/c4'}.
 
-    The result is passed as keyword arguments to ``helpers.data.load_corpus``, so every notebook
+    The result is passed as keyword arguments to ``pipeline.data.load_corpus``, so every notebook
     reads the same corpus the same way.
     """
     text = str(corpus).strip()
@@ -95,7 +95,7 @@ class Setup:
         return path
 
     def corpus_args(self) -> dict[str, Any]:
-        """Keyword arguments for ``helpers.data.load_corpus`` (source and, for files, the path)."""
+        """Keyword arguments for ``pipeline.data.load_corpus`` (source and, for files, the path)."""
         return parse_corpus(self.corpus)
 
 

@@ -3,7 +3,7 @@
 A code cell whose first line is ``#| export helpers.<module>`` shows definitions (functions,
 classes, constants) that the package holds too. Each top-level definition in such a cell must be
 character for character the definition of the same name in that module; the test suite checks it
-with :func:`check_all`, and ``python -m helpers.notebook_sync --write`` copies the package's
+with :func:`check_all`, and ``python -m pipeline.notebook_sync --write`` copies the package's
 definitions into the notebooks after an edit of the package (``--check`` only reports).
 
 Why not generate the package from the notebooks (nbdev)? The package is what the tests, the main
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from helpers.runinfo import REPO_ROOT
+from pipeline.runinfo import REPO_ROOT
 
 EXPORT_MARK = "#| export "
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
@@ -98,7 +98,7 @@ def check_notebook(notebook: Path) -> list[Mismatch]:
                 problems.append(Mismatch(name, index, module, def_name, "not defined in the package"))
             elif package[def_name] != text:
                 problems.append(Mismatch(name, index, module, def_name,
-                                         "differs from the package (run python -m helpers.notebook_sync --write)"))
+                                         "differs from the package (run python -m pipeline.notebook_sync --write)"))
     return problems
 
 
@@ -125,7 +125,7 @@ def write_notebook(notebook: Path) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.notebook_sync", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m pipeline.notebook_sync", description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="copy the package's definitions into the notebooks")
     args = parser.parse_args(argv)
     if args.write:

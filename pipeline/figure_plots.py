@@ -1,4 +1,4 @@
-"""The paper's Figures 1-3 drawn from our runs (runs come from :mod:`helpers.results`; nothing is computed here).
+"""The paper's Figures 1-3 drawn from our runs (runs come from :mod:`pipeline.results`; nothing is computed here).
 
 Our curves are solid and coloured with a marker at each evaluation (one thin line per extra seed);
 the paper's final values are dashed grey horizontal lines; the unigram baseline on the same
@@ -16,8 +16,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from helpers import paper_values as paper
-from helpers.figures import FIGURE_FORMATS, KIND_COLUMN
-from helpers.results import RunSet, SeedGroup, comparison_groups
+from pipeline.figures import FIGURE_FORMATS, KIND_COLUMN
+from pipeline.results import RunSet, SeedGroup, comparison_groups
 
 OUR_STYLE: dict[str, dict[str, Any]] = {
     "bert_tiny": {"color": "tab:blue", "marker": "o", "linestyle": "-", "markersize": 4},

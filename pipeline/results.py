@@ -23,7 +23,7 @@ import pandas as pd
 from helpers import paper_values as paper
 from helpers.baselines import Baseline, load_baseline
 from helpers.pretrain import METRIC_COLUMNS, read_metrics
-from helpers.runinfo import REPO_ROOT
+from pipeline.runinfo import REPO_ROOT
 
 REQUIRED_METRIC_COLUMNS = ("step", "eval_loss", "eval_accuracy")
 POSITIONS_FILE = "eval_positions.npz"  # per masked position of the final evaluation: correct (bool), loss
@@ -309,7 +309,7 @@ def load_runs(run_dirs: Sequence[str | Path] | str | Path) -> RunSet:
     if not any(r.run_dir.is_dir() for r in runs):
         raise FileNotFoundError(
             f"none of the run folders exist: {[str(r.run_dir) for r in runs]}; run the main job first "
-            "(`make figures`, or `python -m helpers.run --preset demo --lang en`) or notebooks 01-05")
+            "(`make figures`, or `python -m pipeline.job --preset demo --lang en`) or notebooks 01-05")
     for run in runs:
         if run.missing:
             warnings.warn(f"{run.run_dir}: missing {'; '.join(run.missing)}", stacklevel=2)

@@ -11,7 +11,7 @@ paired by seed and by evaluation position.
 Intervals follow notebook 06 (:func:`helpers.claims.seed_estimate`): a t interval over seeds when
 there are at least three, otherwise a bootstrap over the evaluation positions, labelled as such.
 
-``python -m helpers.ablations --runs runs/reference-en runs/reference-en-seed1 --out runs/reference-ablations
+``python -m pipeline.ablations --runs runs/reference-en runs/reference-en-seed1 --out runs/reference-ablations
 --figures figures/reference --records figures/reference/ablations`` trains what is missing (a
 stopped run resumes from its checkpoint), saves each variant's small files as a record, and writes
 ``ablations.csv``/``.md``/``.png``/``.pdf`` from the records; ``--table-only`` redoes the table
@@ -36,8 +36,8 @@ import pandas as pd
 from helpers import static_vectors as sv
 from helpers.claims import seed_estimate
 from helpers.fasttext_training import FastTextSettings
-from helpers.figures import FIGURE_FORMATS, to_markdown
-from helpers.results import POSITIONS_FILE, Run, display_path, load_run, metrics_frame, pair_mismatch
+from pipeline.figures import FIGURE_FORMATS, to_markdown
+from pipeline.results import POSITIONS_FILE, Run, display_path, load_run, metrics_frame, pair_mismatch
 
 TABLE_NAME = "ablations"
 RECORD_FILES = ("static/manifest.json", "bert_ft/metrics.csv", "bert_ft/run.json", f"bert_ft/{POSITIONS_FILE}")
@@ -92,7 +92,7 @@ def _manifest(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "static" / sv.MANIFEST_FILE
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: the ablations start from a finished run of notebooks 01-05 "
-                                "(python -m helpers.run --preset reference --lang en)")
+                                "(python -m pipeline.job --preset reference --lang en)")
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -107,7 +107,7 @@ def run_vectors_config(manifest: dict[str, Any]) -> sv.VectorsConfig:
 
 def raw_vectors(run_dir: Path, settings: FastTextSettings, cache_dir: Path) -> sv.WordVectors:
     """fastText vectors trained as notebook 03 trains them for ``run_dir`` (one thread: identical reruns), cached."""
-    from helpers import vector_files as vf
+    from pipeline import vector_files as vf
 
     manifest = _manifest(run_dir)
     config = run_vectors_config(manifest)
@@ -210,11 +210,11 @@ def ablated_runs(run_records: str | Path, ablation_records: str | Path) -> list[
     names = sorted(p.name for p in ablation_records.iterdir() if p.is_dir()) if ablation_records.is_dir() else []
     if not names:
         raise FileNotFoundError(f"no ablation records under {ablation_records}: train the variants first "
-                                "(python -m helpers.ablations --runs RUN_DIR ... --records DIR)")
+                                "(python -m pipeline.ablations --runs RUN_DIR ... --records DIR)")
     missing = [n for n in names if not (run_records / n).is_dir()]
     if missing:
         raise FileNotFoundError(f"{run_records} has no record of the ablated run(s) {', '.join(missing)}: save them "
-                                "with python -m helpers.run --figures-from RUN_DIR ... --records DIR")
+                                "with python -m pipeline.job --figures-from RUN_DIR ... --records DIR")
     return [run_records / n for n in names]
 
 
@@ -338,7 +338,7 @@ def plot_ablations(table: pd.DataFrame) -> Any:
 
 def write_outputs(table: pd.DataFrame, out_dir: str | Path, sources: dict[str, Any]) -> list[Path]:
     """ablations.csv/.md, the figure (PNG + PDF) and ablations_provenance.json."""
-    from helpers.runinfo import environment
+    from pipeline.runinfo import environment
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -359,7 +359,7 @@ def write_outputs(table: pd.DataFrame, out_dir: str | Path, sources: dict[str, A
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m helpers.ablations", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m pipeline.ablations", description=__doc__.splitlines()[0])
     runs = parser.add_mutually_exclusive_group(required=True)
     runs.add_argument("--runs", nargs="+", help="finished run folders (one per seed), or their records with "
                       "--table-only")

@@ -268,7 +268,7 @@ class VectorsSource:
 def load_training_corpus(lang: str, corpus_source: str = "embedded", corpus_path: str | Path | None = None,
                          max_docs: int | None = None) -> Any:
     """The training split the vectors are trained on (and token frequencies counted on)."""
-    from helpers.data import load_corpus
+    from pipeline.data import load_corpus
 
     options: dict[str, Any] = {"max_docs": max_docs}
     if corpus_source == "files":
@@ -296,7 +296,7 @@ def obtain_vectors(config: VectorsConfig, lang: str, seed: int = 0, vectors_path
         return VectorsSource(read_vec(path, config.top_n, config.fasttext.dim), None, info)
     if config.source == "published":
         if cache_dir is None:  # the repository's .cache/, wherever the notebook runs from
-            from helpers.runinfo import REPO_ROOT
+            from pipeline.runinfo import REPO_ROOT
 
             cache_dir = REPO_ROOT / DEFAULT_CACHE
         path = download_vectors(lang, cache_dir, config.top_n, progress)

@@ -6,8 +6,8 @@ row of ours carries its preset, steps and seeds, the paper's values appear only 
 "paper", and a context-free **unigram** row (:mod:`helpers.baselines`) shows the floor a run must
 clear before any claim about it means something. A language without a run stays missing.
 
-Run folders are read and paired by :mod:`helpers.results`; intervals and the claim check come from
-:mod:`helpers.claims`; the figures are drawn by :mod:`helpers.plots.figures`. This module turns them
+Run folders are read and paired by :mod:`pipeline.results`; intervals and the claim check come from
+:mod:`helpers.claims`; the figures are drawn by :mod:`pipeline.figure_plots`. This module turns them
 into tables and writes every output with its provenance.
 """
 
@@ -24,7 +24,7 @@ import pandas as pd
 
 from helpers import paper_values as paper
 from helpers.claims import MIN_SEEDS_FOR_T, TESTABLE_MARGIN, Estimate, gain_estimate, verify_claims
-from helpers.results import (
+from pipeline.results import (
     RunSet,
     SeedGroup,
     comparison_groups,
@@ -34,7 +34,7 @@ from helpers.results import (
     resolve_path,
     sort_runs,
 )
-from helpers.runinfo import RECORDED_PACKAGES, git_commit, package_versions
+from pipeline.runinfo import RECORDED_PACKAGES, git_commit, package_versions
 
 FIGURE_NAMES = ("fig1a_train_loss", "fig1b_eval_loss", "fig2_eval_accuracy", "fig3_accuracy_by_language")
 TABLE_NAMES = ("table1_vectors_found", "table2_loss", "table3_accuracy", "claims_check")
@@ -287,7 +287,7 @@ def provenance(runset: RunSet, files: Sequence[Path], lang: str | None) -> dict[
                      "missing": run.missing})
     return {
         "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "generated_by": "helpers.figures.write_outputs (notebooks/06_figures.ipynb)",
+        "generated_by": "pipeline.figures.write_outputs (notebooks/06_figures.ipynb)",
         "git_commit": git_commit(),
         "packages": package_versions((*RECORDED_PACKAGES, "pandas")),
         "paper": paper.CITATION,
@@ -314,7 +314,7 @@ def write_outputs(runset: RunSet, out_dir: str | Path) -> list[Path]:
     File names are fixed (fig1a_train_loss.png, ...); the language of Figures 1-2 is in their titles
     and in provenance.json. Figures 1-2 are skipped when no run has metrics.
     """
-    from helpers.plots.figures import draw_figures, save_figure
+    from pipeline.figure_plots import draw_figures, save_figure
 
     out_dir = resolve_path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,7 @@ A run folder holds hundreds of megabytes (prepared data, checkpoints, the aligne
 but its figures and tables read only what is listed in :data:`RECORD_FILES`, plus the unigram
 baseline, which is computed from the prepared data and therefore saved as ``pretrain/baseline.json``
 in the record. :func:`save_record` copies them into a folder of the same name; notebook 06 (and
-``helpers.results.load_run``) reads a record exactly as it reads the run folder it came from.
+``pipeline.results.load_run``) reads a record exactly as it reads the run folder it came from.
 Each step's fingerprint (from its ``.step.json``, without the parameters, which name local folders)
 goes along, so the figures step knows when a record changed.
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Sequence
 
 from helpers.baselines import compute_baseline, save_baseline
-from helpers.notebook_setup import STEP_FOLDERS
-from helpers.run import STAMP_NAME
+from pipeline.job import STAMP_NAME
+from pipeline.notebook import STEP_FOLDERS
 
 MODELS = ("bert_tiny", "bert_ft")
 RECORD_FILES: tuple[str, ...] = (
@@ -40,7 +40,7 @@ def check_finished(run_dir: Path) -> None:
     missing = [name for name in RECORD_FILES if not (run_dir / name).is_file()]
     if missing:
         raise FileNotFoundError(f"{run_dir} is not a finished run (missing {', '.join(missing)}); "
-                                "run notebooks 01-05 for it first (python -m helpers.run)")
+                                "run notebooks 01-05 for it first (python -m pipeline.job)")
 
 
 def save_record(run_dir: str | Path, records_dir: str | Path) -> Path:

@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from helpers import static_vectors as sv
-from helpers import wordsim
+from pipeline import wordsim
 
 
 # Exercise 1: does unit length change a word-similarity score?

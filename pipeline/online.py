@@ -1,6 +1,6 @@
 """The Hub loaders (WikiText-103, ``allenai/c4`` per language, AG News) and what happens without a network.
 
-``helpers.data.load_corpus(source='hub')`` and ``load_labelled(source='hub')`` end up here. The
+``pipeline.data.load_corpus(source='hub')`` and ``load_labelled(source='hub')`` end up here. The
 loaders stream or download through ``datasets``; when the Hub cannot be reached they fail at once
 with one :class:`HubUnavailableError` that names the offline default, instead of retrying for half
 a minute and ending in a chain of library errors. The record handling (``records_to_texts``,
@@ -14,7 +14,7 @@ import socket
 import urllib.parse
 from typing import Any, Callable, Iterable, Iterator
 
-from helpers.data import AG_NEWS_LABELS, Corpus, LabelledSet, check_choice, check_max_docs, take
+from pipeline.data import AG_NEWS_LABELS, Corpus, LabelledSet, check_choice, check_max_docs, take
 
 # Hub datasets, checked against their dataset cards on huggingface.co:
 # Salesforce/wikitext (configs wikitext-103-raw-v1 ...; splits train/validation/test; field text),

@@ -1,7 +1,7 @@
 """The command line of helpers.pretrain: train one model from prepared files (for example on a GPU machine).
 
 ``python -m helpers.pretrain --data runs/demo-en/pretrain --out runs/demo-en/pretrain --model bert_tiny``;
-``torchrun --nproc_per_node=N -m helpers.pretrain ...`` splits every batch over N processes (helpers.distributed).
+``torchrun --nproc_per_node=N -m helpers.pretrain ...`` splits every batch over N processes (pipeline.distributed).
 Every number is checked while the arguments are parsed (finite, in range), with the same rules as
 TrainConfig; every user error ends in one ``error:`` line and exit status 2 (bad arguments) or 1
 (a problem found while training, such as a non-finite loss), never in a traceback.
@@ -121,7 +121,7 @@ def model_overrides(args: argparse.Namespace) -> dict[str, float] | None:
 
 
 def is_main_process() -> bool:
-    from helpers.distributed import from_environment
+    from pipeline.distributed import from_environment
 
     return from_environment().is_main
 

@@ -1,0 +1,146 @@
+"""Measure the layout's budget: lines per package and module, long functions, imports and their circles.
+
+``python -m pipeline.architecture`` prints the table the closing notes and the README quote;
+``tests/test_architecture.py`` holds the limits. Imports are read with ``ast``, those inside
+functions included, so a lazy import counts as much as one at the top of a module.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipeline.layout import REPO_ROOT
+
+PACKAGES = ("helpers", "pipeline", "exercises")
+# Which package may import which: the student's package imports neither of the others, the exercises read
+# the taught code only, and the machinery may use both of the others' code but never the other way round.
+ALLOWED_IMPORTS = {"helpers": {"helpers"}, "exercises": {"exercises", "helpers"},
+                   "pipeline": {"pipeline", "helpers", "exercises"}}
+HELPERS_LINE_BUDGET = 3_500
+MODULE_LINE_LIMIT = 600
+FUNCTION_LINE_LIMIT = 60
+
+
+@dataclass
+class Module:
+    name: str  # dotted, e.g. 'helpers.pretrain'
+    path: Path
+    lines: int
+    imports: set[str] = field(default_factory=set)  # project modules it imports, anywhere in its body
+    long_functions: list[tuple[str, int]] = field(default_factory=list)  # (qualified name, lines) over the limit
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _resolve(target: str, known: set[str]) -> str | None:
+    """The longest known module that ``target`` names or lies in ('helpers.model.build_model' -> 'helpers.model')."""
+    while target and target not in known:
+        target = target.rpartition(".")[0]
+    return target or None
+
+
+def _imported(node: ast.AST, module: str, is_package: bool, known: set[str]) -> set[str]:
+    found: set[str] = set()
+    if isinstance(node, ast.Import):
+        found = {_resolve(alias.name, known) for alias in node.names}
+    elif isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+            parts = module.split(".")[: None if is_package else -1]
+            parts = parts[: len(parts) - (node.level - 1)]
+            base = ".".join([*parts, base] if base else parts)
+        # 'from helpers import model' names a module; 'from helpers.model import build_model' names a definition.
+        found = {_resolve(f"{base}.{alias.name}", known) for alias in node.names}
+    found.discard(module)
+    return {name for name in found if name}
+
+
+def _functions(tree: ast.AST, prefix: str = "") -> list[tuple[str, int]]:
+    """Every function and method with its length in lines, decorators excluded."""
+    found = []
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.append((prefix + node.name, node.end_lineno - node.lineno + 1))
+            found += _functions(node, prefix + node.name + ".")
+        elif isinstance(node, ast.ClassDef):
+            found += _functions(node, prefix + node.name + ".")
+    return found
+
+
+def read_modules(root: Path = REPO_ROOT, packages: tuple[str, ...] = PACKAGES) -> dict[str, Module]:
+    paths = {module_name(p, root): p for package in packages for p in sorted((root / package).rglob("*.py"))}
+    known = set(paths)
+    modules = {}
+    for name, path in paths.items():
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        imports = set().union(*(_imported(n, name, path.name == "__init__.py", known) for n in ast.walk(tree)))
+        long = [(f, n) for f, n in _functions(tree) if n > FUNCTION_LINE_LIMIT]
+        modules[name] = Module(name, path, len(text.splitlines()), imports, long)
+    return modules
+
+
+def import_circles(modules: dict[str, Module]) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan's algorithm), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(name: str) -> None:
+        index[name] = low[name] = len(index)
+        stack.append(name)
+        for other in sorted(modules[name].imports):
+            if other not in index:
+                visit(other)
+                low[name] = min(low[name], low[other])
+            elif other in stack:
+                low[name] = min(low[name], index[other])
+        if low[name] == index[name]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == name:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for name in sorted(modules):
+        if name not in index:
+            visit(name)
+    return circles
+
+
+def wrong_direction(modules: dict[str, Module]) -> list[tuple[str, str]]:
+    """(importer, imported) pairs that cross between packages against ALLOWED_IMPORTS."""
+    return sorted((m.name, other) for m in modules.values() for other in m.imports
+                  if other.split(".")[0] not in ALLOWED_IMPORTS[m.name.split(".")[0]])
+
+
+def package_lines(modules: dict[str, Module]) -> dict[str, int]:
+    totals = dict.fromkeys(PACKAGES, 0)
+    for module in modules.values():
+        totals[module.name.split(".")[0]] += module.lines
+    return totals
+
+
+def report(modules: dict[str, Module]) -> str:
+    lines = [f"{package}: {total:,} lines" for package, total in package_lines(modules).items()]
+    lines += [f"  {m.name:<32} {m.lines:>5}" for m in sorted(modules.values(), key=lambda m: m.name)]
+    lines.append(f"import circles: {import_circles(modules) or 'none'}")
+    lines.append(f"imports against the direction: {wrong_direction(modules) or 'none'}")
+    long = [(m.name, f, n) for m in modules.values() for f, n in m.long_functions]
+    lines.append(f"functions over {FUNCTION_LINE_LIMIT} lines: {long or 'none'}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(report(read_modules()))
+    sys.exit(0)

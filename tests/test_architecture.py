@@ -1,0 +1,51 @@
+"""The layout's budget (issue 20): a small package for the student, the machinery beside it, imports one way."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from pipeline import architecture as arch
+
+
+def test_the_student_package_stays_within_its_line_budget() -> None:
+    lines = arch.package_lines(arch.read_modules())["helpers"]
+    assert lines <= arch.HELPERS_LINE_BUDGET, f"helpers/ holds {lines} lines; the budget is {arch.HELPERS_LINE_BUDGET}"
+
+
+def test_no_module_and_no_function_is_over_its_limit() -> None:
+    modules = arch.read_modules()
+    too_long = {m.name: m.lines for m in modules.values() if m.lines > arch.MODULE_LINE_LIMIT}
+    assert not too_long
+    assert not [(m.name, m.long_functions) for m in modules.values() if m.long_functions]
+
+
+def test_the_project_has_no_import_circle() -> None:
+    assert arch.import_circles(arch.read_modules()) == []
+
+
+def test_imports_run_from_the_machinery_to_the_student_package_only() -> None:
+    assert arch.wrong_direction(arch.read_modules()) == []
+
+
+def _tree(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+def test_the_measurement_finds_a_circle_through_an_import_inside_a_function(tmp_path: Path) -> None:
+    _tree(tmp_path, {"helpers/__init__.py": "", "helpers/a.py": "import helpers.b\n",
+                     "helpers/b.py": "def f():\n    from helpers import a\n"})
+    modules = arch.read_modules(tmp_path, ("helpers",))
+    assert arch.import_circles(modules) == [["helpers.a", "helpers.b"]]
+
+
+def test_the_measurement_finds_an_import_against_the_direction_and_a_long_function(tmp_path: Path) -> None:
+    body = "".join(f"    x{i} = {i}\n" for i in range(arch.FUNCTION_LINE_LIMIT))
+    _tree(tmp_path, {"helpers/__init__.py": "", "pipeline/__init__.py": "", "pipeline/job.py": "X = 1\n",
+                     "helpers/a.py": "from pipeline.job import X\n\n\ndef long():\n" + body})
+    modules = arch.read_modules(tmp_path, ("helpers", "pipeline"))
+    assert arch.wrong_direction(modules) == [("helpers.a", "pipeline.job")]
+    assert modules["helpers.a"].long_functions == [("long", arch.FUNCTION_LINE_LIMIT + 1)]

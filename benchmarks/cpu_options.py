@@ -26,6 +26,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from helpers import presets
 from helpers import pretrain as P
 from helpers.model import TABLE4, build_model, use_attention
 
@@ -90,7 +91,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     started = time.perf_counter()
-    cfg = P.preset_config("demo")
+    cfg = presets.get("demo").train
     batches = make_batches(8, cfg.batch_size, cfg.seq_len)
     steps, warmup = {}, {}
     for name, changes in OPTIONS.items():  # build and warm up (compilation happens here)

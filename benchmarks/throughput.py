@@ -52,6 +52,7 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from helpers import presets  # noqa: E402
 from helpers import pretrain as P  # noqa: E402
 from helpers.batching import BucketedBatchSampler, cut_to_longest  # noqa: E402
 from helpers.masking import IGNORE_INDEX, MLMCollator  # noqa: E402
@@ -315,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--ratio-recipe {args.ratio_recipe} is not among the recipes run: {names}")
     ids, lengths, tokenizer, source = prepared_data(args.data) if args.data else demo_data(args.seq_len)
     lengths = lengths.astype(np.int64)
-    cfg = P.preset_config("demo").replace(name="benchmark", batch_size=args.batch_size, seq_len=args.seq_len)
+    cfg = presets.get("demo").train.replace(name="benchmark", batch_size=args.batch_size, seq_len=args.seq_len)
     print(f"data: {source}; mean length {lengths.mean():.1f} of {ids.shape[1]}; "
           f"{torch.get_num_threads()} threads; prepared in {time.perf_counter() - wall:.0f} s", flush=True)
 

@@ -21,14 +21,15 @@ from __future__ import annotations
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
 
+from helpers.presets import FastTextSettings
+
 EOS = "</s>"  # fastText's line-end marker: not a word, so never a row of the vectors
-MODELS = ("skipgram", "cbow")
 
 # fasttext 0.9.3 with one thread initialises only part of its input matrix and leaves the rest as
 # allocated memory. A matrix above glibc's largest mmap threshold (32 MiB) is always fresh, zeroed
@@ -41,44 +42,6 @@ MIN_INPUT_MATRIX_BYTES = 64 * 2**20
 # progress estimate. Subwords (maxn > 0) cost extra rows per word.
 WORDS_PER_SECOND = {("skipgram", True): 38_000.0, ("skipgram", False): 56_000.0,
                     ("cbow", True): 72_000.0, ("cbow", False): 290_000.0}
-
-
-@dataclass(frozen=True)
-class FastTextSettings:
-    """The fastText arguments that matter for quality and time (the rest keep fastText's defaults).
-
-    ``minn``/``maxn`` are the character n-gram lengths; ``maxn=0`` turns subwords off (a plain
-    word2vec-style model). ``bucket`` is the number of hashed n-gram rows (fastText's default of
-    2,000,000 costs 2.4 GB at dim 300); it is raised to :func:`clean_bucket` when training.
-    """
-
-    model: str = "skipgram"
-    dim: int = 300
-    epochs: int = 5
-    min_count: int = 2
-    minn: int = 3
-    maxn: int = 6
-    neg: int = 5
-    ws: int = 5
-    lr: float = 0.05
-    bucket: int = 200_000
-
-    def __post_init__(self) -> None:
-        if self.model not in MODELS:
-            raise ValueError(f"unknown fastText model {self.model!r}; choose one of {MODELS}")
-        if min(self.dim, self.epochs, self.min_count, self.neg, self.ws) < 1 or not self.lr > 0:
-            raise ValueError(f"dim, epochs, min_count, neg, ws and lr must be positive: {self}")
-        if self.maxn and not 0 < self.minn <= self.maxn:
-            raise ValueError(f"need 0 < minn <= maxn for character n-grams (or maxn=0 for none), "
-                             f"got minn={self.minn}, maxn={self.maxn}")
-
-    @property
-    def subwords(self) -> bool:
-        return self.maxn > 0
-
-    def label(self) -> str:
-        grams = f"n-grams {self.minn}-{self.maxn}" if self.subwords else "no subwords"
-        return f"{self.model}, {self.epochs} epochs, {grams}, {self.neg} negatives"
 
 
 def clean_bucket(bucket: int, dim: int) -> int:

@@ -25,50 +25,12 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-from helpers.presets import pick
-
 LOAD_HINT = (
     "Load a trained tokenizer from its tokenizer.json, e.g. "
     "transformers.AutoTokenizer.from_pretrained(<folder written by save_pretrained>) or "
     "PreTrainedTokenizerFast(tokenizer_file='<folder>/tokenizer.json'); "
     "in transformers 5.x BertTokenizerFast(vocab_file='vocab.txt') silently builds a 5-token vocabulary."
 )
-
-
-@dataclass(frozen=True)
-class MaskingPreset:
-    """Sizes for notebook 01: the tokenizer it trains, the batch it measures and the timing batch."""
-
-    train_docs: int  # documents the demonstration tokenizer is trained on
-    vocab_size: int
-    stats_docs: int  # evaluation documents tokenized for the rate measurement
-    stats_repeats: int  # times the stats batch is stacked before one masking call (more tokens, tighter bars)
-    seq_len: int
-    timing_rows: int
-    timing_repeats: int
-    coverage_epochs: int  # epochs in the dynamic-vs-static coverage plot
-    # Rows for the coverage plot: 128 x 128 stays under torch's parallel grain size (32,768 elements),
-    # so each op runs on one thread and the plot stays quick even on a CPU shared with other work.
-    coverage_rows: int = 128
-
-
-PRESETS: dict[str, MaskingPreset] = {
-    "smoke": MaskingPreset(train_docs=300, vocab_size=2000, stats_docs=100, stats_repeats=4, seq_len=128,
-                           timing_rows=32, timing_repeats=2, coverage_epochs=20),
-    "demo": MaskingPreset(train_docs=2000, vocab_size=8000, stats_docs=400, stats_repeats=8, seq_len=128,
-                          timing_rows=128, timing_repeats=5, coverage_epochs=40),
-    # Notebook 01 only teaches and measures the collator: the reference run needs nothing larger than demo.
-    "reference": MaskingPreset(train_docs=2000, vocab_size=8000, stats_docs=400, stats_repeats=8, seq_len=128,
-                               timing_rows=128, timing_repeats=5, coverage_epochs=40),
-    # The paper's tokenizer size (30,000) and batch (128 x 128); the embedded corpus is the text.
-    "paper": MaskingPreset(train_docs=10_000, vocab_size=30_000, stats_docs=495, stats_repeats=16, seq_len=128,
-                           timing_rows=128, timing_repeats=10, coverage_epochs=40),
-}
-
-
-def preset_config(preset: str) -> MaskingPreset:
-    """Notebook 01's sizes for ``preset`` (smoke, demo, reference or paper)."""
-    return pick(PRESETS, preset)
 
 
 # --------------------------------------------------------------------------------------------

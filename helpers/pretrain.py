@@ -45,7 +45,7 @@ from helpers.model import (
     sync_free_mask,
     use_attention,
 )
-from helpers.presets import pick
+from helpers.presets import TrainConfig, check_choice, check_count, check_shards
 from helpers.static_vectors import vocab_fingerprint
 from pipeline import checkpoints as ck
 from pipeline import distributed
@@ -64,174 +64,11 @@ DATA_SUBDIR = "data"
 CHECKPOINT_FILE = ck.CHECKPOINT_FILE
 EVAL_POSITIONS_FILE = "eval_positions.npz"
 EVAL_MASK_SEED = 1234  # fixed: the evaluation mask belongs to the data, not to a training seed
-BATCHING = ("random", "bucketed")
-# Cheaper dropout randomness was measured on full steps (0.84-1.06x, benchmarks/README.md) and left out.
-DROPOUT = ("torch",)
-ATTENTION = ("auto", "sdpa", "sdpa_padded", "eager")
-PRECISION = ("auto", "fp32", "bf16")
 
 
 # --------------------------------------------------------------------------------------------
 # Settings
 # --------------------------------------------------------------------------------------------
-
-# Allowed values of the real-valued settings: (low, high, low allowed, high allowed). TrainConfig and
-# the command line both check through check_number, so a bad value fails the same way everywhere.
-NUMBER_RANGES: dict[str, tuple[float, float, bool, bool]] = {
-    "lr": (0.0, 1.0, False, False),
-    "eps": (0.0, 1.0, False, False),
-    "beta": (0.0, 1.0, True, False),
-    "weight_decay": (0.0, 1.0, True, False),
-    "warmup_fraction": (0.0, 1.0, True, False),
-    "grad_clip": (0.0, math.inf, False, False),
-    "mlm_probability": (0.0, 1.0, False, False),
-    "dropout_probability": (0.0, 1.0, True, False),
-}
-
-
-def check_number(name: str, value: Any, kind: str | None = None) -> float:
-    """``value`` as a finite float inside ``NUMBER_RANGES[kind or name]``, else a ValueError naming the range."""
-    low, high, low_ok, high_ok = NUMBER_RANGES[kind or name]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    if (value < low or (value == low and not low_ok)) or (value > high or (value == high and not high_ok)):
-        interval = f"{'[' if low_ok else '('}{low:g}, {high:g}{']' if high_ok else ')'}"
-        raise ValueError(f"{name} must lie in {interval}, got {value!r}")
-    return float(value)
-
-
-def check_count(name: str, value: Any, low: int = 1, high: int | None = None, why: str = "") -> int:
-    """``value`` as an integer in [low, high], else a ValueError that says what is allowed."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    if value < low or (high is not None and value > high):
-        allowed = f"at least {low}" if high is None else f"in [{low}, {high}]"
-        raise ValueError(f"{name} must be {allowed}{why}, got {value!r}")
-    return int(value)
-
-
-def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
-    return value
-
-
-def check_shards(shards: Any, packing: Any) -> None:
-    """Shards hold the paper's per-document rows only: packing needs the whole token stream, so refuse both."""
-    if not isinstance(shards, bool):
-        raise ValueError(f"shards must be True or False, got {shards!r}")
-    if shards and packing:
-        raise ValueError("shards=True writes the paper's truncated rows and cannot pack documents; "
-                         "use packing=False with shards, or shards=False with packing")
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """Everything that shapes a pretraining run; BERT_TINY and BERT_FT always share one instance.
-
-    Optimiser choices the paper leaves open (it states AdamW, lr 5e-4, batch 128, 100k steps, 10 %
-    warmup): eps 1e-6 and weight decay 0.01 on matrices only (not biases or LayerNorm), both from
-    the original BERT recipe the paper says it follows; the Hugging Face Trainer's defaults would
-    be eps 1e-8 and no decay. eps 1e-6 also keeps the update of rarely seen embedding rows (tiny
-    second moments) bounded. Linear decay to zero after the warmup, as in BERT. Every value is
-    checked on construction (finite, in range), so a bad setting fails before any training.
-    """
-
-    name: str  # the preset this came from, recorded in run.json
-    steps: int
-    batch_size: int
-    seq_len: int = 128
-    packing: bool = False  # False: the paper's [CLS] doc[:126] [SEP] per example; True: full packed blocks
-    # True: prepare_data streams the training documents into memory-mapped uint16 shards (pipeline.shards) and
-    # training reads them from disk; the same rows as in memory, so the same run. Not with packing.
-    shards: bool = False
-    lr: float = 5e-4
-    betas: tuple[float, float] = (0.9, 0.999)
-    eps: float = 1e-6
-    weight_decay: float = 0.01
-    warmup_fraction: float = 0.1
-    grad_clip: float = 1.0
-    eval_every: int = 5_000
-    checkpoint_every: int = 5_000
-    eval_batch_size: int = 128
-    eval_sequences: int | None = None  # first N prepared evaluation sequences (None: all)
-    train_docs: int | None = None  # documents given to prepare_data (None: all)
-    eval_docs: int | None = None
-    mlm_probability: float = 0.15
-    # How a step runs (step_options resolves 'auto'/None: the GPU configuration on CUDA, plain fp32 elsewhere);
-    # each works on any device.
-    compile: bool = False  # torch.compile the loss (forward and backward)
-    attention: str = "auto"  # 'auto': sdpa on CPU, sdpa_padded (head dim 75 -> 80) on CUDA
-    precision: str = "auto"  # 'auto': bf16 autocast on CUDA, fp32 elsewhere
-    cap_masked: bool | None = None  # score a fixed number of rows (static_cap) for static shapes; None: on CUDA
-    cpu_threads: int | None = None  # torch threads while training on the CPU (None: torch's default)
-    max_steps: int | None = None  # the cap cap_steps applied (recorded; steps already holds its effect)
-    batching: str = "random"  # 'random': BatchSampler; 'bucketed': helpers.batching (similar lengths together)
-    dropout: str = "torch"  # torch's nn.Dropout (the only choice; recorded so a run says what it used)
-
-    def __post_init__(self) -> None:
-        for name in ("steps", "batch_size", "eval_every", "checkpoint_every", "eval_batch_size"):
-            check_count(name, getattr(self, name))
-        for name in ("eval_sequences", "train_docs", "eval_docs", "cpu_threads", "max_steps"):
-            if getattr(self, name) is not None:
-                check_count(name, getattr(self, name))
-        check_count("seq_len", self.seq_len, 8, 128, " (Table 4: 128 positions)")
-        for name in ("lr", "eps", "weight_decay", "warmup_fraction", "grad_clip", "mlm_probability"):
-            check_number(name, getattr(self, name))
-        if not isinstance(self.betas, (tuple, list)) or len(self.betas) != 2:
-            raise ValueError(f"betas must be a pair such as (0.9, 0.999), got {self.betas!r}")
-        for i, beta in enumerate(self.betas):
-            check_number(f"betas[{i}]", beta, "beta")
-        check_choice("attention", self.attention, ATTENTION)
-        check_choice("precision", self.precision, PRECISION)
-        if self.cap_masked not in (None, True, False) or not isinstance(self.compile, bool):
-            raise ValueError(f"cap_masked must be None, True or False and compile True or False, got "
-                             f"{self.cap_masked!r} and {self.compile!r}")
-        check_choice("batching", self.batching, BATCHING)
-        check_choice("dropout", self.dropout, DROPOUT)
-        check_shards(self.shards, self.packing)
-
-    @property
-    def warmup_steps(self) -> int:
-        return int(round(self.warmup_fraction * self.steps))
-
-    def replace(self, **changes: Any) -> "TrainConfig":
-        return replace(self, **changes)
-
-
-PRESETS: dict[str, TrainConfig] = {
-    # Seconds: proves the loop, the files and resume work; the numbers mean nothing.
-    # One thread: on ops this small, two threads spend more time synchronising than computing
-    # (measured 4x faster with one thread while the machine was busy).
-    "smoke": TrainConfig(name="smoke", steps=6, batch_size=4, seq_len=64, eval_every=3, checkpoint_every=3,
-                         eval_batch_size=32, eval_sequences=32, train_docs=200, eval_docs=40, lr=1e-3,
-                         warmup_fraction=0.2, cpu_threads=1),
-    # The 2-core CPU budget: both models, data included, in about 8 minutes. Batch 32 of the paper's
-    # truncated 128-token sequences, 300 steps (~1 epoch of the 9.5k English training articles).
-    # lr 1e-3 with 10 % warmup: a short run needs a faster start than the paper's 5e-4 over 100k
-    # steps; both models get exactly the same schedule. See notebook 04 for the measurements.
-    # Length-bucketed batches (a departure from the paper's random ones, explained in notebook 04): on
-    # this data they cut padding from 28 % to 2 % and a step's time by about a fifth (benchmarks/README.md).
-    "demo": TrainConfig(name="demo", steps=300, batch_size=32, seq_len=128, eval_every=25, checkpoint_every=100,
-                        eval_batch_size=128, eval_sequences=256, lr=1e-3, warmup_fraction=0.1, batching="bucketed"),
-    # A budget that takes BERT_TINY off the unigram plateau on a 2-core CPU: 0.5 nat under the unigram loss and
-    # twice the most-frequent-token accuracy on the fixed evaluation positions (the testability rule of
-    # helpers.claims). Measured on English, the slowest language at demo scale (benchmarks/README.md): a
-    # 1,500-step schedule at lr 1e-3 crosses both at step 600, but a whole 800-step schedule ends 0.49 nat under
-    # (its learning rate decays sooner), so the preset trains 1,200 steps.
-    # Everything else is the demo's (batch 32, bucketed batches); every evaluation sequence is scored.
-    "reference": TrainConfig(name="reference", steps=1_200, batch_size=32, seq_len=128, eval_every=100,
-                             checkpoint_every=100, eval_batch_size=128, lr=1e-3, warmup_fraction=0.1,
-                             batching="bucketed"),
-    # Mištera & Král, Section 4.3 and Table 4 (meant for a GPU with prepared C4 data).
-    # 12.8 million training sequences: tokenised once into shards on disk, not held in memory.
-    "paper": TrainConfig(name="paper", steps=100_000, batch_size=128, seq_len=128, eval_every=5_000,
-                         checkpoint_every=5_000, eval_batch_size=512, shards=True),
-}
-
-
-def preset_config(preset: str) -> TrainConfig:
-    return pick(PRESETS, preset)
 
 
 def cap_steps(cfg: TrainConfig, max_steps: int) -> TrainConfig:

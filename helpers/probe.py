@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from helpers.presets import pick
+from helpers.presets import ProbeConfig
 
 if TYPE_CHECKING:  # heavy imports stay inside the functions that need them
     import pandas as pd
@@ -39,41 +39,6 @@ MODEL_ORDER = ("majority", "static vectors (mean)", "random init", "BERT_TINY", 
 # The pretrained encoders as 04_pretraining saves them: run name -> sub-folder of pretrain_dir.
 PRETRAINED = {"BERT_TINY": "bert_tiny", "BERT_FT": "bert_ft"}
 TABLE_COLUMNS = ("model", "feature", "accuracy", "ci_low", "ci_high", "best_C", "n_train", "n_test")
-
-
-@dataclass(frozen=True)
-class ProbeConfig:
-    """How many documents to probe on and how hard to search; ``None`` means the whole split."""
-
-    max_train: int | None
-    max_test: int | None
-    Cs: tuple[float, ...]
-    n_boot: int
-    batch_size: int
-    max_length: int = 128
-
-
-PRESETS: dict[str, ProbeConfig] = {
-    # Seconds: proves the notebook and its files; the numbers mean little at this size.
-    "smoke": ProbeConfig(max_train=100, max_test=50, Cs=(0.1, 1.0), n_boot=200, batch_size=64, max_length=32),
-    # A 2-core CPU budget (about 90 s for the notebook): a stratified 2,000 / 1,000 subset of the embedded
-    # English topic set (9,029 / 1,004), cut to 64 tokens. Feature extraction takes most of it (about 6 ms
-    # per document and encoder at 64 tokens, 8 ms at 128); on a bag-of-tokens baseline, 64 instead of
-    # 128 tokens cost about 1 point of accuracy.
-    "demo": ProbeConfig(max_train=2_000, max_test=1_000, Cs=(0.01, 0.1, 1.0, 10.0), n_boot=1000, batch_size=64,
-                        max_length=64),
-    # The demo's probe on the reference run's models: the probe is not what the reference run adds.
-    "reference": ProbeConfig(max_train=2_000, max_test=1_000, Cs=(0.01, 0.1, 1.0, 10.0), n_boot=1000,
-                             batch_size=64, max_length=64),
-    # Everything, at the paper's sequence length (meant for a GPU).
-    "paper": ProbeConfig(max_train=None, max_test=None, Cs=(0.001, 0.01, 0.1, 1.0, 10.0), n_boot=1000,
-                         batch_size=256, max_length=128),
-}
-
-
-def preset_config(preset: str) -> ProbeConfig:
-    """The probe's settings for a preset (sizes, the C grid, bootstrap resamples, batch and length)."""
-    return pick(PRESETS, preset)
 
 
 # --------------------------------------------------------------------------------------------

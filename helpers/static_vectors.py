@@ -23,50 +23,30 @@ from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
-from helpers.fasttext_training import FastTextSettings
-from helpers.presets import pick
+from helpers.presets import (
+    CASE_MODES,
+    FALLBACKS,
+    PAPER_NORMALISATION,
+    PAPER_TOP_N,
+    PIECE_MODES,
+    SCALES,
+    check_option,
+    parse_steps,
+)
 from helpers.tokenizer import CONTINUATION_PREFIX as PIECE_PREFIX
 from helpers.tokenizer import SPECIAL_TOKENS
 
 BERT_INIT_STD = 0.02  # BertConfig.initializer_range: the std of a randomly initialised embedding
-PAPER_TOP_N = 300_000  # Section 4.2: vectors looked up among the 300,000 most frequent words
-PAPER_NORMALISATION: tuple[str, ...] = ("unit", "center")
 
-NORMALISATION_STEPS = ("unit", "center")
-FALLBACKS = ("zero", "random")
-PIECE_MODES = ("skip", "strip", "subword")
-CASE_MODES = ("exact", "lower_fallback")
-SCALES = (None, "bert")
-SOURCES = ("train", "published")
 
 EMBEDDINGS_FILE = "embeddings.npy"
 FOUND_FILE = "found.npy"
 MANIFEST_FILE = "manifest.json"
 
-# fastText settings chosen by measurement (benchmarks/fasttext_settings.py, figures/vector_quality.md):
-# the demo's within about 90 s of training on one thread, the reference's within about 5 minutes.
-DEMO_FASTTEXT = FastTextSettings(model="cbow", epochs=30, maxn=0)
-REFERENCE_FASTTEXT = FastTextSettings(model="cbow", epochs=40, maxn=0, neg=10)
-
 
 # --------------------------------------------------------------------------------------------
 # Containers and presets
 # --------------------------------------------------------------------------------------------
-
-
-def _check_choice(what: str, value: Any, choices: Sequence[Any]) -> None:
-    if value not in choices:
-        raise ValueError(f"unknown {what} {value!r}; choose one of: {', '.join(map(repr, choices))}")
-
-
-def parse_steps(steps: str | Sequence[str]) -> tuple[str, ...]:
-    """'unit,center' or ('unit', 'center') -> ('unit', 'center'); unknown steps are an error."""
-    parts = tuple(s.strip() for s in (steps.split(",") if isinstance(steps, str) else steps) if s.strip())
-    for step in parts:
-        if step not in NORMALISATION_STEPS:
-            raise ValueError(f"unknown normalisation step {step!r}; use a sequence of {NORMALISATION_STEPS}, "
-                             "e.g. 'unit,center' (the paper) or 'unit,center,unit'")
-    return parts
 
 
 @dataclass
@@ -117,54 +97,6 @@ class Alignment:
     @property
     def dim(self) -> int:
         return int(self.matrix.shape[1])
-
-
-@dataclass(frozen=True)
-class VectorsConfig:
-    """One preset's choices for notebook 03.
-
-    ``source`` is 'train' (fastText trained here on the corpus with ``fasttext``, offline) or
-    'published' (cc.LANG.300.vec.gz, whose ``fasttext.dim`` of 300 is all that applies).
-    """
-
-    source: str
-    fasttext: FastTextSettings = DEMO_FASTTEXT
-    top_n: int = PAPER_TOP_N
-    max_docs: int | None = None
-    normalisation: tuple[str, ...] = PAPER_NORMALISATION
-    fallback: str = "zero"
-    pieces: str = "skip"
-    case: str = "exact"
-    scale: str | None = None
-
-    def __post_init__(self) -> None:
-        _check_choice("source", self.source, SOURCES)
-        _check_choice("fallback", self.fallback, FALLBACKS)
-        _check_choice("pieces", self.pieces, PIECE_MODES)
-        _check_choice("case", self.case, CASE_MODES)
-        _check_choice("scale", self.scale, SCALES)
-        parse_steps(self.normalisation)
-
-    @property
-    def dim(self) -> int:
-        return self.fasttext.dim
-
-
-PRESETS: dict[str, VectorsConfig] = {
-    # A few hundred documents, one epoch: seconds. dim stays 300 because the smoke model's hidden size is 300.
-    "smoke": VectorsConfig(source="train", fasttext=FastTextSettings(epochs=1), max_docs=300),
-    # The whole embedded training split, CBOW without subwords, 30 epochs, one thread (deterministic).
-    "demo": VectorsConfig(source="train", fasttext=DEMO_FASTTEXT),
-    # The best vectors measured within 5 minutes of training (benchmarks/fasttext_settings.py, WordSim-353 0.536).
-    "reference": VectorsConfig(source="train", fasttext=REFERENCE_FASTTEXT),
-    # The paper: published cc.LANG.300 vectors, top 300,000 words, unit + center, zero fallback, no pieces.
-    "paper": VectorsConfig(source="published", fasttext=FastTextSettings(dim=300)),
-}
-
-
-def preset_config(preset: str) -> VectorsConfig:
-    """Notebook 03's settings for a preset (smoke, demo, reference or paper)."""
-    return pick(PRESETS, preset)
 
 
 def check_dim(dim: int, hidden_size: int) -> None:
@@ -332,10 +264,10 @@ def align(tokenizer_vocab: Mapping[str, int] | Any, vectors: WordVectors, fallba
     * ``scale='bert'`` rescales the found rows to a per-element std of 0.02, BERT's init std
       (Kim et al. 2024 find the scale of copied embeddings matters); the paper does not rescale.
     """
-    _check_choice("fallback", fallback, FALLBACKS)
-    _check_choice("pieces", pieces, PIECE_MODES)
-    _check_choice("case", case, CASE_MODES)
-    _check_choice("scale", scale, SCALES)
+    check_option("fallback", fallback, FALLBACKS)
+    check_option("pieces", pieces, PIECE_MODES)
+    check_option("case", case, CASE_MODES)
+    check_option("scale", scale, SCALES)
     if pieces == "subword" and bin_model is None:
         raise ValueError("pieces='subword' needs a fastText model with subword vectors: pass bin_model= "
                          "(vector_files.read_bin(path) or the model trained here)")

@@ -26,11 +26,12 @@ artefact of record: later steps load it and never retrain. Plots live in ``helpe
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
+
+from helpers.presets import TokenizerConfig
 
 if TYPE_CHECKING:  # transformers is slow to import; only the functions that need it import it
     from transformers import PreTrainedTokenizerFast
@@ -44,40 +45,6 @@ MODEL_MAX_LENGTH = 128  # the paper's maximum sequence length (Table 4)
 MIN_VOCAB_SHARE = 0.9  # below this share of the asked size, the corpus is too small for the vocabulary
 UNLIMITED_VOCAB = 10_000_000  # asked size that only the corpus itself can stop
 PROBE_SENTENCE = "The Eiffel Tower in Paris was completed in 1889 by Gustave Eiffel's company."
-
-
-@dataclass(frozen=True)
-class TokenizerConfig:
-    """One preset's tokenizer numbers.
-
-    ``max_docs`` caps the training documents (None = the whole training split); ``eval_docs``
-    caps the documents the report encodes.
-    """
-
-    max_docs: int | None
-    vocab_size: int
-    min_frequency: int
-    corpus_source: str
-    eval_docs: int | None = None
-
-
-PRESETS: dict[str, TokenizerConfig] = {
-    # A tiny vocabulary keeps the smoke model's embedding matrix (vocab x hidden) small and fast.
-    "smoke": TokenizerConfig(max_docs=400, vocab_size=2_000, min_frequency=2, corpus_source="embedded"),
-    # The paper's vocabulary size on the whole embedded training split (~740k English words).
-    "demo": TokenizerConfig(max_docs=None, vocab_size=30_000, min_frequency=2, corpus_source="embedded"),
-    "reference": TokenizerConfig(max_docs=None, vocab_size=30_000, min_frequency=2, corpus_source="embedded"),
-    # The paper's setting: 30,000 cased tokens from 5 million C4 examples (needs the Hub).
-    "paper": TokenizerConfig(max_docs=5_000_000, vocab_size=30_000, min_frequency=2, corpus_source="hub",
-                             eval_docs=10_000),
-}
-
-
-def preset_config(preset: str) -> TokenizerConfig:
-    """The tokenizer settings of ``preset`` (smoke, demo, reference or paper)."""
-    from helpers.presets import pick
-
-    return pick(PRESETS, preset)
 
 
 # --------------------------------------------------------------------------------------------

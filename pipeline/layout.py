@@ -1,7 +1,167 @@
-"""Where things live: the repository's folders, and (below) every folder and file a run writes."""
+"""Where things live: the repository's folders, and every folder and file a run writes, named once.
+
+A run folder (``runs/<preset>-<lang>[-seed<N>]``) holds one folder per notebook step::
+
+    <run>/
+      masking/      01: masking_stats.json, plots
+      tokenizer/    02: the trained tokenizer (tokenizer.json and the files save_pretrained writes), report.json
+      static/       03: embeddings.npy, found.npy, manifest.json
+      pretrain/     04: data/ (prepared sequences), bert_tiny/ and bert_ft/ (ModelFiles), comparison.json,
+                        baseline.json (in a record, where data/ is not kept)
+      probe/        05: results.csv, results.json
+      <step>/.step.json          written when the step finished: its fingerprint, time and parameters
+      <step>/.step-started.json  the fingerprint the step was last started with, finished or not
+      .job.lock, .job.owner.json  held by the job running on this folder
+
+No other module spells out one of these names: each asks this module for the path.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+RUNS_DIR = REPO_ROOT / "runs"
+INTERACTIVE_DIR = RUNS_DIR / "interactive"  # where a notebook run by hand in JupyterLab writes
+NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+FIGURES_DIR = REPO_ROOT / "figures"
+DOCS_DIR = REPO_ROOT / "docs"
+
+MODEL_NAMES = ("bert_tiny", "bert_ft")
+STEP_FOLDERS = ("masking", "tokenizer", "static", "pretrain", "probe")  # one per notebook 01-05, in order
+STAMP_NAME = ".step.json"
+STARTED_NAME = ".step-started.json"
+LOCK_NAME = ".job.lock"
+OWNER_NAME = ".job.owner.json"
+PROVENANCE_NAME = "provenance.json"  # in a figures folder: which runs and which commit drew it
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """``<run>/pretrain/<model_name>/``: what training one model writes."""
+
+    folder: Path
+
+    @property
+    def metrics(self) -> Path:
+        return self.folder / "metrics.csv"
+
+    @property
+    def run_json(self) -> Path:
+        return self.folder / "run.json"
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.folder / "checkpoint.pt"
+
+    @property
+    def positions(self) -> Path:
+        """Per masked position of the final evaluation: sequence, position, correct, loss."""
+        return self.folder / "eval_positions.npz"
+
+    @property
+    def model(self) -> Path:
+        """The trained model, as transformers' save_pretrained writes it."""
+        return self.folder / "model"
+
+
+@dataclass(frozen=True)
+class PreparedFiles:
+    """``<run>/pretrain/data/``: the tokenised sequences training reads (all a GPU machine needs)."""
+
+    folder: Path
+
+    @property
+    def meta(self) -> Path:
+        return self.folder / "meta.json"
+
+    @property
+    def tokenizer(self) -> Path:
+        return self.folder / "tokenizer"
+
+    @property
+    def shards(self) -> Path:
+        return self.folder / "train_shards"
+
+    def array(self, name: str) -> Path:
+        """``train_ids``, ``train_lengths``, ``eval_ids``, ``eval_lengths``, ``eval_masked_ids``, ``eval_labels``."""
+        return self.folder / f"{name}.npy"
+
+
+@dataclass(frozen=True)
+class StaticFiles:
+    """``<run>/static/``: the aligned initial embedding matrix of BERT_FT."""
+
+    folder: Path
+
+    @property
+    def embeddings(self) -> Path:
+        return self.folder / "embeddings.npy"
+
+    @property
+    def found(self) -> Path:
+        return self.folder / "found.npy"
+
+    @property
+    def manifest(self) -> Path:
+        return self.folder / "manifest.json"
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """Every folder and file of one run folder (see the module docstring for the tree)."""
+
+    root: Path
+
+    def step(self, name: str) -> Path:
+        if name not in STEP_FOLDERS:
+            raise ValueError(f"unknown step folder {name!r}; choose from {', '.join(STEP_FOLDERS)}")
+        return self.root / name
+
+    @property
+    def static(self) -> StaticFiles:
+        return StaticFiles(self.step("static"))
+
+    @property
+    def data(self) -> PreparedFiles:
+        return PreparedFiles(self.step("pretrain") / "data")
+
+    def model(self, name: str) -> ModelFiles:
+        if name not in MODEL_NAMES:
+            raise ValueError(f"unknown model {name!r}; choose from {', '.join(MODEL_NAMES)}")
+        return ModelFiles(self.step("pretrain") / name)
+
+    @property
+    def comparison(self) -> Path:
+        return self.step("pretrain") / "comparison.json"
+
+    @property
+    def baseline(self) -> Path:
+        """The unigram baseline, saved in a record where the prepared data are not kept."""
+        return self.step("pretrain") / "baseline.json"
+
+    @property
+    def probe_table(self) -> Path:
+        return self.step("probe") / "results.csv"
+
+    @property
+    def probe_record(self) -> Path:
+        return self.step("probe") / "results.json"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / LOCK_NAME
+
+    @property
+    def owner(self) -> Path:
+        return self.root / OWNER_NAME
+
+
+def stamp_of(step_folder: Path) -> Path:
+    """The file a finished step leaves in its folder."""
+    return Path(step_folder) / STAMP_NAME
+
+
+def started_of(step_folder: Path) -> Path:
+    return Path(step_folder) / STARTED_NAME

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from helpers import presets
 from helpers import pretrain as P
 from helpers.presets import PRESET_HELP, PRESET_NAMES
 
@@ -22,11 +23,11 @@ DEVICES = ("auto", "cpu", "cuda", "mps")
 
 
 def _number(kind: str) -> Callable[[str], float]:
-    """An argparse type: a float that P.check_number accepts for ``kind``."""
+    """An argparse type: a float that presets.check_number accepts for ``kind``."""
 
     def parse(text: str) -> float:
         try:
-            return P.check_number(kind, float(text))
+            return presets.check_number(kind, float(text))
         except ValueError as err:
             raise argparse.ArgumentTypeError(str(err)) from None
 
@@ -39,7 +40,7 @@ def _count(name: str, low: int = 1) -> Callable[[str], int]:
 
     def parse(text: str) -> int:
         try:
-            return P.check_count(name, int(text), low)
+            return presets.check_count(name, int(text), low)
         except ValueError as err:
             raise argparse.ArgumentTypeError(str(err) if "must" in str(err) else f"{name} must be an integer, "
                                              f"got {text!r}") from None
@@ -78,11 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--checkpoint-every", type=_count("checkpoint_every"))
     parser.add_argument("--eval-sequences", type=_count("eval_sequences"))
     parser.add_argument("--eval-batch-size", type=_count("eval_batch_size"))
-    parser.add_argument("--attention", choices=P.ATTENTION, help="attention kernel (auto: sdpa_padded on CUDA, "
+    parser.add_argument("--attention", choices=presets.ATTENTION, help="attention kernel (auto: sdpa_padded on CUDA, "
                         "sdpa elsewhere)")
-    parser.add_argument("--precision", choices=P.PRECISION, help="bf16 autocast or fp32 (auto: bf16 on CUDA only)")
-    parser.add_argument("--batching", choices=P.BATCHING)
-    parser.add_argument("--dropout", choices=P.DROPOUT)
+    parser.add_argument("--precision", choices=presets.PRECISION,
+                        help="bf16 autocast or fp32 (auto: bf16 on CUDA only)")
+    parser.add_argument("--batching", choices=presets.BATCHING)
+    parser.add_argument("--dropout", choices=presets.DROPOUT)
     parser.add_argument("--compile", action="store_true", help="torch.compile the loss (any device)")
     parser.add_argument("--static-cap", action="store_true",
                         help="score a fixed number of masked rows per batch, for static shapes (default on CUDA)")
@@ -97,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def config_from_args(args: argparse.Namespace) -> P.TrainConfig:
     """The preset's TrainConfig with the options given on the command line applied (and checked again)."""
-    cfg = P.preset_config(args.preset)
+    cfg = presets.get(args.preset).train
     names = ("steps", "batch_size", "lr", "weight_decay", "grad_clip", "eps", "warmup_fraction", "eval_every",
              "checkpoint_every", "eval_sequences", "eval_batch_size", "attention", "batching", "dropout",
              "precision")

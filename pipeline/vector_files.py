@@ -27,7 +27,8 @@ from typing import IO, Any, Iterator
 
 import numpy as np
 
-from helpers.static_vectors import PAPER_TOP_N, VectorsConfig, WordVectors
+from helpers.presets import PAPER_TOP_N, VectorsConfig
+from helpers.static_vectors import WordVectors
 
 CC_URL = "https://dl.fbaipublicfiles.com/fasttext/vectors-crawl/cc.{lang}.300.vec.gz"
 CC_PAGE = "https://fasttext.cc/docs/en/crawl-vectors.html"

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
 
+from helpers import presets
 from helpers import pretrain as P
 from pipeline import checkpoints as ck
 from pipeline import train_cli as cli
@@ -132,7 +134,7 @@ def test_a_non_finite_loss_stops_training_and_is_recorded(tokenizer, data_dir, t
 
 def test_the_cli_exits_non_zero_when_training_diverges(data_dir, tmp_path, monkeypatch, capsys):
     _poison_at(monkeypatch, bad_call=1)
-    monkeypatch.setitem(P.PRESETS, "smoke", CFG.replace(name="smoke"))
+    monkeypatch.setitem(presets.PRESETS, "smoke", replace(presets.get("smoke"), train=CFG.replace(name="smoke")))
     code = cli.main(["--data", str(data_dir), "--out", str(tmp_path), "--model", "bert_tiny", "--preset", "smoke",
                      "--device", "cpu"])
     err = capsys.readouterr().err
@@ -151,7 +153,7 @@ def test_an_unreadable_checkpoint_names_its_path_and_no_resume(tokenizer, data_d
         _train(tokenizer, data_dir, tmp_path)
     assert str(path) in str(err.value) and "--no-resume" in str(err.value)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(P.PRESETS, "smoke", CFG.replace(name="smoke"))
+        patch.setitem(presets.PRESETS, "smoke", replace(presets.get("smoke"), train=CFG.replace(name="smoke")))
         argv = ["--data", str(data_dir), "--out", str(tmp_path), "--model", "bert_tiny", "--preset", "smoke",
                 "--device", "cpu"]
         assert cli.main(argv) == 1

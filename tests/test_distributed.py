@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import presets
 from helpers import pretrain as P
 from pipeline import distributed
 from pipeline import train_cli as cli
@@ -30,7 +31,7 @@ SAME_AS_ONE_PROCESS = 1e-5
 
 @pytest.fixture(scope="module")
 def data_dir(small_prepared):
-    return small_prepared(P.preset_config("smoke").seq_len)
+    return small_prepared(presets.get("smoke").train.seq_len)
 
 
 def _torchrun(data_dir: Path, out: Path, *extra: str) -> str:

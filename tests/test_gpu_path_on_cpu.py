@@ -23,6 +23,7 @@ import math
 import pytest
 import torch
 
+from helpers import presets
 from helpers import pretrain as P
 from helpers.masking import IGNORE_INDEX
 from helpers.model import MaskedLMLoss, build_model, mlm_loss, use_attention
@@ -136,7 +137,7 @@ def test_the_compiled_loss_has_no_graph_breaks(tokenizer, data_dir):
 
 
 def test_step_options_default_to_the_gpu_configuration_on_cuda_only():
-    cfg = P.preset_config("demo")
+    cfg = presets.get("demo").train
     assert P.step_options(cfg, CPU) == P.StepOptions("fp32", False, "sdpa", None)
     assert P.step_options(cfg, torch.device("cuda")) == P.StepOptions("bf16", False, "sdpa_padded",
                                                                       P.static_cap(cfg))

@@ -14,7 +14,6 @@ import exercises
 from exercises import nb01
 from helpers.masking import (
     IGNORE_INDEX,
-    PRESETS,
     MLMCollator,
     binomial_tolerance,
     check_maskable,
@@ -22,7 +21,6 @@ from helpers.masking import (
     expected_random_specials,
     mask_loop_style,
     masking_stats,
-    preset_config,
     random_tokens,
     replace_selected,
     select_positions,
@@ -31,7 +29,6 @@ from helpers.masking import (
     within_tolerance,
 )
 from helpers.plots.masking import masked_table, plot_coverage, plot_split
-from helpers.presets import PRESET_NAMES
 from pipeline.data import load_corpus
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -405,11 +402,6 @@ def test_masked_table_lists_every_real_token(tok, texts):
     assert sum(r["selected"] for r in rows) == int((out["labels"][1] != IGNORE_INDEX).sum())
     assert rows[0]["token"] == "[CLS]" and not rows[0]["selected"]
 
-
-def test_presets_cover_every_name_and_unknown_names_fail():
-    assert set(PRESETS) == set(PRESET_NAMES) and preset_config("paper").vocab_size == 30_000
-    with pytest.raises(ValueError, match="unknown preset"):
-        preset_config("huge")
 
 
 def test_plots_draw_the_measured_split_and_coverage(tok, batch):

@@ -8,7 +8,8 @@ from typing import Callable
 
 import pytest
 
-from helpers.tokenizer import PRESETS, SPECIAL_TOKENS
+from helpers import presets
+from helpers.tokenizer import SPECIAL_TOKENS
 
 pytestmark = pytest.mark.notebook
 
@@ -44,13 +45,13 @@ def test_saved_tokenizer_loads_as_fast_with_the_specials(out_dir: Path, report: 
     assert tok.model_max_length == 128
     saved = report["saved"]
     assert saved == "cased"  # the notebook's default, the paper's choice
-    assert len(tok) == report[saved]["vocab_size"] == PRESETS["smoke"].vocab_size
+    assert len(tok) == report[saved]["vocab_size"] == presets.get("smoke").tokenizer.vocab_size
     assert tok.tokenize("Paris") != tok.tokenize("paris")  # really the cased one
 
 
 def test_report_numbers_are_in_range(report: dict) -> None:
     assert report["preset"] == "smoke" and report["lang"] == "en"
-    assert report["n_train_docs"] == PRESETS["smoke"].max_docs
+    assert report["n_train_docs"] == presets.get("smoke").tokenizer.max_docs
     assert report["cased"]["lowercase"] is False and report["uncased"]["lowercase"] is True
     for name in ("cased", "uncased"):
         r = report[name]

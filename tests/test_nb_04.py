@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from helpers import pretrain
+from helpers import presets, pretrain
 
 pytestmark = pytest.mark.notebook
 
@@ -23,7 +23,7 @@ def test_metrics_have_the_contract_columns_and_finite_values(pretrain_dir, name)
     header = path.read_text().splitlines()[0].split(",")
     assert header == list(pretrain.METRIC_COLUMNS)
     rows = pretrain.read_metrics(path)
-    cfg = pretrain.preset_config("smoke")
+    cfg = presets.get("smoke").train
     assert [r["step"] for r in rows] == list(range(0, cfg.steps + 1, cfg.eval_every))
     assert math.isnan(rows[0]["train_loss"])  # nothing trained at step 0
     for row in rows:
@@ -40,7 +40,7 @@ def test_run_json_and_saved_model(pretrain_dir, name):
 
     run = json.loads((pretrain_dir / name / "run.json").read_text())
     assert run["model_name"] == name and run["preset"] == "smoke" and run["lang"] == "en"
-    assert run["steps"] == pretrain.preset_config("smoke").steps and run["finished"]
+    assert run["steps"] == presets.get("smoke").train.steps and run["finished"]
     assert run["seq_len"] == 64 and run["batch_size"] == 4 and run["seed"] == 0
     assert run["environment"]["packages"]["torch"]
     model = BertForMaskedLM.from_pretrained(pretrain_dir / name / "model")

@@ -9,7 +9,8 @@ from typing import Callable
 import pandas as pd
 import pytest
 
-from helpers.probe import FEATURES, MODEL_ORDER, PRESETS, TABLE_COLUMNS
+from helpers import presets
+from helpers.probe import FEATURES, MODEL_ORDER, TABLE_COLUMNS
 from pipeline.data import partition_record
 
 pytestmark = pytest.mark.notebook
@@ -36,7 +37,7 @@ def test_table_has_every_model_and_feature(results: pd.DataFrame) -> None:
 
 
 def test_accuracies_and_intervals_are_consistent(results: pd.DataFrame) -> None:
-    smoke = PRESETS["smoke"]
+    smoke = presets.get("smoke").probe
     assert results["accuracy"].between(0, 1).all()
     assert (results["ci_low"] <= results["accuracy"] + 1e-12).all()
     assert (results["accuracy"] <= results["ci_high"] + 1e-12).all()
@@ -51,7 +52,8 @@ def test_accuracies_and_intervals_are_consistent(results: pd.DataFrame) -> None:
 def test_json_records_the_run(out_dir: Path, results: pd.DataFrame) -> None:
     meta = json.loads((out_dir / "results.json").read_text())
     assert meta["preset"] == "smoke" and meta["lang"] == "en"
-    assert meta["n_train"] == PRESETS["smoke"].max_train and meta["n_test"] == PRESETS["smoke"].max_test
+    smoke = presets.get("smoke").probe
+    assert meta["n_train"] == smoke.max_train and meta["n_test"] == smoke.max_test
     assert {"date", "packages", "device"} <= set(meta["environment"])
     assert len(meta["results"]) == len(results)
     assert set(meta["feature_seconds"]) == set(ENCODERS)

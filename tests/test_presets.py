@@ -1,36 +1,62 @@
-"""One list of presets, known to every step, and a reference preset that differs from demo only where it must."""
+"""Every preset whole in one table: each names every step's settings, the paper's are the paper's, and the
+reference preset differs from demo only where it must."""
 
 from __future__ import annotations
 
-import importlib
+import dataclasses
+import math
 
 import pytest
 
-from helpers import pretrain as P
-from helpers import static_vectors as sv
-from helpers.presets import PRESET_NAMES, check_preset
-
-STEP_MODULES = ("masking", "tokenizer", "static_vectors", "pretrain", "probe")
+from helpers import presets
+from helpers.presets import PRESET_NAMES, PRESETS, check_preset
 
 
-@pytest.mark.parametrize("module", STEP_MODULES)
-def test_every_step_module_knows_every_preset_and_refuses_others(module: str) -> None:
-    mod = importlib.import_module(f"helpers.{module}")
-    assert set(mod.PRESETS) == set(PRESET_NAMES)
-    for name in PRESET_NAMES:
-        assert mod.preset_config(name) is mod.PRESETS[name]
+def test_every_preset_holds_the_settings_of_every_step_and_unknown_names_fail() -> None:
+    assert set(PRESETS) == set(PRESET_NAMES)
+    for name, preset in PRESETS.items():
+        assert preset.name == name == preset.train.name
+        assert [f.name for f in dataclasses.fields(preset)][1:] == ["masking", "tokenizer", "vectors", "train", "probe"]
     with pytest.raises(ValueError, match="unknown preset 'huge'; choose one of smoke, demo, reference, paper"):
-        mod.preset_config("huge")
+        presets.get("huge")
+    assert [check_preset(n) for n in PRESET_NAMES] == list(PRESET_NAMES)
+
+
+def test_the_paper_preset_holds_the_papers_settings() -> None:
+    paper = presets.get("paper")
+    train = paper.train
+    assert (train.lr, train.batch_size, train.seq_len, train.steps, train.warmup_steps) == (5e-4, 128, 128, 100_000,
+                                                                                             10_000)
+    assert (train.eval_every, train.checkpoint_every, train.grad_clip, train.weight_decay) == (5_000, 5_000, 1.0, 0.01)
+    assert not train.packing and train.shards and train.batching == "random"
+    assert paper.tokenizer.vocab_size == paper.masking.vocab_size == 30_000 and paper.tokenizer.corpus_source == "hub"
+    vectors = paper.vectors
+    assert (vectors.source, vectors.top_n, vectors.normalisation, vectors.fallback, vectors.pieces, vectors.case,
+            vectors.scale) == ("published", 300_000, ("unit", "center"), "zero", "skip", "exact", None)
+
+
+def test_every_preset_fits_the_table4_model_and_the_probes_grow_with_the_preset() -> None:
+    assert all(p.vectors.dim == 300 for p in PRESETS.values())  # the model's hidden size
+    assert all(p.tokenizer.vocab_size > 5 for p in PRESETS.values())
+    assert not presets.get("smoke").train.shards and not presets.get("demo").train.shards
+    size = {name: (p.probe.max_train or math.inf, p.probe.max_test or math.inf) for name, p in PRESETS.items()}
+    assert size["smoke"] < size["demo"] <= size["paper"]
+    assert all(len(p.probe.Cs) >= 2 and p.probe.n_boot >= 100 for p in PRESETS.values())
 
 
 def test_the_reference_preset_is_the_demo_trained_longer_on_better_vectors() -> None:
-    demo, reference = P.preset_config("demo"), P.preset_config("reference")
-    assert reference.steps > demo.steps and reference.eval_sequences is None  # every evaluation sequence
+    demo, reference = presets.get("demo"), presets.get("reference")
+    assert reference.train.steps > demo.train.steps and reference.train.eval_sequences is None
     same = ("batch_size", "seq_len", "lr", "warmup_fraction", "batching", "packing", "betas", "eps", "weight_decay")
-    assert all(getattr(reference, f) == getattr(demo, f) for f in same)
-    assert sv.preset_config("reference").fasttext == sv.REFERENCE_FASTTEXT
-    assert sv.preset_config("reference").source == "train"  # offline, like demo
+    assert all(getattr(reference.train, f) == getattr(demo.train, f) for f in same)
+    assert reference.vectors.fasttext == presets.REFERENCE_FASTTEXT and reference.vectors.source == "train"
+    assert (reference.masking, reference.tokenizer, reference.probe) == (demo.masking, demo.tokenizer, demo.probe)
 
 
-def test_check_preset_returns_known_names() -> None:
-    assert [check_preset(n) for n in PRESET_NAMES] == list(PRESET_NAMES)
+def test_bad_settings_fail_on_construction_and_name_the_setting() -> None:
+    with pytest.raises(ValueError, match="seq_len"):
+        presets.TrainConfig(name="x", steps=1, batch_size=1, seq_len=512)
+    with pytest.raises(ValueError, match="unknown pieces"):
+        presets.VectorsConfig(source="train", pieces="glue")
+    with pytest.raises(ValueError, match="shards=True"):
+        presets.TrainConfig(name="x", steps=1, batch_size=1, packing=True, shards=True)

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
 
+from helpers import presets
 from helpers import pretrain as P
 from helpers.masking import IGNORE_INDEX
-from helpers.presets import PRESET_NAMES
 from helpers.tokenizer import train_wordpiece
 from pipeline import train_cli as cli
 from pipeline.data import load_corpus
@@ -202,14 +203,10 @@ def test_cli_runs_from_prepared_files_only(data_dir, tmp_path, capsys):
     cfg_args = ["--steps", "2", "--batch-size", "4", "--eval-every", "2", "--checkpoint-every", "2"]
     small = P.TrainConfig(name="test", steps=2, batch_size=4, seq_len=CFG.seq_len, eval_every=2,
                           checkpoint_every=2, eval_batch_size=16)
-    original = dict(P.PRESETS)
-    P.PRESETS["smoke"] = small  # the smoke preset's seq_len (64) differs from this data's
-    try:
+    with pytest.MonkeyPatch.context() as patch:  # the smoke preset's seq_len (64) differs from this data's
+        patch.setitem(presets.PRESETS, "smoke", replace(presets.get("smoke"), train=small))
         code = cli.main(["--data", str(data_dir), "--out", str(tmp_path), "--model", "bert_tiny", "--preset", "smoke",
-                       "--device", "cpu", *cfg_args])
-    finally:
-        P.PRESETS.clear()
-        P.PRESETS.update(original)
+                         "--device", "cpu", *cfg_args])
     assert code == 0
     assert (tmp_path / "bert_tiny" / "metrics.csv").exists()
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["steps_done"] == 2
@@ -277,18 +274,6 @@ def test_static_vectors_of_another_vocabulary_are_refused(tokenizer, data_dir, t
     with pytest.raises(ValueError, match="different vocabulary"):
         _train(tokenizer, data_dir, tmp_path, init=str(static), cfg=CFG.replace(steps=2, eval_every=2))
 
-
-def test_presets():
-    assert set(P.PRESETS) == set(PRESET_NAMES)
-    paper = P.preset_config("paper")
-    assert (paper.lr, paper.batch_size, paper.seq_len, paper.steps, paper.warmup_steps) == (5e-4, 128, 128, 100_000,
-                                                                                           10_000)
-    assert (paper.eval_every, paper.checkpoint_every, paper.grad_clip, paper.weight_decay) == (5_000, 5_000, 1.0, 0.01)
-    assert not paper.packing
-    with pytest.raises(ValueError, match="unknown preset"):
-        P.preset_config("huge")
-    with pytest.raises(ValueError, match="seq_len"):
-        P.TrainConfig(name="x", steps=1, batch_size=1, seq_len=512)
 
 
 def test_weight_decay_skips_biases_and_layernorm():
@@ -400,8 +385,8 @@ def test_packing_and_shards_together_are_refused(tokenizer, corpus, tmp_path):
         P.TrainConfig(name="x", steps=1, batch_size=1, packing=True, shards=True)
     with pytest.raises(ValueError, match="packing=False with shards"):
         P.prepare_data(tokenizer, corpus[0], corpus[1], tmp_path, packing=True, shards=True)
-    assert P.preset_config("paper").shards and not P.preset_config("demo").shards
-    assert not P.preset_config("smoke").shards
+    assert presets.get("paper").train.shards and not presets.get("demo").train.shards
+    assert not presets.get("smoke").train.shards
 
 
 def test_preparing_again_in_the_other_format_replaces_the_training_files(tokenizer, corpus, tmp_path):

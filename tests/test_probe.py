@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from helpers import probe
-from helpers.presets import PRESET_NAMES
 
 # --------------------------------------------------------------------------------------------
 # Toy data and a tiny encoder
@@ -275,15 +274,6 @@ def test_load_probe_data_from_files_takes_stratified_subsets(tmp_path):
     with pytest.raises(ValueError, match="only read when the source is 'files'"):
         probe.load_probe_data(config, source="embedded", path=tmp_path / "set.csv")
 
-
-def test_presets_cover_the_three_names():
-    assert set(probe.PRESETS) == set(PRESET_NAMES)
-    size = {name: (c.max_train or math.inf, c.max_test or math.inf) for name, c in probe.PRESETS.items()}
-    assert size["smoke"] < size["demo"] <= size["paper"]
-    assert all(len(c.Cs) >= 2 and c.n_boot >= 100 for c in probe.PRESETS.values())
-    with pytest.raises(ValueError, match="unknown preset"):
-        probe.preset_config("huge")
-    assert probe.preset_config("demo") is probe.PRESETS["demo"]
 
 
 def _fake_result(acc: float, low: float, high: float) -> probe.ProbeResult:

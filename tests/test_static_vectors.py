@@ -12,7 +12,6 @@ import pytest
 from exercises import nb03
 from helpers import fasttext_training as ft
 from helpers import static_vectors as sv
-from helpers.presets import PRESET_NAMES
 
 # --------------------------------------------------------------------------------------------
 # normalise
@@ -411,19 +410,6 @@ def test_nearest_neighbours_cosine() -> None:
     with pytest.raises(ValueError, match="'z' is not among"):
         sv.nearest_neighbours(words, m, "z")
 
-
-def test_presets_and_preset_config() -> None:
-    assert set(sv.PRESETS) == set(PRESET_NAMES)
-    paper = sv.preset_config("paper")
-    assert (paper.source, paper.top_n, paper.normalisation, paper.fallback, paper.pieces, paper.case,
-            paper.scale) == ("published", 300_000, ("unit", "center"), "zero", "skip", "exact", None)
-    assert all(c.dim == 300 for c in sv.PRESETS.values())
-    assert sv.preset_config("demo").fasttext == sv.DEMO_FASTTEXT
-    assert sv.REFERENCE_FASTTEXT.dim == 300
-    with pytest.raises(ValueError, match="unknown preset"):
-        sv.preset_config("huge")
-    with pytest.raises(ValueError, match="unknown pieces"):
-        sv.VectorsConfig(source="train", pieces="glue")
 
 
 # --------------------------------------------------------------------------------------------

@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import presets
 from helpers import tokenizer as T
-from helpers.presets import PRESET_NAMES
 from pipeline.data import load_corpus
 
-SMOKE = T.PRESETS["smoke"]
+SMOKE = presets.get("smoke").tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -282,14 +282,6 @@ def test_report_is_consistent(cased, eval_texts: list[str]) -> None:
     assert report["mean_length"] == pytest.approx(lengths.mean())
     assert report["n_eval_docs"] == len(eval_texts)
 
-
-def test_presets() -> None:
-    for name in PRESET_NAMES:
-        assert T.preset_config(name).vocab_size > len(T.SPECIAL_TOKENS)
-    assert T.PRESETS["demo"].vocab_size == T.PRESETS["paper"].vocab_size == 30_000
-    assert T.PRESETS["paper"].corpus_source == "hub"
-    with pytest.raises(ValueError, match="unknown preset"):
-        T.preset_config("huge")
 
 
 def test_vocab_ceiling_is_where_the_error_starts(train_texts: list[str]) -> None:

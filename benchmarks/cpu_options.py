@@ -29,6 +29,7 @@ import torch
 from helpers import presets
 from helpers import pretrain as P
 from helpers.model import TABLE4, build_model, use_attention
+from helpers.presets import TrainConfig
 
 OUT = Path(__file__).resolve().parent / "results" / "cpu_options.json"
 OPTIONS: dict[str, dict[str, Any]] = {
@@ -67,7 +68,7 @@ def make_batches(n: int, batch: int, seq_len: int, seed: int = 0) -> list[tuple[
     return batches
 
 
-def make_step(name: str, changes: dict[str, Any], cfg: P.TrainConfig) -> Callable[[torch.Tensor, torch.Tensor], None]:
+def make_step(name: str, changes: dict[str, Any], cfg: TrainConfig) -> Callable[[torch.Tensor, torch.Tensor], None]:
     cfg = cfg.replace(**changes)
     device = torch.device("cpu")
     model = build_model("random", seed=0)

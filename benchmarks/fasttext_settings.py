@@ -22,8 +22,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
-from helpers.fasttext_training import FastTextSettings, train_on_file, vectors_from_model, write_training_text
 from pipeline import wordsim
+from pipeline.fasttext_training import FastTextSettings, train_on_file, vectors_from_model, write_training_text
 from pipeline.runinfo import REPO_ROOT
 
 RESULTS = REPO_ROOT / "benchmarks" / "results" / "fasttext_settings.csv"
@@ -56,7 +56,7 @@ def measure(name: str, settings: FastTextSettings, corpus_file: Path, n_words: i
     row: dict[str, Any] = {"lang": lang, "setting": name, **{k: v for k, v in asdict(settings).items() if k in COLUMNS},
                            "threads": 1, "train_seconds": round(seconds, 1), "train_cpu_seconds": round(cpu_seconds, 1),
                            "n_words": len(vectors)}
-    for bench, res in wordsim.evaluate_all(vectors.words, vectors.matrix).items():
+    for bench, res in wordsim.word_similarity(vectors.words, vectors.matrix).items():
         row[bench] = round(res["spearman"], 3)
         row[f"{bench}_ci"] = f"{res['ci_low']:.3f}-{res['ci_high']:.3f}"
         row[f"{bench}_pairs"] = f"{res['found']}/{res['pairs']}"
@@ -109,7 +109,7 @@ def write_figure_table(results: Path = RESULTS, out: Path = FIGURE_CSV) -> None:
         "| lang | setting | model | epochs | n-grams | negatives | cpu s | wall s | WordSim-353 | SimLex-999 |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    from helpers.static_vectors import DEMO_FASTTEXT, REFERENCE_FASTTEXT
+    from helpers.presets import DEMO_FASTTEXT, REFERENCE_FASTTEXT
 
     chosen = {name: role for role, settings in (("demo", DEMO_FASTTEXT), ("reference", REFERENCE_FASTTEXT))
               for name, s in SETTINGS.items() if s == settings}
@@ -119,7 +119,7 @@ def write_figure_table(results: Path = RESULTS, out: Path = FIGURE_CSV) -> None:
         lines.append(f"| {r['lang']} | {r['setting']} | {r['model']} | {r['epochs']} | {grams} | {r['neg']} | "
                      f"{r['train_cpu_seconds']} | {r['train_seconds']} | {r['wordsim353']} ({r['wordsim353_ci']}; "
                      f"{r['wordsim353_pairs']}) | {r['simlex999']} ({r['simlex999_ci']}; {r['simlex999_pairs']}) |")
-    lines += ["", "**demo** (`helpers.static_vectors.DEMO_FASTTEXT`, the `demo` preset): the best score within about "
+    lines += ["", "**demo** (`helpers.presets.DEMO_FASTTEXT`, the `demo` preset): the best score within about "
               "90 s of training on one thread. **reference** (`REFERENCE_FASTTEXT`, for the CPU reference runs): "
               "at least 0.50 on WordSim-353 within about 5 minutes."]
     out.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -134,9 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.table_only:
         write_figure_table(args.out)
         return 0
-    from pipeline.data import load_corpus
+    from pipeline.data import EMBEDDED, load_corpus
 
-    corpus = load_corpus("embedded", lang="en", split="train")
+    corpus = load_corpus(EMBEDDED, lang="en", split="train")
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="fasttext-bench-") as tmp:
         corpus_file = Path(tmp) / "corpus.txt"

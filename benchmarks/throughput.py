@@ -57,7 +57,10 @@ from helpers import pretrain as P  # noqa: E402
 from helpers.batching import BucketedBatchSampler, cut_to_longest  # noqa: E402
 from helpers.masking import IGNORE_INDEX, MLMCollator  # noqa: E402
 from helpers.model import build_model, mlm_loss, use_attention  # noqa: E402
+from helpers.presets import TrainConfig  # noqa: E402
+from pipeline.prepare import load_data, load_data_tokenizer  # noqa: E402
 from pipeline.runinfo import environment, pick_device  # noqa: E402
+from pipeline.sequences import tokenize_corpus, truncate_sequences  # noqa: E402
 
 BASELINE = "hf-full-head"
 RECIPES = {BASELINE: False, "ours": False, "ours+bucketed": True}  # name: bucketed batches?
@@ -77,19 +80,19 @@ PEAK_N = 2048
 def demo_data(seq_len: int) -> tuple[np.ndarray, np.ndarray, Any, str]:
     """The demo preset's data: the embedded English training split, a 30,000-token WordPiece, the paper's truncation."""
     from helpers.tokenizer import train_wordpiece
-    from pipeline.data import load_corpus
+    from pipeline.data import EMBEDDED, load_corpus
 
-    corpus = load_corpus("embedded", "en", "train")
+    corpus = load_corpus(EMBEDDED, "en", "train")
     tokenizer = train_wordpiece(corpus.texts, 30_000, show_progress=False)
-    tokens = P.tokenize_corpus(tokenizer, corpus.texts)
-    ids, lengths = P.truncate_sequences(tokens, seq_len, tokenizer.cls_token_id, tokenizer.sep_token_id,
+    tokens = tokenize_corpus(tokenizer, corpus.texts)
+    ids, lengths = truncate_sequences(tokens, seq_len, tokenizer.cls_token_id, tokenizer.sep_token_id,
                                         tokenizer.pad_token_id)
     return ids, lengths, tokenizer, f"embedded English training split ({len(lengths)} sequences), demo tokenizer"
 
 
 def prepared_data(path: str) -> tuple[np.ndarray, np.ndarray, Any, str]:
-    data = P.load_data(path)
-    return data.train_ids, data.train_lengths, P.load_data_tokenizer(path), f"prepared data in {data.directory}"
+    data = load_data(path)
+    return data.train_ids, data.train_lengths, load_data_tokenizer(path), f"prepared data in {data.directory}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -99,7 +102,7 @@ def prepared_data(path: str) -> tuple[np.ndarray, np.ndarray, Any, str]:
 Step = Callable[[np.ndarray, np.ndarray], int]  # (ids, lengths) -> masked positions scored
 
 
-def optimiser_and_schedule(model: torch.nn.Module, cfg: P.TrainConfig) -> tuple[torch.optim.Optimizer, Any]:
+def optimiser_and_schedule(model: torch.nn.Module, cfg: TrainConfig) -> tuple[torch.optim.Optimizer, Any]:
     from transformers import get_linear_schedule_with_warmup
 
     optimizer = torch.optim.AdamW(P.decay_groups(model, cfg.weight_decay), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
@@ -108,7 +111,7 @@ def optimiser_and_schedule(model: torch.nn.Module, cfg: P.TrainConfig) -> tuple[
 
 
 def finish_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, loss: torch.Tensor,
-                cfg: P.TrainConfig) -> None:
+                cfg: TrainConfig) -> None:
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
     optimizer.step()
@@ -116,7 +119,7 @@ def finish_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, schedu
     optimizer.zero_grad(set_to_none=True)
 
 
-def baseline_step(tokenizer: Any, cfg: P.TrainConfig, device: torch.device, seed: int) -> Step:
+def baseline_step(tokenizer: Any, cfg: TrainConfig, device: torch.device, seed: int) -> Step:
     """What a Trainer step does with transformers' classes: host collation, logits at every position."""
     from transformers import DataCollatorForLanguageModeling
 
@@ -137,7 +140,7 @@ def baseline_step(tokenizer: Any, cfg: P.TrainConfig, device: torch.device, seed
     return step
 
 
-def ours_step(tokenizer: Any, cfg: P.TrainConfig, device: torch.device, seed: int) -> Step:
+def ours_step(tokenizer: Any, cfg: TrainConfig, device: torch.device, seed: int) -> Step:
     """The project's step from its public pieces: device masking, masked-only loss, the same optimiser."""
     model = build_model("random", seed=seed, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id)
     use_attention(model, "sdpa" if device.type == "cpu" else "sdpa_padded")  # what the loop picks by default
@@ -290,7 +293,7 @@ def print_table(summary: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto")
-    parser.add_argument("--data", help="a folder written by helpers.pretrain.prepare_data (default: the demo data)")
+    parser.add_argument("--data", help="a folder written by pipeline.prepare.prepare_data (default: the demo data)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps per recipe first")

@@ -42,9 +42,9 @@ def read_jsonl(path: Path, limit: int | None = None) -> Iterator[str]:
 
 
 def write_corpus(path: Path, n_docs: int) -> int:
-    from pipeline.data import load_corpus
+    from pipeline.data import EMBEDDED, load_corpus
 
-    texts = load_corpus("embedded", "en", "train").texts
+    texts = load_corpus(EMBEDDED, "en", "train").texts
     with open(path, "w", encoding="utf-8") as handle:
         for i in range(n_docs):
             handle.write(json.dumps({"text": texts[i % len(texts)]}) + "\n")
@@ -69,7 +69,7 @@ def measure(task: str, corpus: Path, tokenizer_dir: Path, n_docs: int, work: Pat
     before = peak_mib()
     started, cpu = time.perf_counter(), time.process_time()
     if task == "shards":
-        import helpers.pretrain  # noqa: F401  (imports torch once; the shards reuse its sequence format)
+        import pipeline.sequences  # noqa: F401  (imports torch once; the shards reuse its sequence format)
 
         tok = tk.load_tokenizer(tokenizer_dir)
         before = peak_mib()
@@ -108,13 +108,13 @@ def main() -> int:
         return 0
 
     from helpers import tokenizer as tk
-    from pipeline.data import load_corpus
+    from pipeline.data import EMBEDDED, load_corpus
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         corpus = work / "docs.jsonl"
         distinct = write_corpus(corpus, args.docs)
-        tok = tk.train_wordpiece(load_corpus("embedded", "en", "train").texts, 30_000, show_progress=False)
+        tok = tk.train_wordpiece(load_corpus(EMBEDDED, "en", "train").texts, 30_000, show_progress=False)
         tk.save_tokenizer(tok, work / "tokenizer")
         results = {task: child(task, corpus, work / "tokenizer", n, work)
                    for task, n in (("shards", args.docs), ("pieces", args.docs), ("pieces_loop", args.loop_docs))}

@@ -8,17 +8,19 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from helpers import static_vectors as sv
-from pipeline import wordsim
+
+# The notebook's word-similarity scores: (words, matrix, n_bootstrap=...) -> {benchmark: {"spearman": ...}}
+WordSimilarity = Callable[..., Mapping[str, Mapping[str, Any]]]
 
 
 # Exercise 1: does unit length change a word-similarity score?
-def exercise_1(words: Sequence[str], raw_matrix: np.ndarray) -> float:
+def exercise_1(words: Sequence[str], raw_matrix: np.ndarray, word_similarity: WordSimilarity) -> float:
     """WordSim-353 Spearman of the unit-length rows: the same as the raw rows', since cosine ignores length."""
-    return wordsim.evaluate(words, sv.unit_length(raw_matrix), "wordsim353", n_bootstrap=1)["spearman"]
+    return word_similarity(words, sv.unit_length(raw_matrix), n_bootstrap=1)["wordsim353"]["spearman"]
 
 
-def right_1(words: Sequence[str], raw_matrix: np.ndarray) -> Callable[[Any], bool]:
-    expected = wordsim.evaluate(words, raw_matrix, "wordsim353", n_bootstrap=1)["spearman"]
+def right_1(words: Sequence[str], raw_matrix: np.ndarray, word_similarity: WordSimilarity) -> Callable[[Any], bool]:
+    expected = word_similarity(words, raw_matrix, n_bootstrap=1)["wordsim353"]["spearman"]
 
     def is_right(answer: Any) -> bool:
         value = float(answer)

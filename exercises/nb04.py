@@ -12,7 +12,7 @@ import torch
 from transformers import get_linear_schedule_with_warmup
 
 from helpers.model import bert_tiny_config, build_model, count_parameters
-from helpers.pretrain import TrainConfig
+from helpers.presets import TrainConfig
 
 
 def exercise_1(cfg: TrainConfig, step: int) -> float:

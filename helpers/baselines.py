@@ -7,25 +7,23 @@ frequent token, so its accuracy is also the **most-frequent-token** accuracy. (T
 token model as a distribution puts all mass on one token and has infinite loss, so only the
 unigram's loss is reported.)
 
-Counts come from the prepared training sequences (``pretrain/data/``, see
-:func:`helpers.pretrain.load_data`): real positions only, special tokens never counted (they are
-never masked, so never a label). Add-one (Laplace) smoothing gives every non-special id a count of
-at least one, so a label never seen in training costs a finite ``log(N + K)`` nats rather than
-infinity. Scored positions are the first ``eval_sequences`` sequences of the evaluation set, the
-ones :func:`helpers.pretrain.evaluate` scores.
+Counts come from the prepared training sequences (arrays in: pipeline.baseline_files reads them from
+a run's ``pretrain/data/``): real positions only, special tokens never counted (they are never masked,
+so never a label). Add-one (Laplace) smoothing gives every non-special id a count of at least one, so
+a label never seen in training costs a finite ``log(N + K)`` nats rather than infinity. Scored
+positions are the first ``eval_sequences`` sequences of the evaluation set, the ones
+:func:`helpers.pretrain.evaluate` scores.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from helpers.masking import IGNORE_INDEX
-from helpers.pretrain import load_data, resolve_data_dir
 
 SMOOTHING = 1.0  # add-one (Laplace)
 
@@ -44,15 +42,6 @@ class Baseline:
 
     def as_dict(self) -> dict[str, float | int]:
         return asdict(self)
-
-
-def special_ids_of(data_dir: str | Path) -> list[int]:
-    """The special ids of the tokenizer saved beside the prepared data (from its tokenizer.json)."""
-    path = resolve_data_dir(data_dir) / "tokenizer" / "tokenizer.json"
-    if not path.is_file():
-        raise FileNotFoundError(f"no {path}; rerun helpers.pretrain.prepare_data (notebook 04) to save the tokenizer")
-    added = json.loads(path.read_text(encoding="utf-8")).get("added_tokens", [])
-    return sorted(int(t["id"]) for t in added if t.get("special"))
 
 
 def unigram_counts(ids: np.ndarray, lengths: np.ndarray, vocab_size: int, special: list[int],
@@ -89,45 +78,15 @@ def score_labels(log_probs: np.ndarray, labels: np.ndarray) -> tuple[float, floa
     return loss, accuracy, int(targets.size)
 
 
-def compute_baseline(data_dir: str | Path, eval_sequences: int | None = None) -> Baseline:
-    """Unigram and most-frequent-token baselines from the prepared data at ``data_dir`` (or its parent)."""
-    data = load_data(data_dir)
-    special = special_ids_of(data.directory)
-    vocab_size = int(data.meta["vocab_size"])
-    counts = unigram_counts(data.train_ids, data.train_lengths, vocab_size, special)
+def unigram_baseline(train_ids: Any, train_lengths: Any, eval_labels: np.ndarray, vocab_size: int,
+                     special: list[int], eval_sequences: int | None = None) -> Baseline:
+    """Unigram and most-frequent-token baselines: counted on the training rows, scored on the evaluation labels."""
+    counts = unigram_counts(train_ids, train_lengths, vocab_size, special)
     log_probs = unigram_log_probs(counts, special)
-    n = len(data.eval_labels) if eval_sequences is None else min(int(eval_sequences), len(data.eval_labels))
-    loss, accuracy, n_positions = score_labels(log_probs, data.eval_labels[:n])
+    n = len(eval_labels) if eval_sequences is None else min(int(eval_sequences), len(eval_labels))
+    loss, accuracy, n_positions = score_labels(log_probs, eval_labels[:n])
     nonzero = counts > 0
     train_loss = float(-(counts[nonzero] * log_probs[nonzero]).sum() / counts.sum())
     return Baseline(unigram_loss=loss, unigram_train_loss=train_loss, unigram_accuracy=accuracy,
                     most_frequent_accuracy=accuracy, most_frequent_id=int(np.argmax(log_probs)),
                     n_positions=n_positions, n_train_tokens=int(counts.sum()))
-
-
-BASELINE_FILE = "baseline.json"  # in pretrain/ of a run record, where the prepared data are not kept
-
-
-def save_baseline(baseline: Baseline, pretrain_dir: str | Path, eval_sequences: int | None) -> Path:
-    """Write the baseline beside a run's metrics, so its tables regenerate without the prepared data."""
-    path = Path(pretrain_dir) / BASELINE_FILE
-    path.write_text(json.dumps({**baseline.as_dict(), "eval_sequences": eval_sequences}, indent=2) + "\n")
-    return path
-
-
-def load_baseline(pretrain_dir: str | Path, eval_sequences: int | None = None) -> Baseline:
-    """The baseline from the prepared data when they are there, else from a saved ``baseline.json``.
-
-    A saved file computed on a different number of evaluation sequences is refused, not silently used.
-    """
-    pretrain_dir = Path(pretrain_dir)
-    saved = pretrain_dir / BASELINE_FILE
-    try:
-        return compute_baseline(pretrain_dir, eval_sequences)
-    except FileNotFoundError:
-        if not saved.is_file():
-            raise
-    values = json.loads(saved.read_text(encoding="utf-8"))
-    if values.pop("eval_sequences", None) != eval_sequences:
-        raise ValueError(f"{saved} was computed for another number of evaluation sequences than {eval_sequences}")
-    return Baseline(**values)

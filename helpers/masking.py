@@ -118,11 +118,9 @@ def special_ids(tokenizer: Any) -> list[int]:
 class MLMCollator:
     """Dynamic BERT masking: a new random mask on every call, vectorised over the whole batch.
 
-    ``collator(examples)`` pads a list of ``{"input_ids": ..., "attention_mask": ...}`` (lists or
-    1-D tensors) to the longest with the tokenizer's pad id; ``collator.mask(input_ids, attention_mask)``
-    masks an already batched 2-D tensor on its own device (what the pretraining loop calls on GPU).
-    Both return ``input_ids`` (corrupted copy), ``attention_mask`` and ``labels`` (original id where
-    selected, -100 elsewhere). The caller's tensors are never modified.
+    ``collator.mask(input_ids, attention_mask)`` masks a padded 2-D batch on its own device (what the
+    pretraining loop calls on GPU) and returns ``input_ids`` (a corrupted copy), ``attention_mask`` and
+    ``labels`` (the original id where selected, -100 elsewhere). The caller's tensors are never modified.
 
     ``seed`` gives each device its own ``torch.Generator`` so a rerun reproduces the same sequence of
     masks; ``seed=None`` uses torch's global RNG (seeded by ``pipeline.runinfo.set_seed``).
@@ -222,36 +220,6 @@ class MLMCollator:
         corrupted, labels = replace_selected(ids, selected, u, random_ids, self.mask_token_id, self.mlm_probability,
                                              self.mask_replace_prob, self.random_replace_prob)
         return {"input_ids": corrupted, "attention_mask": attention_mask, "labels": labels}
-
-    def pad(self, examples: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
-        """Pad a list of examples to the longest with the pad id (attention 0, token types 0)."""
-        if len(examples) == 0:
-            raise ValueError("cannot collate an empty list of examples")
-        ids = [torch.as_tensor(e["input_ids"], dtype=torch.long) for e in examples]
-        lengths = {len(x) for x in ids}
-        if self.pad_token_id is None and len(lengths) > 1:
-            raise ValueError("examples differ in length but the tokenizer has no pad token; set pad_token='[PAD]'")
-        pad_id = self.pad_token_id if self.pad_token_id is not None else 0
-        batch = {"input_ids": torch.nn.utils.rnn.pad_sequence(ids, batch_first=True, padding_value=pad_id)}
-        # An example without an attention mask is all real tokens; without token types, all segment 0.
-        masks = [torch.as_tensor(e["attention_mask"], dtype=torch.long) if "attention_mask" in e
-                 else torch.ones(len(x), dtype=torch.long) for e, x in zip(examples, ids)]
-        batch["attention_mask"] = torch.nn.utils.rnn.pad_sequence(masks, batch_first=True, padding_value=0)
-        if any("token_type_ids" in e for e in examples):
-            types = [torch.as_tensor(e["token_type_ids"], dtype=torch.long) if "token_type_ids" in e
-                     else torch.zeros(len(x), dtype=torch.long) for e, x in zip(examples, ids)]
-            batch["token_type_ids"] = torch.nn.utils.rnn.pad_sequence(types, batch_first=True, padding_value=0)
-        return batch
-
-    def __call__(self, examples: Sequence[Mapping[str, Any]] | torch.Tensor) -> dict[str, torch.Tensor]:
-        """DataLoader ``collate_fn``: pad the examples, then mask; a 2-D tensor goes straight to :meth:`mask`."""
-        if isinstance(examples, torch.Tensor):
-            return self.mask(examples)
-        batch = self.pad(examples)
-        masked = self.mask(batch["input_ids"], batch["attention_mask"])
-        if "token_type_ids" in batch:
-            masked["token_type_ids"] = batch["token_type_ids"]
-        return masked
 
     def expected_shares(self) -> dict[str, float]:
         """Exact probabilities of what a selected token looks like afterwards.

@@ -17,8 +17,6 @@ Every option runs the same code on the CPU and on CUDA (tests/test_gpu_path_on_c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Union
 
 import numpy as np
@@ -56,33 +54,23 @@ def bert_tiny_config(**overrides: Any) -> BertConfig:
     return BertConfig(**{**TABLE4, **overrides})
 
 
-@dataclass
-class StaticInit:
-    """The matrix copied into the token embeddings and the manifest that says how it was made."""
-
-    matrix: np.ndarray
-    manifest: dict[str, Any]
-    source: str
+InitSpec = Union[str, np.ndarray, Any]  # "random", an embedding matrix, or an Alignment-like object with .matrix
 
 
-InitSpec = Union[str, Path, Any]  # "random", a static/ folder, or an Alignment-like object with .matrix
+def static_matrix(init: InitSpec) -> np.ndarray | None:
+    """The matrix BERT_FT's token embeddings start from (None for BERT_TINY's random init).
 
-
-def load_static_init(init: InitSpec) -> StaticInit:
-    """Take an Alignment-like object (``.matrix`` plus ``.report``/``.manifest``) or read a static/ folder.
-
-    A folder goes through helpers.static_vectors.load_aligned, which checks that embeddings.npy,
-    found.npy and manifest.json come from the same run (that module needs only numpy).
+    ``init`` is in memory: 'random', a (vocab_size, hidden_size) array, or an Alignment (``.matrix``).
+    A static/ folder is read by the machinery first (pipeline.training loads it).
     """
+    if isinstance(init, str) and init == "random":
+        return None
+    if isinstance(init, np.ndarray):
+        return init.astype(np.float32, copy=False)
     if hasattr(init, "matrix"):
-        manifest = getattr(init, "report", None) or getattr(init, "manifest", None) or {}
-        return StaticInit(np.asarray(init.matrix, dtype=np.float32), dict(manifest), "alignment object")
-    if not isinstance(init, (str, Path)):
-        raise ValueError(f"init must be 'random', a static-vector folder or an Alignment, got {type(init).__name__}")
-    from helpers.static_vectors import load_aligned
-
-    alignment = load_aligned(init)
-    return StaticInit(alignment.matrix, dict(alignment.report), str(init))
+        return np.asarray(init.matrix, dtype=np.float32)
+    raise ValueError(f"init must be 'random', an embedding matrix or an Alignment, got {type(init).__name__} "
+                     f"{str(init)[:80]!r}; load a static-vector folder with load_aligned first")
 
 
 def check_matrix_shape(matrix: np.ndarray, config: BertConfig) -> None:
@@ -97,24 +85,20 @@ def check_matrix_shape(matrix: np.ndarray, config: BertConfig) -> None:
 
 def build_model(init: InitSpec = "random", seed: int = 0, config: BertConfig | None = None,
                 **overrides: Any) -> BertForMaskedLM:
-    """BERT_TINY (init='random') or BERT_FT (init = static folder / Alignment).
+    """BERT_TINY (init='random') or BERT_FT (init = an Alignment or its matrix).
 
     The seed is set right before construction, so two calls with the same seed give models that
     differ only in the token embedding matrix: the comparison isolates the initialisation.
     """
     config = config if config is not None else bert_tiny_config(**overrides)
-    static = None if _is_random(init) else load_static_init(init)
-    if static is not None:
-        check_matrix_shape(static.matrix, config)  # fail before spending time on construction
+    matrix = static_matrix(init)
+    if matrix is not None:
+        check_matrix_shape(matrix, config)  # fail before spending time on construction
     torch.manual_seed(seed)
     model = BertForMaskedLM(config)
-    if static is not None:
-        copy_static_embeddings(model, static.matrix)
+    if matrix is not None:
+        copy_static_embeddings(model, matrix)
     return model
-
-
-def _is_random(init: InitSpec) -> bool:
-    return isinstance(init, str) and init == "random"
 
 
 def copy_static_embeddings(model: BertForMaskedLM, matrix: np.ndarray) -> None:

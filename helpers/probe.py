@@ -13,99 +13,32 @@ called different when the difference is larger than the test set's sampling nois
 
 Notebook 05 shows the algorithm in its own cells (``pool``, ``make_probe``, ``validation_split``,
 ``choose_C``, ``fit_probe``, ``majority_baseline``, ``run_probes``); the copies here are checked to be
-identical. The plots are in :mod:`helpers.plots.probe`.
+identical. The plots are in :mod:`plots.probe`; loading the labelled data and the saved
+encoders, and writing the results into the run folder, in :mod:`pipeline.probe_runs`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from helpers.presets import ProbeConfig
+from helpers.stats import bootstrap_draws, percentile_interval
 
 if TYPE_CHECKING:  # heavy imports stay inside the functions that need them
     import pandas as pd
     import torch
     from sklearn.pipeline import Pipeline
-    from transformers import BertConfig, BertModel
+    from transformers import BertModel
 
 FEATURES = ("cls", "mean")
 MODEL_ORDER = ("majority", "static vectors (mean)", "random init", "BERT_TINY", "BERT_FT")
-# The pretrained encoders as 04_pretraining saves them: run name -> sub-folder of pretrain_dir.
+# The encoders 04_pretraining trains: the name in tables -> the model name (its folder in a run).
 PRETRAINED = {"BERT_TINY": "bert_tiny", "BERT_FT": "bert_ft"}
 TABLE_COLUMNS = ("model", "feature", "accuracy", "ci_low", "ci_high", "best_C", "n_train", "n_test")
-
-
-# --------------------------------------------------------------------------------------------
-# Data
-# --------------------------------------------------------------------------------------------
-
-
-def stratified_subset(labels: Sequence[int], n: int | None, seed: int = 0) -> np.ndarray:
-    """Indices of ``n`` examples keeping the class proportions (all of them when ``n`` is None).
-
-    The embedded splits are ordered by article key, so simply taking the first ``n`` would
-    follow the alphabet, not the topics.
-    """
-    labels = np.asarray(labels)
-    if n is None or n >= len(labels):
-        return np.arange(len(labels))
-    if n < 1:
-        raise ValueError(f"a subset needs at least one example, got n={n}")
-    from sklearn.model_selection import train_test_split
-
-    index = np.arange(len(labels))
-    try:
-        chosen, _ = train_test_split(index, train_size=n, stratify=labels, random_state=seed)
-    except ValueError:  # a class too rare to stratify at this size: fall back to a plain sample
-        chosen, _ = train_test_split(index, train_size=n, random_state=seed)
-    return np.sort(chosen)
-
-
-@dataclass
-class ProbeData:
-    """Train and test texts with integer labels, already cut to the preset's sizes."""
-
-    train_texts: list[str]
-    train_y: np.ndarray
-    test_texts: list[str]
-    test_y: np.ndarray
-    label_names: list[str]
-    name: str
-    licence: str = ""
-
-    def class_counts(self) -> "pd.DataFrame":
-        """Documents per class in each split, largest class first (its share is the majority floor)."""
-        import pandas as pd
-
-        k = len(self.label_names)
-        table = pd.DataFrame({"train": np.bincount(self.train_y, minlength=k),
-                              "test": np.bincount(self.test_y, minlength=k)}, index=self.label_names)
-        table.index.name = "class"
-        return table.sort_values("train", ascending=False)
-
-
-def load_probe_data(config: ProbeConfig, source: str = "embedded", lang: str = "en", path: str | Path | None = None,
-                    csv_format: str = "header", seed: int = 0) -> ProbeData:
-    """Load the labelled train and test splits and take stratified subsets of the preset's sizes."""
-    from pipeline.data import load_labelled
-
-    options: dict[str, Any] = {}
-    if source == "files":
-        options = {"path": path, "csv_format": csv_format}
-    elif path is not None:
-        raise ValueError(f"labelled_path is only read when the source is 'files', not {source!r}")
-    train = load_labelled(source=source, lang=lang, split="train", **options)
-    test = load_labelled(source=source, lang=lang, split="test", **options)
-    tr = stratified_subset(train.labels, config.max_train, seed)
-    te = stratified_subset(test.labels, config.max_test, seed)
-    return ProbeData([train.texts[i] for i in tr], np.asarray(train.labels)[tr], [test.texts[i] for i in te],
-                     np.asarray(test.labels)[te], list(train.label_names), train.name, train.licence)
 
 
 # --------------------------------------------------------------------------------------------
@@ -208,38 +141,6 @@ def static_mean_features(tokenizer: Any, matrix: np.ndarray, texts: Sequence[str
 
 
 # --------------------------------------------------------------------------------------------
-# Encoders
-# --------------------------------------------------------------------------------------------
-
-
-def load_encoder(model_dir: str | Path) -> "BertModel":
-    """The encoder of a saved BertForMaskedLM (its MLM head is not needed for probing)."""
-    from transformers import BertForMaskedLM
-
-    model_dir = Path(model_dir)
-    if not (model_dir / "config.json").is_file():
-        raise FileNotFoundError(f"no saved model in {model_dir}; run 04_pretraining first")
-    return BertForMaskedLM.from_pretrained(model_dir).bert
-
-
-def random_encoder(config: "BertConfig", seed: int) -> "BertModel":
-    """The untrained control: the same architecture with seeded random weights and no pretraining."""
-    from helpers.model import build_model
-
-    model = build_model(init="random", seed=seed, config=config)
-    return getattr(model, "bert", model)
-
-
-def load_encoders(pretrain_dir: str | Path, seed: int = 0) -> dict[str, "BertModel"]:
-    """random init, BERT_TINY and BERT_FT, in that order, all with the trained models' config."""
-    pretrain_dir = Path(pretrain_dir)
-    trained = {name: load_encoder(pretrain_dir / sub / "model") for name, sub in PRETRAINED.items()}
-    encoders = {"random init": random_encoder(trained["BERT_TINY"].config, seed)}
-    encoders.update(trained)
-    return encoders
-
-
-# --------------------------------------------------------------------------------------------
 # Intervals, then the probe itself (shown in notebook 05)
 # --------------------------------------------------------------------------------------------
 
@@ -264,18 +165,7 @@ def bootstrap_ci(correct: np.ndarray, n_boot: int = 1000, seed: int = 0, level: 
     correct = np.asarray(correct, dtype=np.float64)
     if correct.ndim != 1 or correct.size == 0:
         raise ValueError(f"bootstrap_ci needs a non-empty 1-D array, got shape {correct.shape}")
-    if n_boot < 1:
-        raise ValueError(f"n_boot must be positive, got {n_boot}")
-    rng = np.random.default_rng(seed)
-    n = correct.size
-    means = np.empty(n_boot)
-    chunk = max(1, 2_000_000 // n)  # bounds memory for large test sets
-    for start in range(0, n_boot, chunk):
-        stop = min(n_boot, start + chunk)
-        means[start:stop] = correct[rng.integers(0, n, size=(stop - start, n))].mean(axis=1)
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(means, [tail, 100 - tail])
-    return float(low), float(high)
+    return percentile_interval(bootstrap_draws(correct, draws=n_boot, seed=seed), level)
 
 
 def paired_difference(a: ProbeResult, b: ProbeResult, test_y: np.ndarray, n_boot: int = 1000, seed: int = 0,
@@ -443,17 +333,6 @@ def results_table(rows: Sequence[Mapping[str, Any]]) -> "pd.DataFrame":
     rank = {name: i for i, name in enumerate(MODEL_ORDER)}
     df["_rank"] = df["model"].map(lambda m: rank.get(m, len(rank)))
     return df.sort_values(["_rank", "feature"], kind="stable").drop(columns="_rank").reset_index(drop=True)
-
-
-def save_results(df: "pd.DataFrame", out_dir: str | Path, meta: Mapping[str, Any]) -> tuple[Path, Path]:
-    """results.csv (the table) and results.json (the table plus preset, lang, sizes, environment)."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    csv_path, json_path = out_dir / "results.csv", out_dir / "results.json"
-    df.to_csv(csv_path, index=False)
-    records = json.loads(df.to_json(orient="records"))  # plain floats and None for NaN
-    json_path.write_text(json.dumps({**meta, "results": records}, indent=2, default=str))
-    return csv_path, json_path
 
 
 def best_feature(df: "pd.DataFrame", model: str) -> str:

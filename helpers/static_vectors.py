@@ -6,19 +6,17 @@ vectors are first normalised and mean-centred (Artetxe et al. 2016). Notebook 03
 parts the paper describes, :func:`normalise` and :func:`equation_3`, in its cells; :func:`align`
 runs them and adds the options the paper does not use (``##`` pieces, case, random fallback, scale).
 
-Plumbing lives elsewhere: reading and downloading vector files in ``pipeline.vector_files``,
-training fastText here in ``helpers.fasttext_training``, the word-similarity scores in
-``pipeline.wordsim``, plots in ``helpers.plots.static_vectors``. Only the standard library and
-numpy are imported at module level: :func:`load_aligned` runs on GPU machines without fasttext.
+Everything here takes and returns arrays in memory. Training fastText is in
+``pipeline.fasttext_training``, the plots in ``plots.static_vectors``; the machinery reads and
+downloads vector files (``pipeline.vector_files``), scores word similarity (``pipeline.wordsim``) and
+saves the alignment into a run folder (``pipeline.static_files``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np
@@ -39,13 +37,8 @@ from helpers.tokenizer import SPECIAL_TOKENS
 BERT_INIT_STD = 0.02  # BertConfig.initializer_range: the std of a randomly initialised embedding
 
 
-EMBEDDINGS_FILE = "embeddings.npy"
-FOUND_FILE = "found.npy"
-MANIFEST_FILE = "manifest.json"
-
-
 # --------------------------------------------------------------------------------------------
-# Containers and presets
+# Containers
 # --------------------------------------------------------------------------------------------
 
 
@@ -492,78 +485,3 @@ def table1_rows(lang: str, n_found: int, vocab_size: int, setting: str) -> list[
         {"run": f"paper (cc.{lang}.300, C4 tokenizer)", "lang": lang, "vocab_size": 30_000,
          "n_found": paper, "share": paper / 30_000 if paper else math.nan},
     ]
-
-
-# --------------------------------------------------------------------------------------------
-# Saving and loading (numpy + json only: this runs on the GPU machines)
-# --------------------------------------------------------------------------------------------
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
-def save_aligned(out_dir: str | Path, alignment: Alignment, manifest: Mapping[str, Any]) -> Path:
-    """Write embeddings.npy (float32), found.npy (bool) and manifest.json; return the folder.
-
-    The manifest gets the alignment's report merged in (counts, shape, options); a caller's value
-    that contradicts the matrix (vocab_size, dim, n_found) is refused rather than saved, and so is
-    a matrix with a non-finite value (it would train to NaN).
-    """
-    matrix = np.asarray(alignment.matrix)
-    found = np.asarray(alignment.found)
-    _check_pair(matrix, found, "the alignment")
-    if not np.isfinite(matrix).all():
-        raise ValueError("the aligned matrix holds nan or inf values; check the vector file (vector_files.read_vec "
-                         "refuses such files) and the normalisation")
-    derived = {"vocab_size": int(matrix.shape[0]), "dim": int(matrix.shape[1]), "n_found": int(found.sum())}
-    for key, value in derived.items():
-        if key in manifest and manifest[key] != value:
-            raise ValueError(f"manifest says {key}={manifest[key]!r} but the alignment has {value}")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    full = {**alignment.report, **manifest, **derived}
-    np.save(out / EMBEDDINGS_FILE, matrix.astype(np.float32, copy=False))
-    np.save(out / FOUND_FILE, found.astype(bool, copy=False))
-    (out / MANIFEST_FILE).write_text(json.dumps(_jsonable(full), indent=2, ensure_ascii=False), encoding="utf-8")
-    return out
-
-
-def _check_pair(matrix: np.ndarray, found: np.ndarray, where: str) -> None:
-    if matrix.ndim != 2:
-        raise ValueError(f"{where}: the embedding matrix must be 2-D (vocab_size x dim), got shape {matrix.shape}")
-    if found.ndim != 1 or found.shape[0] != matrix.shape[0]:
-        raise ValueError(f"{where}: the found mask has shape {found.shape} but the matrix has {matrix.shape[0]} rows")
-
-
-def load_aligned(directory: str | Path) -> Alignment:
-    """Read what :func:`save_aligned` wrote, checking that the three files agree."""
-    path = Path(directory).expanduser()
-    hint = "run notebooks/03_static_vectors.ipynb to create it"
-    if not path.is_dir():
-        raise FileNotFoundError(f"no static-vector folder at {path}; {hint}")
-    for name in (EMBEDDINGS_FILE, FOUND_FILE, MANIFEST_FILE):
-        if not (path / name).is_file():
-            raise FileNotFoundError(f"{path / name} is missing; {hint}")
-    matrix = np.load(path / EMBEDDINGS_FILE, allow_pickle=False)
-    found = np.load(path / FOUND_FILE, allow_pickle=False)
-    manifest = json.loads((path / MANIFEST_FILE).read_text(encoding="utf-8"))
-    _check_pair(matrix, found, str(path))
-    if matrix.dtype != np.float32 or found.dtype != bool:
-        raise ValueError(f"{path}: expected float32 embeddings and a bool mask, got {matrix.dtype} and {found.dtype}")
-    actual = {"vocab_size": matrix.shape[0], "dim": matrix.shape[1], "n_found": int(found.sum())}
-    for key, value in actual.items():
-        if manifest.get(key) != value:
-            raise ValueError(f"{path / MANIFEST_FILE} says {key}={manifest.get(key)!r} but the arrays give {value}; "
-                             f"the folder mixes files from different runs: {hint} again")
-    return Alignment(matrix, found, manifest)

@@ -20,7 +20,7 @@ the trainer those pieces up front, in sorted order, as extra special tokens (ids
 remove them from the added-token list afterwards so they stay ordinary vocabulary entries. The pieces
 are found by the trainer itself (a throwaway pass that stops before the first merge), so the words
 are counted in Rust and never looped over in Python. The saved ``tokenizer.json`` is still the
-artefact of record: later steps load it and never retrain. Plots live in ``helpers.plots.tokenizer``.
+artefact of record: later steps load it and never retrain. Plots live in ``plots.tokenizer``.
 """
 
 from __future__ import annotations
@@ -30,8 +30,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
-
-from helpers.presets import TokenizerConfig
 
 if TYPE_CHECKING:  # transformers is slow to import; only the functions that need it import it
     from transformers import PreTrainedTokenizerFast
@@ -98,26 +96,6 @@ def merge_pair(words: Words, pair: tuple[str, str]) -> Words:
                 i += 1
         out[tuple(new)] = n
     return out
-
-
-def load_split(config: TokenizerConfig, lang: str, split: str, source: str | None = None,
-               path: str | Path | None = None) -> Any:
-    """The training or evaluation documents a preset asks for, as a ``pipeline.data.Corpus``.
-
-    ``source`` overrides the preset's corpus source; ``path`` is for ``source='files'`` only.
-    """
-    from pipeline.data import load_corpus
-
-    source = source or config.corpus_source
-    options: dict[str, Any] = {}
-    max_docs = config.max_docs if split == "train" else config.eval_docs
-    if max_docs is not None:
-        options["max_docs"] = max_docs
-    if source == "files":
-        options["path"] = path
-    elif path is not None:
-        raise ValueError(f"corpus_path is only read with corpus_source='files' (got corpus_source={source!r})")
-    return load_corpus(source, lang, split, **options)
 
 
 # --------------------------------------------------------------------------------------------
@@ -261,14 +239,6 @@ def vocab_ceiling(texts: Iterable[str], min_frequency: int = 2, lowercase: bool 
     """
     backend, _ = _train_backend(texts, UNLIMITED_VOCAB, lowercase, min_frequency, show_progress=False)
     return backend.get_vocab_size()
-
-
-def train_pair(texts: Sequence[str], vocab_size: int, min_frequency: int = 2,
-               show_progress: bool = True) -> dict[str, "PreTrainedTokenizerFast"]:
-    """A cased and an uncased tokenizer on the same documents, for the side-by-side comparison."""
-    return {name: train_wordpiece(texts, vocab_size, lowercase=name == "uncased", min_frequency=min_frequency,
-                                  show_progress=show_progress)
-            for name in ("cased", "uncased")}
 
 
 # --------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ import json
 import os
 import shutil
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -36,12 +36,18 @@ import pandas as pd
 from helpers import presets
 from helpers import static_vectors as sv
 from helpers.claims import seed_estimate
-from helpers.fasttext_training import FastTextSettings
-from pipeline.figures import FIGURE_FORMATS, to_markdown
-from pipeline.results import POSITIONS_FILE, Run, display_path, load_run, metrics_frame, pair_mismatch
+from helpers.presets import TrainConfig, VectorsConfig
+from helpers.pretrain import cap_steps
+from pipeline.data import CorpusSpec
+from pipeline.fasttext_training import FastTextSettings
+from pipeline.figure_plots import FIGURE_FORMATS
+from pipeline.figures import to_markdown
+from pipeline.layout import AblationLayout, ModelFiles, RunLayout, VariantFiles
+from pipeline.results import Run, display_path, load_run, metrics_frame, pair_mismatch, read_positions
+from pipeline.runinfo import device_argument, environment
+from pipeline.static_files import load_aligned, save_aligned
 
 TABLE_NAME = "ablations"
-RECORD_FILES = ("static/manifest.json", "bert_ft/metrics.csv", "bert_ft/run.json", f"bert_ft/{POSITIONS_FILE}")
 # The old demo's vectors (skip-gram, 3 epochs, n-grams 3-6): WordSim-353 0.240 against the reference
 # vectors' 0.536 (benchmarks/results/fasttext_settings.csv), for the question "do better vectors help?".
 OLD_DEMO_FASTTEXT = FastTextSettings(model="skipgram", epochs=3)
@@ -90,14 +96,14 @@ def check_variants(names: Sequence[str]) -> list[str]:
 
 
 def _manifest(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / "static" / sv.MANIFEST_FILE
+    path = RunLayout(run_dir).static.manifest
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: the ablations start from a finished run of notebooks 01-05 "
                                 "(python -m pipeline.job --preset reference --lang en)")
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def run_vectors_config(manifest: dict[str, Any]) -> sv.VectorsConfig:
+def run_vectors_config(manifest: dict[str, Any]) -> VectorsConfig:
     """Notebook 03's settings of the run, checked against what its manifest says it used."""
     config = presets.get(manifest["preset"]).vectors
     if config.source != "train" or manifest.get("source") != "train":
@@ -118,8 +124,8 @@ def raw_vectors(run_dir: Path, settings: FastTextSettings, cache_dir: Path) -> s
     if cached.is_file():
         with np.load(cached, allow_pickle=False) as data:
             return sv.WordVectors([str(w) for w in data["words"]], data["matrix"])
-    source = vf.obtain_vectors(config.__class__(**{**asdict(config), "fasttext": settings}), manifest["lang"],
-                               manifest["seed"], corpus_source=manifest["corpus_source"], progress=False)
+    source = vf.obtain_vectors(replace(config, fasttext=settings), manifest["lang"],
+                               CorpusSpec.parse(manifest["corpus_source"]), manifest["seed"], progress=False)
     cache_dir.mkdir(parents=True, exist_ok=True)
     # Written whole, then renamed: two processes ablating one run never read each other's half-written file.
     partial = cached.with_name(f".{cached.stem}.{os.getpid()}.npz")
@@ -139,70 +145,80 @@ def build_alignment(run_dir: Path, variant: Variant, cache_dir: Path) -> sv.Alig
     vectors = sv.normalise_vectors(raw, steps) if steps else raw
     options = {"fallback": config.fallback, "pieces": config.pieces, "case": config.case, "scale": config.scale,
                **variant.align}
-    tokenizer = load_tokenizer(run_dir / "tokenizer")
+    tokenizer = load_tokenizer(RunLayout(run_dir).step("tokenizer"))
     return sv.align(tokenizer, vectors, seed=int(manifest["seed"]), top_n=config.top_n, **options)
 
 
 def check_reproduces_run(run_dir: Path, cache_dir: Path) -> None:
     """The rebuilt paper variant must equal the run's saved embeddings, or the ablations compare unlike things."""
     rebuilt = build_alignment(run_dir, VARIANTS["paper"], cache_dir)
-    saved = sv.load_aligned(run_dir / "static")
+    static = RunLayout(run_dir).step("static")
+    saved = load_aligned(static)
     if not (np.array_equal(rebuilt.found, saved.found) and np.array_equal(rebuilt.matrix, saved.matrix)):
-        raise ValueError(f"retraining fastText did not reproduce {run_dir / 'static'}: the run's vectors came from "
+        raise ValueError(f"retraining fastText did not reproduce {static}: the run's vectors came from "
                          "other settings or code; rerun notebook 03 for the run before ablating it")
 
 
-def train_variant(run_dir: Path, name: str, out_dir: Path, device: str = "auto") -> Path:
-    """Align with the variant's change and train BERT_FT as the run's BERT_FT was trained; returns its folder."""
-    from helpers import pretrain as P
+def variant_manifest(run_dir: Path, variant: Variant) -> dict[str, Any]:
+    """The run's manifest, with what the variant changed and without what described the run's own vectors."""
+    manifest = {**_manifest(run_dir), "ablation": variant.name, "changes": variant.changes}
+    for key in ("normalisation", "fallback", "pieces", "scale", "n_found", "found_element_std", "text_coverage"):
+        manifest.pop(key, None)  # the alignment's own report says what this variant used
+    if variant.fasttext is not None:  # what the run measured about its own vectors does not describe these
+        for key in ("word_similarity", "train_seconds", "train_cpu_seconds", "n_model_words"):
+            manifest.pop(key, None)
+    manifest["normalisation"] = list(variant.normalisation if variant.normalisation is not None
+                                     else presets.get(manifest["preset"]).vectors.normalisation)
+    if variant.fasttext is not None:
+        manifest["fasttext"] = asdict(variant.fasttext)
+    return manifest
+
+
+def train_variant(run_dir: Path, name: str, out_dir: Path, device: str = "auto") -> VariantFiles:
+    """Align with the variant's change and train BERT_FT as the run's BERT_FT was trained; returns its files."""
     from helpers.tokenizer import load_tokenizer
+    from pipeline.training import train
 
     variant = VARIANTS[check_variants([name])[0]]
-    folder = out_dir / run_dir.name / name
-    static_dir = folder / "static"
-    if not (static_dir / sv.MANIFEST_FILE).is_file():
-        alignment = build_alignment(run_dir, variant, out_dir / "vectors")
-        manifest = {**_manifest(run_dir), "ablation": name, "changes": variant.changes}
-        for key in ("normalisation", "fallback", "pieces", "scale", "n_found", "found_element_std", "text_coverage"):
-            manifest.pop(key, None)  # the alignment's own report says what this variant used
-        if variant.fasttext is not None:  # what the run measured about its own vectors does not describe these
-            for key in ("word_similarity", "train_seconds", "train_cpu_seconds", "n_model_words"):
-                manifest.pop(key, None)
-        manifest["normalisation"] = list(variant.normalisation if variant.normalisation is not None
-                                         else presets.get(manifest["preset"]).vectors.normalisation)
-        if variant.fasttext is not None:
-            manifest["fasttext"] = asdict(variant.fasttext)
-        sv.save_aligned(static_dir, alignment, manifest)
-    tiny_info = json.loads((run_dir / "pretrain" / "bert_tiny" / "run.json").read_text(encoding="utf-8"))
-    cfg = run_train_config(tiny_info)
-    P.train("bert_ft", static_dir, cfg, run_dir / "pretrain", folder, tokenizer=load_tokenizer(run_dir / "tokenizer"),
-            device=device, seed=int(tiny_info["seed"]))
-    ft_info = json.loads((folder / "bert_ft" / "run.json").read_text(encoding="utf-8"))
+    ablations, run = AblationLayout(out_dir), RunLayout(run_dir)
+    files = ablations.variant(run_dir.name, name)
+    if not files.static.manifest.is_file():
+        alignment = build_alignment(run_dir, variant, ablations.vectors_cache)
+        save_aligned(files.static.folder, alignment, variant_manifest(run_dir, variant))
+    tiny_info = json.loads(run.model("bert_tiny").run_json.read_text(encoding="utf-8"))
+    train("bert_ft", files.static.folder, run_train_config(tiny_info), run.step("pretrain"), files.folder,
+          tokenizer=load_tokenizer(run.step("tokenizer")), device=device, seed=int(tiny_info["seed"]))
+    ft_info = json.loads(files.model.run_json.read_text(encoding="utf-8"))
     problem = pair_mismatch(tiny_info, ft_info)
     if problem is not None:
-        raise ValueError(f"{folder}: the variant's BERT_FT is not comparable with the run's BERT_TINY ({problem})")
-    return folder
+        raise ValueError(f"{files.folder}: the variant's BERT_FT is not comparable with the run's BERT_TINY "
+                         f"({problem})")
+    return files
 
 
-def run_train_config(info: dict[str, Any]) -> Any:
+def run_train_config(info: dict[str, Any]) -> TrainConfig:
     """The TrainConfig a run's BERT_TINY was trained with: its preset's, capped as run.json records."""
-    from helpers import pretrain as P
-
     cfg = presets.get(info["preset"]).train
     max_steps = (info.get("train_config") or {}).get("max_steps")
-    return P.cap_steps(cfg, max_steps) if max_steps is not None else cfg
+    return cap_steps(cfg, max_steps) if max_steps is not None else cfg
 
 
-def save_variant_record(folder: Path, records_dir: Path) -> Path:
-    """Copy a trained variant's small files (manifest, metrics, run.json, per-position results)."""
-    dest = records_dir / folder.parent.name / folder.name
-    for name in RECORD_FILES:
-        if not (folder / name).is_file():
-            raise FileNotFoundError(f"{folder / name} not found: train the variant first")
-    for name in RECORD_FILES:
-        (dest / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(folder / name, dest / name)
-    return dest
+def variant_record_files(files: VariantFiles) -> list[Path]:
+    """A trained variant's small files: its manifest, metrics, run.json and per-position results."""
+    return [files.static.manifest, files.model.metrics, files.model.run_json, files.model.positions]
+
+
+def save_variant_record(files: VariantFiles, records_dir: Path) -> Path:
+    """Copy a trained variant's record files into ``records_dir`` (laid out as an ablations folder)."""
+    record = AblationLayout(records_dir).variant(files.folder.parent.name, files.folder.name)
+    absent = [path for path in variant_record_files(files) if not path.is_file()]
+    if absent:
+        raise FileNotFoundError(f"{absent[0]} not found: train the variant first")
+    for path in variant_record_files(files):
+        target = record.folder / path.relative_to(files.folder)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    return record.folder
 
 
 def ablated_runs(run_records: str | Path, ablation_records: str | Path) -> list[Path]:
@@ -228,36 +244,59 @@ class VariantResult:
 
     run: Run
     name: str
-    folder: Path | None  # None for 'paper' and 'random init': the run's own models
+    files: ModelFiles  # for 'paper' and 'random init', the run's own BERT_FT and BERT_TINY
     metrics: pd.DataFrame
     manifest: dict[str, Any]
 
     def positions(self) -> dict[str, np.ndarray]:
-        path = (self.folder / "bert_ft" if self.folder else self.run.run_dir / "pretrain" / self.model) / POSITIONS_FILE
-        with np.load(path) as data:
-            return {"correct": data["correct"].astype(float), "loss": data["loss"].astype(float)}
-
-    @property
-    def model(self) -> str:
-        return "bert_tiny" if self.name == "random init" else "bert_ft"
+        return read_positions(self.files)
 
     def final(self, column: str) -> float:
         return float(self.metrics[column].iloc[-1])
 
 
 def _results(run: Run, ablation_dir: Path) -> dict[str, VariantResult]:
+    own = RunLayout(run.run_dir)
     found = {
-        "random init": VariantResult(run, "random init", None, run.model("bert_tiny").metrics, {}),
-        "paper": VariantResult(run, "paper", None, run.model("bert_ft").metrics, run.manifest or {}),
+        "random init": VariantResult(run, "random init", own.model("bert_tiny"), run.model("bert_tiny").metrics, {}),
+        "paper": VariantResult(run, "paper", own.model("bert_ft"), run.model("bert_ft").metrics, run.manifest or {}),
     }
     for name in TRAINED:
-        folder = ablation_dir / run.run_dir.name / name
-        if (folder / "bert_ft" / "metrics.csv").is_file():
-            manifest = json.loads((folder / "static" / sv.MANIFEST_FILE).read_text(encoding="utf-8"))
-            metrics = metrics_frame(folder / "bert_ft" / "metrics.csv")
+        files = AblationLayout(ablation_dir).variant(run.run_dir.name, name)
+        if files.model.metrics.is_file():
+            manifest = json.loads(files.static.manifest.read_text(encoding="utf-8"))
+            metrics = metrics_frame(files.model.metrics)
             if int(metrics["step"].iloc[-1]) == run.last_step:  # unfinished variants are left out
-                found[name] = VariantResult(run, name, folder, metrics, manifest)
+                found[name] = VariantResult(run, name, files.model, metrics, manifest)
     return found
+
+
+def _paired_columns(results: list[VariantResult], papers: list[VariantResult], column: str) -> dict[str, Any]:
+    """A variant's difference to the paper recipe in ``column``: mean over seeds, interval, each seed's own."""
+    key = "loss" if column == "eval_loss" else "correct"
+    values = [res.final(column) - base.final(column) for res, base in zip(results, papers)]
+    est = seed_estimate(values, lambda: np.mean(
+        [res.positions()[key] - base.positions()[key] for res, base in zip(results, papers)], axis=0))
+    short = "loss" if column == "eval_loss" else "accuracy"
+    # With fewer than three seeds the interval is over positions only; each seed's own difference shows
+    # whether the seeds at least agree in sign.
+    return {f"{short}_vs_paper": est.mean, f"{short}_ci_low": est.low, f"{short}_ci_high": est.high,
+            f"{short}_per_seed": " / ".join(f"{v:+.3f}" for v in values), "interval": est.interval}
+
+
+def _variant_row(name: str, results: list[VariantResult], papers: list[VariantResult]) -> dict[str, Any]:
+    row: dict[str, Any] = {"variant": name, "changes": VARIANTS[name].changes if name in VARIANTS else
+                           "BERT_TINY: every row drawn from N(0, 0.02)", "n_seeds": len(results),
+                           "seeds": ",".join(str(res.run.seed) for res in results)}
+    for column in ("eval_loss", "eval_accuracy"):
+        row[column] = float(np.mean([res.final(column) for res in results]))
+        if name != "paper":
+            row.update(_paired_columns(results, papers, column))
+    manifests = [res.manifest for res in results if res.manifest]
+    if manifests:
+        row["n_found"] = int(np.mean([m.get("n_found", 0) for m in manifests]))
+        row["found_element_std"] = float(np.mean([m.get("found_element_std") or np.nan for m in manifests]))
+    return row
 
 
 def ablation_table(run_dirs: Sequence[str | Path], ablation_dir: str | Path) -> pd.DataFrame:
@@ -271,31 +310,9 @@ def ablation_table(run_dirs: Sequence[str | Path], ablation_dir: str | Path) -> 
     per_run = [_results(run, Path(ablation_dir)) for run in runs]
     rows = []
     for name in ("random init", *VARIANTS):
-        results = [r[name] for r in per_run if name in r]
-        if not results:
-            continue
-        paired = [(res, r["paper"]) for res, r in zip(results, [r for r in per_run if name in r])]
-        row: dict[str, Any] = {"variant": name, "changes": VARIANTS[name].changes if name in VARIANTS else
-                               "BERT_TINY: every row drawn from N(0, 0.02)", "n_seeds": len(results),
-                               "seeds": ",".join(str(res.run.seed) for res in results)}
-        for column, key in (("eval_loss", "loss"), ("eval_accuracy", "correct")):
-            row[column] = float(np.mean([res.final(column) for res in results]))
-            if name == "paper":
-                continue
-            values = [res.final(column) - base.final(column) for res, base in paired]
-            est = seed_estimate(values, lambda key=key: np.mean(
-                [res.positions()[key] - base.positions()[key] for res, base in paired], axis=0))
-            short = "loss" if column == "eval_loss" else "accuracy"
-            row.update({f"{short}_vs_paper": est.mean, f"{short}_ci_low": est.low, f"{short}_ci_high": est.high})
-            # With fewer than three seeds the interval is over positions only; each seed's own difference shows
-            # whether the seeds at least agree in sign.
-            row[f"{short}_per_seed"] = " / ".join(f"{v:+.3f}" for v in values)
-            row["interval"] = est.interval
-        manifests = [res.manifest for res in results if res.manifest]
-        if manifests:
-            row["n_found"] = int(np.mean([m.get("n_found", 0) for m in manifests]))
-            row["found_element_std"] = float(np.mean([m.get("found_element_std") or np.nan for m in manifests]))
-        rows.append(row)
+        with_variant = [r for r in per_run if name in r]
+        if with_variant:
+            rows.append(_variant_row(name, [r[name] for r in with_variant], [r["paper"] for r in with_variant]))
     table = pd.DataFrame(rows)
     if "n_found" in table:
         table["n_found"] = table["n_found"].astype("Int64")  # a count, blank for the random-init row
@@ -339,8 +356,6 @@ def plot_ablations(table: pd.DataFrame) -> Any:
 
 def write_outputs(table: pd.DataFrame, out_dir: str | Path, sources: dict[str, Any]) -> list[Path]:
     """ablations.csv/.md, the figure (PNG + PDF) and ablations_provenance.json."""
-    from pipeline.runinfo import environment
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     table.to_csv(out_dir / f"{TABLE_NAME}.csv", index=False)
@@ -371,9 +386,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--records", default=None, help="save each variant's small files here and make the table "
                         "from them (with --table-only: read them from here)")
     parser.add_argument("--variants", default=",".join(TRAINED), help=f"comma-separated, from {', '.join(TRAINED)}")
-    parser.add_argument("--device", default="auto")
+    parser.add_argument("--device", default="auto", type=device_argument, help="auto, cpu, cuda or cuda:N")
     parser.add_argument("--table-only", action="store_true", help="train nothing; the table from --records or --out")
     return parser
+
+
+def train_all(run_dirs: Sequence[Path], names: Sequence[str], out: Path, device: str, records: Path | None) -> None:
+    """Every variant for every run (a stopped one resumes), each saved as a record when ``records`` is given."""
+    for run_dir in run_dirs:
+        check_reproduces_run(run_dir, AblationLayout(out).vectors_cache)
+    for run_dir in run_dirs:
+        for name in names:
+            print(f"== {run_dir.name} · {name}", flush=True)
+            files = train_variant(run_dir, name, out, device)
+            if records is not None:
+                save_variant_record(files, records)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -386,16 +413,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.runs = ablated_runs(args.run_records, args.records)
         run_dirs = [Path(d).resolve() for d in args.runs]
         out = Path(args.out).resolve()
+        records = Path(args.records) if args.records is not None else None
         if not args.table_only:
-            for run_dir in run_dirs:
-                check_reproduces_run(run_dir, out / "vectors")
-            for run_dir in run_dirs:
-                for name in names:
-                    print(f"== {run_dir.name} · {name}", flush=True)
-                    folder = train_variant(run_dir, name, out, args.device)
-                    if args.records is not None:
-                        save_variant_record(folder, Path(args.records))
-        ablation_dir = Path(args.records) if args.records is not None else out
+            train_all(run_dirs, names, out, args.device, records)
+        ablation_dir = records or out
         table = ablation_table(run_dirs, ablation_dir)
         sources = {"runs": [display_path(d) for d in run_dirs], "ablations": display_path(ablation_dir)}
         for path in write_outputs(table, args.figures, sources):

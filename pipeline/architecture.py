@@ -12,13 +12,13 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.layout import PROJECT_PACKAGES as PACKAGES
 from pipeline.layout import REPO_ROOT
 
-PACKAGES = ("helpers", "pipeline", "exercises")
-# Which package may import which: the student's package imports neither of the others, the exercises read
-# the taught code only, and the machinery may use both of the others' code but never the other way round.
-ALLOWED_IMPORTS = {"helpers": {"helpers"}, "exercises": {"exercises", "helpers"},
-                   "pipeline": {"pipeline", "helpers", "exercises"}}
+# Which package may import which: the student's package imports none of the others, the plots and the
+# exercises read the taught code only, and the machinery may use all of them but is imported by none.
+ALLOWED_IMPORTS = {"helpers": {"helpers"}, "plots": {"plots", "helpers"}, "exercises": {"exercises", "helpers"},
+                   "pipeline": {"pipeline", "helpers", "plots", "exercises"}}
 HELPERS_LINE_BUDGET = 3_500
 MODULE_LINE_LIMIT = 600
 FUNCTION_LINE_LIMIT = 60

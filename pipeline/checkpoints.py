@@ -7,7 +7,7 @@ checkpoint of another identity or init, and comparisons refuse to pair runs of d
 identities, each saying what changed. A checkpoint holds everything a resumed run needs to go on
 bit for bit (weights, optimiser, schedule, random generators, metrics so far).
 
-Only the standard library, numpy and torch: this runs on the GPU machines too.
+Only the standard library, numpy, torch and pipeline.layout: this runs on the GPU machines too.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-CHECKPOINT_FILE = "checkpoint.pt"
-RUN_FILE = "run.json"
+from pipeline.layout import StaticFiles
+
 RESUME_HINT = "pass --no-resume (resume=False in Python) to start this model again, or delete the file"
 
 
@@ -66,12 +66,10 @@ def init_record(init: Any) -> dict[str, Any]:
     if hasattr(init, "matrix"):
         manifest, matrix, source = dict(getattr(init, "report", None) or {}), init.matrix, "alignment object"
     else:
-        folder = Path(init)
-        manifest_path = folder / "manifest.json"
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
-        embeddings = folder / "embeddings.npy"
-        matrix = np.load(embeddings, mmap_mode="r") if embeddings.exists() else np.zeros(0, np.float32)
-        source = str(folder)
+        files = StaticFiles(Path(init))
+        manifest = json.loads(files.manifest.read_text(encoding="utf-8")) if files.manifest.exists() else {}
+        matrix = np.load(files.embeddings, mmap_mode="r") if files.embeddings.exists() else np.zeros(0, np.float32)
+        source = str(files.folder)
     return {"kind": "static", "manifest_sha256": sha256_json(without_timings(manifest)),
             "embeddings_sha256": arrays_fingerprint({"embeddings": np.asarray(matrix)}, {}),
             "source": source, "manifest": manifest}
@@ -118,27 +116,20 @@ def check_same_experiment(tiny: Mapping[str, Any] | None, ft: Mapping[str, Any] 
 # ------------------------------------------------------------------------------------ checkpoints
 
 
-def rng_state(mask_generator: torch.Generator | None, device: torch.device,
-              dropout_generator: torch.Generator | None = None) -> dict[str, Any]:
-    """The random streams a step draws from: torch's (dropout), the masking generator's, CUDA's, and the
-    generator of helpers.fast_dropout when the run uses it."""
+def rng_state(mask_generator: torch.Generator | None, device: torch.device) -> dict[str, Any]:
+    """The random streams a step draws from: torch's (dropout), the masking generator's, and CUDA's."""
     state = {"torch": torch.get_rng_state(), "mask": mask_generator.get_state() if mask_generator else None}
     if device.type == "cuda":
         state["cuda"] = torch.cuda.get_rng_state(device)
-    if dropout_generator is not None:
-        state["dropout"] = dropout_generator.get_state()
     return state
 
 
-def set_rng_state(state: Mapping[str, Any], mask_generator: torch.Generator | None, device: torch.device,
-                  dropout_generator: torch.Generator | None = None) -> None:
+def set_rng_state(state: Mapping[str, Any], mask_generator: torch.Generator | None, device: torch.device) -> None:
     torch.set_rng_state(state["torch"])
     if mask_generator is not None and state.get("mask") is not None:
         mask_generator.set_state(state["mask"])
     if device.type == "cuda" and "cuda" in state:
         torch.cuda.set_rng_state(state["cuda"], device)
-    if dropout_generator is not None and state.get("dropout") is not None:
-        dropout_generator.set_state(state["dropout"])
 
 
 def save_checkpoint(path: Path, payload: Mapping[str, Any]) -> None:
@@ -179,10 +170,12 @@ def check_resumable(path: Path, saved_key: Mapping[str, Any], key: Mapping[str, 
 # ------------------------------------------------------------------------------------ run.json
 
 
-def write_run_json(run_dir: Path, record: Mapping[str, Any]) -> None:
-    (Path(run_dir) / RUN_FILE).write_text(json.dumps(record, indent=2, default=str))
+def write_run_json(path: Path, record: Mapping[str, Any]) -> None:
+    """Write a run's record (ModelFiles.run_json)."""
+    Path(path).write_text(json.dumps(record, indent=2, default=str))
 
 
-def read_run_json(run_dir: Path) -> dict[str, Any] | None:
-    path = Path(run_dir) / RUN_FILE
+def read_run_json(path: Path) -> dict[str, Any] | None:
+    """A run's record, or None when the run has not written one."""
+    path = Path(path)
     return json.loads(path.read_text()) if path.is_file() else None

@@ -1,14 +1,15 @@
 """Several processes training one model (``torchrun``): who is who, the process group, and whose rows are whose.
 
-``torchrun --nproc_per_node=N -m helpers.pretrain ...`` starts N copies of the command line and tells each
+``torchrun --nproc_per_node=N -m pipeline.train_cli ...`` starts N copies of the command line and tells each
 its place through environment variables (RANK, WORLD_SIZE, LOCAL_RANK). Every process then draws the
 same global batch and the same masks, exactly as a single process would, and keeps only its own
-contiguous block of rows (:func:`my_rows`). DistributedDataParallel averages the gradients over the
+contiguous block of rows (:meth:`World.my_rows`). DistributedDataParallel averages the gradients over the
 processes, so the loss each process back-propagates is ``world_size x`` (its sum over its masked tokens)
 / (masked tokens of the whole batch): the average of those gradients is the gradient of the one-process loss.
 
-Only the standard library and torch: this runs on the GPU machines. Without torchrun (no WORLD_SIZE)
-everything here is a no-op for one process, so the single-process path needs no process group at all.
+A World has the methods of helpers.pretrain.OneProcess, which the training step calls; helpers never
+imports this module. Only the standard library and torch: this runs on the GPU machines. Without torchrun
+(no WORLD_SIZE) everything here is a no-op for one process, so that path needs no process group at all.
 """
 
 from __future__ import annotations
@@ -44,6 +45,29 @@ class World:
     @property
     def distributed(self) -> bool:
         return self.world_size > 1
+
+    def my_rows(self, batch_size: int) -> slice:
+        """This process's contiguous block of the global batch: rows [rank * b, (rank + 1) * b), b = batch / world."""
+        if batch_size % self.world_size:
+            raise ValueError(f"the batch of {batch_size} rows does not split evenly over {self.world_size} "
+                             "processes; pick a batch size that is a multiple of the number of processes")
+        size = batch_size // self.world_size
+        return slice(self.rank * size, (self.rank + 1) * size)
+
+    def sum_over_processes(self, value: torch.Tensor) -> torch.Tensor:
+        """The sum of ``value`` over all processes, on every process (a copy: the input is not changed)."""
+        total = value.clone()
+        if self.distributed:
+            dist.all_reduce(total, op=dist.ReduceOp.SUM)
+        return total
+
+    def wrap(self, module: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+        """``module`` inside DistributedDataParallel when there are several processes (unchanged otherwise)."""
+        if not self.distributed:
+            return module
+        from torch.nn.parallel import DistributedDataParallel
+
+        return DistributedDataParallel(module, device_ids=[device.index] if device.type == "cuda" else None)
 
 
 def from_environment() -> World:
@@ -89,23 +113,6 @@ def process_group(device: torch.device, world: World) -> Iterator[World]:
         dist.destroy_process_group()
 
 
-def my_rows(batch_size: int, world: World) -> slice:
-    """This process's contiguous block of the global batch: rows [rank * b, (rank + 1) * b), b = batch / world."""
-    if batch_size % world.world_size:
-        raise ValueError(f"the batch of {batch_size} rows does not split evenly over {world.world_size} processes; "
-                         "pick a batch size that is a multiple of the number of processes")
-    size = batch_size // world.world_size
-    return slice(world.rank * size, (world.rank + 1) * size)
-
-
-def sum_over_processes(value: torch.Tensor, world: World) -> torch.Tensor:
-    """The sum of ``value`` over all processes, on every process (a copy: the input is not changed)."""
-    total = value.clone()
-    if world.distributed:
-        dist.all_reduce(total, op=dist.ReduceOp.SUM)
-    return total
-
-
 def broadcast_from_main(value: Any, world: World) -> Any:
     """Process 0's ``value`` (any picklable object, e.g. a checkpoint) on every process."""
     if not world.distributed:
@@ -130,15 +137,3 @@ def dropout_seed(seed: int, world: World) -> int:
     if world.rank == 0:
         return seed
     return int(np.random.SeedSequence([seed, world.rank]).generate_state(1, dtype=np.uint64)[0] >> 1)
-
-
-def wrap(module: torch.nn.Module, device: torch.device, world: World) -> torch.nn.Module:
-    """``module`` inside DistributedDataParallel when there are several processes (unchanged otherwise).
-
-    """
-    if not world.distributed:
-        return module
-    from torch.nn.parallel import DistributedDataParallel
-
-    ids = [device.index] if device.type == "cuda" else None
-    return DistributedDataParallel(module, device_ids=ids)

@@ -16,9 +16,10 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from helpers import paper_values as paper
-from pipeline.figures import FIGURE_FORMATS, KIND_COLUMN
 from pipeline.results import RunSet, SeedGroup, comparison_groups
 
+FIGURE_FORMATS = ("png", "pdf")  # every figure is saved in each: PNG for slides and the README, PDF for print
+KIND_COLUMN = {"train": "train_loss", "eval": "eval_loss"}  # Figure 1a and 1b
 OUR_STYLE: dict[str, dict[str, Any]] = {
     "bert_tiny": {"color": "tab:blue", "marker": "o", "linestyle": "-", "markersize": 4},
     "bert_ft": {"color": "tab:orange", "marker": "s", "linestyle": "-", "markersize": 4},

@@ -6,9 +6,11 @@ row of ours carries its preset, steps and seeds, the paper's values appear only 
 "paper", and a context-free **unigram** row (:mod:`helpers.baselines`) shows the floor a run must
 clear before any claim about it means something. A language without a run stays missing.
 
-Run folders are read and paired by :mod:`pipeline.results`; intervals and the claim check come from
-:mod:`helpers.claims`; the figures are drawn by :mod:`pipeline.figure_plots`. This module turns them
-into tables and writes every output with its provenance.
+Run folders are read and paired by :mod:`pipeline.results`; intervals come from :mod:`helpers.claims`
+and the claim check from :mod:`pipeline.claims_table`; the figures are drawn by
+:mod:`pipeline.figure_plots`. This module turns them into tables and writes every output with its
+provenance. It is notebook 06's one machinery module, so it also offers what 06 calls from the
+others (listed in ``__all__``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -23,12 +26,24 @@ import numpy as np
 import pandas as pd
 
 from helpers import paper_values as paper
-from helpers.claims import MIN_SEEDS_FOR_T, TESTABLE_MARGIN, Estimate, gain_estimate, verify_claims
+from helpers.claims import MIN_SEEDS_FOR_T, TESTABLE_MARGIN, Estimate
+from pipeline.claims_table import gain_estimate, verify_claims
+from pipeline.figure_plots import (
+    FIGURE_FORMATS,
+    draw_figures,
+    figure1_loss,
+    figure2_accuracy,
+    figure3_accuracy_by_language,
+    save_figure,
+)
+from pipeline.layout import INTERACTIVE_DIR, PROVENANCE_NAME, run_folder_name
+from pipeline.notebook import quiet_libraries
 from pipeline.results import (
     RunSet,
     SeedGroup,
     comparison_groups,
     display_path,
+    load_runs,
     order_langs,
     pair_problem,
     resolve_path,
@@ -36,17 +51,50 @@ from pipeline.results import (
 )
 from pipeline.runinfo import RECORDED_PACKAGES, git_commit, package_versions
 
+__all__ = [
+    # notebook 06's set-up, the tables and the outputs, defined here
+    "FiguresSetup", "start", "setting_comparison", "table1_vectors_found", "table2_loss", "table3_accuracy",
+    "format_table", "to_markdown", "featured_lang", "provenance", "write_outputs",
+    # what notebook 06 calls from the other machinery modules, and the formats write_outputs saves figures in
+    "load_runs", "comparison_groups", "verify_claims", "figure1_loss", "figure2_accuracy",
+    "figure3_accuracy_by_language", "FIGURE_FORMATS",
+]
+
 FIGURE_NAMES = ("fig1a_train_loss", "fig1b_eval_loss", "fig2_eval_accuracy", "fig3_accuracy_by_language")
 TABLE_NAMES = ("table1_vectors_found", "table2_loss", "table3_accuracy", "claims_check")
-FIGURE_FORMATS = ("png", "pdf")
 MISSING_MARK = "—"
 PAPER_RUN_LABEL = f"paper ({paper.STEPS:,} steps, batch {paper.BATCH_SIZE}, C4, cc.LANG.300)"
-KIND_COLUMN = {"train": "train_loss", "eval": "eval_loss"}
 TRAIN_LOSS_NOTE = (
     "train_loss is the mean over the last interval between two evaluations (what Figure 1a ends on and what "
     "the comparison with the paper uses); train_loss (run mean) averages the whole run. The paper's training "
     "losses lie 0.22-0.43 above its evaluation losses, which a whole-run average fits better; it does not say "
     "which it reports.")
+
+
+# --------------------------------------------------------------------------- notebook 06's set-up
+
+
+@dataclass(frozen=True)
+class FiguresSetup:
+    """Notebook 06's resolved folders: the run folders it draws from and the folder it writes."""
+
+    run_dirs: list[Path]
+    out_dir: Path
+
+
+def start(run_dirs: Sequence[str | Path] | None, out_dir: str | Path | None) -> FiguresSetup:
+    """Notebook 06's first cell: quiet the libraries, resolve its folders and say which they are.
+
+    Without ``run_dirs`` it draws the English demo run that notebooks 01-05 write when run by hand;
+    without ``out_dir`` it writes into ``runs/interactive/figures``. The main job passes both.
+    """
+    quiet_libraries()
+    folders = ([resolve_path(d).resolve() for d in run_dirs] if run_dirs
+               else [INTERACTIVE_DIR / run_folder_name("demo", "en")])
+    out = resolve_path(out_dir).resolve() if out_dir else INTERACTIVE_DIR / "figures"
+    print("run folders:", *folders)
+    print("figures and tables go to:", out)
+    return FiguresSetup(folders, out)
 
 
 # --------------------------------------------------------------------------- tables
@@ -314,8 +362,6 @@ def write_outputs(runset: RunSet, out_dir: str | Path) -> list[Path]:
     File names are fixed (fig1a_train_loss.png, ...); the language of Figures 1-2 is in their titles
     and in provenance.json. Figures 1-2 are skipped when no run has metrics.
     """
-    from pipeline.figure_plots import draw_figures, save_figure
-
     out_dir = resolve_path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     lang = featured_lang(runset)
@@ -329,7 +375,7 @@ def write_outputs(runset: RunSet, out_dir: str | Path) -> list[Path]:
         note = f"\n{TABLE_NOTES[name]}\n" if name in TABLE_NOTES else ""
         (out_dir / f"{name}.md").write_text(to_markdown(table) + note)
         written += [out_dir / f"{name}.csv", out_dir / f"{name}.md"]
-    prov_path = out_dir / "provenance.json"
+    prov_path = out_dir / PROVENANCE_NAME
     prov_path.write_text(json.dumps(provenance(runset, written, lang), indent=2, default=str))
     written.append(prov_path)
     return written

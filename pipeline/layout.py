@@ -8,7 +8,8 @@ A run folder (``runs/<preset>-<lang>[-seed<N>]``) holds one folder per notebook 
       static/       03: embeddings.npy, found.npy, manifest.json
       pretrain/     04: data/ (prepared sequences), bert_tiny/ and bert_ft/ (ModelFiles), comparison.json,
                         baseline.json (in a record, where data/ is not kept)
-      probe/        05: results.csv, results.json
+      probe/        05: results.csv, results.json, paired_differences.csv
+      NN_<name>.ipynb            the executed copy of each notebook, when the main job ran it
       <step>/.step.json          written when the step finished: its fingerprint, time and parameters
       <step>/.step-started.json  the fingerprint the step was last started with, finished or not
       .job.lock, .job.owner.json  held by the job running on this folder
@@ -18,6 +19,7 @@ No other module spells out one of these names: each asks this module for the pat
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +29,8 @@ INTERACTIVE_DIR = RUNS_DIR / "interactive"  # where a notebook run by hand in Ju
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 FIGURES_DIR = REPO_ROOT / "figures"
 DOCS_DIR = REPO_ROOT / "docs"
+# The project's own packages: the taught code, its plots, the exercises' answers and the machinery.
+PROJECT_PACKAGES = ("helpers", "plots", "exercises", "pipeline")
 
 MODEL_NAMES = ("bert_tiny", "bert_ft")
 STEP_FOLDERS = ("masking", "tokenizer", "static", "pretrain", "probe")  # one per notebook 01-05, in order
@@ -150,6 +154,15 @@ class RunLayout:
         return self.step("probe") / "results.json"
 
     @property
+    def probe_differences(self) -> Path:
+        """The probe's paired differences, BERT_FT minus BERT_TINY per test document."""
+        return self.step("probe") / "paired_differences.csv"
+
+    def executed(self, notebook: str) -> Path:
+        """The executed copy of a notebook (its file stem, e.g. '04_pretraining') the main job leaves in the run."""
+        return self.root / f"{notebook}.ipynb"
+
+    @property
     def lock(self) -> Path:
         return self.root / LOCK_NAME
 
@@ -165,3 +178,113 @@ def stamp_of(step_folder: Path) -> Path:
 
 def started_of(step_folder: Path) -> Path:
     return Path(step_folder) / STARTED_NAME
+
+
+RUN_FOLDER_NAME = re.compile(r"^(?P<preset>.+?)-(?P<lang>[^-]+?)(?:-seed(?P<seed>\d+))?$")
+
+
+def run_folder_name(preset: str, lang: str, seed: int = 0) -> str:
+    """``<preset>-<lang>`` for seed 0, ``<preset>-<lang>-seed<N>`` otherwise."""
+    return f"{preset}-{lang}" + ("" if seed == 0 else f"-seed{seed}")
+
+
+def split_run_folder_name(name: str) -> tuple[str | None, str | None, int | None]:
+    """'demo-en' -> ('demo', 'en', None); 'demo-en-seed2' -> ('demo', 'en', 2); another name -> Nones."""
+    match = RUN_FOLDER_NAME.match(name)
+    if not match:
+        return None, None, None
+    return match["preset"], match["lang"], int(match["seed"]) if match["seed"] else None
+
+
+@dataclass(frozen=True)
+class RunsFolder:
+    """The main job's ``--out`` folder (default ``runs/``): one run folder per preset, language and seed."""
+
+    root: Path
+
+    def run(self, preset: str, lang: str, seed: int = 0) -> RunLayout:
+        return RunLayout(self.root / run_folder_name(preset, lang, seed))
+
+    def figures_notebooks(self, name: str) -> Path:
+        """Where notebook 06's executed copy goes, e.g. ``<out>/demo-figures/``."""
+        return self.root / f"{name}-figures"
+
+    @property
+    def logs(self) -> Path:
+        """One log per run when runs are spread over GPUs, each in its own process."""
+        return self.root / "logs"
+
+    def log(self, run_name: str) -> Path:
+        return self.logs / f"{run_name}.log"
+
+
+@dataclass(frozen=True)
+class VariantFiles:
+    """``<ablations>/<run>/<variant>/``: one ablation's aligned vectors and the BERT_FT trained on them."""
+
+    folder: Path
+
+    @property
+    def static(self) -> StaticFiles:
+        return StaticFiles(self.folder / "static")
+
+    @property
+    def model(self) -> ModelFiles:
+        return ModelFiles(self.folder / "bert_ft")
+
+
+@dataclass(frozen=True)
+class AblationLayout:
+    """An ablations folder: a folder per ablated run holding one :class:`VariantFiles` per variant."""
+
+    root: Path
+
+    def variant(self, run_name: str, variant: str) -> VariantFiles:
+        return VariantFiles(self.root / run_name / variant)
+
+    @property
+    def vectors_cache(self) -> Path:
+        """fastText vectors retrained for the variants, kept so that a rerun does not train them again."""
+        return self.root / "vectors"
+
+
+@dataclass(frozen=True)
+class PretrainFiles:
+    """A pretraining folder (``<run>/pretrain``, or any ``--out`` of the training command line): the prepared
+    data, one :class:`ModelFiles` per model, and the comparison of the two."""
+
+    folder: Path
+
+    @property
+    def data(self) -> PreparedFiles:
+        return PreparedFiles(self.folder / "data")
+
+    def model(self, name: str) -> ModelFiles:
+        if name not in MODEL_NAMES:
+            raise ValueError(f"unknown model {name!r}; choose from {', '.join(MODEL_NAMES)}")
+        return ModelFiles(self.folder / name)
+
+    @property
+    def comparison(self) -> Path:
+        return self.folder / "comparison.json"
+
+    @property
+    def baseline(self) -> Path:
+        return self.folder / "baseline.json"
+
+
+@dataclass(frozen=True)
+class ShardFiles:
+    """``<data>/train_shards/``: memory-mapped training shards and the manifest that makes them resumable."""
+
+    folder: Path
+
+    @property
+    def manifest(self) -> Path:
+        return self.folder / "manifest.json"
+
+    def ids(self, index: int) -> Path:
+        return self.folder / f"shard_{index:05d}_ids.npy"
+
+    def lengths(self, index: int) -> Path:
+        return self.folder / f"shard_{index:05d}_lengths.npy"

@@ -1,14 +1,22 @@
-"""What the first code cell of every notebook does: one way to resolve folders, seed, device and logging.
+"""What the first code cell of every notebook does, and the one door from notebooks 01-05 into the machinery.
 
 Every notebook's ``parameters`` cell holds ``preset``, ``lang``, ``seed``, ``corpus`` and
-``run_dir``; the next cell calls :func:`start`. Folders derive from ``run_dir``:
+``run_dir``; the next cell calls :func:`start`. It checks them, parses ``corpus`` once into a
+:class:`~pipeline.data.CorpusSpec`, seeds everything, picks the device and returns a :class:`Setup`.
+Folders derive from ``run_dir``:
 
 * the main job (``python -m pipeline.job``) passes ``run_dir=<runs>/<preset>-<lang>``;
 * a student running a notebook in JupyterLab leaves ``run_dir=None`` and gets
   ``runs/interactive/<preset>-<lang>``, so an interactive session never rewrites the main job's
   records, and changing ``lang`` never overwrites another language's outputs.
 
-Each step writes ``run_dir/<step folder>`` and reads the folders of the steps before it.
+Each step writes ``run_dir/<step folder>`` and reads the folders of the steps before it; every
+folder and file is named by :class:`~pipeline.layout.RunLayout` (``setup.layout``).
+
+Notebooks 01-05 import ``helpers``, ``exercises`` and this module, nothing else of ``pipeline``:
+what they need from the machinery is here (see ``__all__``): the corpus through :meth:`Setup.load_corpus`,
+the embedded partition, vector files and fastText training, word-similarity scores, saving and loading the
+aligned vectors, the probe's data, encoders and result files, and the record of the environment.
 """
 
 from __future__ import annotations
@@ -17,21 +25,25 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Sequence
 
 from helpers.presets import check_preset
-from pipeline.runinfo import REPO_ROOT, pick_device, set_seed
+from pipeline.data import CorpusSpec, load_corpus, partition_record
+from pipeline.documents import Corpus
+from pipeline.fasttext_training import train_fasttext, vectors_from_model
+from pipeline.layout import INTERACTIVE_DIR, REPO_ROOT, RunLayout
+from pipeline.probe_runs import load_encoders, load_probe_data, save_probe_results
+from pipeline.runinfo import environment, pick_device, set_seed
+from pipeline.static_files import load_aligned, save_aligned
+from pipeline.vector_files import obtain_vectors
+from pipeline.wordsim import word_similarity, word_similarity_rows
 
-INTERACTIVE_DIR = REPO_ROOT / "runs" / "interactive"
-# The folder each step writes inside a run folder (one definition, used by the main job too).
-STEP_FOLDERS = {
-    "masking": "masking",
-    "tokenizer": "tokenizer",
-    "static": "static",
-    "pretrain": "pretrain",
-    "probe": "probe",
-}
-CORPUS_HELP = "embedded (offline default), hub (allenai/c4 per language), or files:PATH (local files)"
+__all__ = [
+    "INTERACTIVE_DIR", "REPO_ROOT", "Setup", "default_run_dir", "environment", "labelled_corpus",
+    "load_aligned", "load_encoders", "load_probe_data", "obtain_vectors", "partition_record", "quiet_libraries",
+    "resolve", "save_aligned", "save_probe_results", "start", "train_fasttext", "vectors_from_model",
+    "word_similarity", "word_similarity_rows",
+]
 
 
 def resolve(path: str | Path) -> Path:
@@ -44,18 +56,17 @@ def default_run_dir(preset: str, lang: str) -> Path:
     return INTERACTIVE_DIR / f"{preset}-{lang}"
 
 
-def parse_corpus(corpus: str) -> dict[str, Any]:
-    """'embedded' -> {'source': 'embedded'}; 'files:/data/c4' -> {'source': 'files', 'path': '/data/c4'}.
-
-    The result is passed as keyword arguments to ``pipeline.data.load_corpus``, so every notebook
-    reads the same corpus the same way.
-    """
-    text = str(corpus).strip()
-    if text in ("embedded", "hub"):
-        return {"source": text}
-    if text.startswith("files:") and text[len("files:"):].strip():
-        return {"source": "files", "path": str(resolve(text[len("files:"):].strip()))}
-    raise ValueError(f"unknown corpus {corpus!r}; choose {CORPUS_HELP}")
+def labelled_corpus(source: str, path: str | Path | None = None) -> CorpusSpec:
+    """Notebook 05's labelled set from its parameters: 'embedded', 'hub' (AG News), or 'files' and a path."""
+    if source == "files":
+        if path is None:
+            raise ValueError("labelled_source='files' needs labelled_path (a .csv, .jsonl or .parquet file with "
+                             "a label column, or a folder of them)")
+        return CorpusSpec("files", resolve(path))
+    if path is not None:
+        raise ValueError(f"labelled_path is only read when labelled_source is 'files', not {source!r}; "
+                         "set labelled_path = None or labelled_source = 'files'")
+    return CorpusSpec(source)
 
 
 def quiet_libraries() -> None:
@@ -77,26 +88,29 @@ def quiet_libraries() -> None:
 
 @dataclass(frozen=True)
 class Setup:
-    """A notebook's resolved settings; ``folder(step)`` is the only way a notebook names a folder."""
+    """A notebook's resolved settings; ``folder(step)`` is the only way a notebook names a step's folder."""
 
     preset: str
     lang: str
     seed: int
-    corpus: str
+    corpus: CorpusSpec
     run_dir: Path
     device: str
 
+    @property
+    def layout(self) -> RunLayout:
+        """Every folder and file of this run (``setup.layout.static.manifest``, ``setup.layout.probe_table`` ...)."""
+        return RunLayout(self.run_dir)
+
     def folder(self, step: str, create: bool = False) -> Path:
-        if step not in STEP_FOLDERS:
-            raise ValueError(f"unknown step folder {step!r}; choose from {', '.join(STEP_FOLDERS)}")
-        path = self.run_dir / STEP_FOLDERS[step]
+        path = self.layout.step(step)
         if create:
             path.mkdir(parents=True, exist_ok=True)
         return path
 
-    def corpus_args(self) -> dict[str, Any]:
-        """Keyword arguments for ``pipeline.data.load_corpus`` (source and, for files, the path)."""
-        return parse_corpus(self.corpus)
+    def load_corpus(self, split: str, **options: Any) -> Corpus:
+        """The 'train' or 'eval' split of this run's corpus in its language (options: ``max_docs`` ...)."""
+        return load_corpus(self.corpus, self.lang, split, **options)
 
 
 def start(preset: str, lang: str, seed: int = 0, run_dir: str | Path | None = None,
@@ -107,14 +121,69 @@ def start(preset: str, lang: str, seed: int = 0, run_dir: str | Path | None = No
         raise ValueError(f"lang must be one language code such as 'en', got {lang!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    parse_corpus(corpus)
+    spec = CorpusSpec.parse(corpus, base=REPO_ROOT)
     if quiet:
         quiet_libraries()
     set_seed(seed)
     folder = resolve(run_dir) if run_dir else default_run_dir(preset, lang)
-    setup = Setup(preset, lang, seed, str(corpus), folder, pick_device(device))
+    setup = Setup(preset, lang, seed, spec, folder, pick_device(device))
     where = "interactive" if folder.is_relative_to(INTERACTIVE_DIR) else "main job"
     shown = folder.relative_to(REPO_ROOT) if folder.is_relative_to(REPO_ROOT) else folder
-    print(f"preset={preset} lang={lang} seed={seed} corpus={corpus} device={setup.device}\n"
+    print(f"preset={preset} lang={lang} seed={seed} corpus={spec} device={setup.device}\n"
           f"run folder ({where}): {shown}")
     return setup
+
+
+# ============================================================================================ notebook 04
+# What notebook 04 needs from the machinery: the prepared data, training runs with files, their metrics
+# and the comparison of the two models. pipeline.prepare and pipeline.training are imported inside the
+# functions: they bring torch, which the first cell of notebooks 01-03 does not load.
+
+__all__ += ["compare_pretraining", "load_pretraining_data", "prepare_pretraining_data", "pretraining_metrics",
+            "train_model"]
+
+
+def prepare_pretraining_data(setup: Setup, tokenizer: Any, cfg: Any, train_texts: Iterable[str],
+                             eval_texts: Sequence[str]) -> dict[str, Any]:
+    """Tokenise the texts once into ``pretrain/data/`` (pipeline.prepare.prepare_data): the sequences of ``cfg``
+    (a helpers.presets.TrainConfig) and the fixed masked evaluation set. Returns meta.json's content."""
+    from pipeline.prepare import prepare_data
+
+    return prepare_data(tokenizer, train_texts, eval_texts, setup.folder("pretrain", create=True),
+                        seq_len=cfg.seq_len, packing=cfg.packing, shards=cfg.shards, lang=setup.lang,
+                        mlm_probability=cfg.mlm_probability, corpus=str(setup.corpus))
+
+
+def load_pretraining_data(setup: Setup) -> Any:
+    """The prepared arrays of this run (a helpers.pretrain.TrainingData, with meta.json and its folder)."""
+    from pipeline.prepare import load_data
+
+    return load_data(setup.layout.data.folder)
+
+
+def train_model(setup: Setup, model_name: str, init: Any, cfg: Any, tokenizer: Any) -> dict[str, Any]:
+    """Pretrain ``model_name`` ('bert_tiny' from init='random', 'bert_ft' from the static/ folder) on the
+    prepared data, with checkpoints, metrics.csv and run.json in its pretrain/ folder (pipeline.training.train).
+    An interrupted run resumes where its checkpoint stopped. Returns run.json's content."""
+    from pipeline.training import train
+
+    pretrain_dir = setup.folder("pretrain")
+    return train(model_name, init, cfg, pretrain_dir, pretrain_dir, tokenizer=tokenizer, device=setup.device,
+                 seed=setup.seed)
+
+
+def pretraining_metrics(setup: Setup) -> dict[str, list[dict[str, float]]]:
+    """The metrics rows (metrics.csv) of each model trained so far, by model name."""
+    from pipeline.layout import MODEL_NAMES
+    from pipeline.training import read_metrics
+
+    files = {name: setup.layout.model(name).metrics for name in MODEL_NAMES}
+    return {name: read_metrics(path) for name, path in files.items() if path.exists()}
+
+
+def compare_pretraining(setup: Setup) -> tuple[dict[str, Any], str]:
+    """The paper's comparison of the two runs, written to comparison.json, and a few sentences on it."""
+    from pipeline.training import describe_comparison, write_comparison
+
+    comparison = write_comparison(setup.folder("pretrain"))
+    return comparison, describe_comparison(comparison)

@@ -21,12 +21,11 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
-from pipeline.runinfo import REPO_ROOT
+from pipeline.layout import NOTEBOOKS_DIR
 
 EXPORT_MARK = "#| export "
-NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 
 
 @dataclass(frozen=True)
@@ -41,17 +40,22 @@ class Mismatch:
         return f"{self.notebook} cell {self.cell}: {self.module}.{self.name}: {self.problem}"
 
 
-def _cell_source(cell: dict) -> str:
+def notebook_cells(notebook: Path) -> list[dict[str, Any]]:
+    """The cells of a notebook file, as nbformat's JSON holds them."""
+    return json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+
+
+def cell_source(cell: dict[str, Any]) -> str:
+    """A cell's source as one string (nbformat stores it as a string or as a list of lines)."""
     source = cell.get("source", "")
     return "".join(source) if isinstance(source, list) else source
 
 
 def exported_cells(notebook: Path) -> list[tuple[int, str, str]]:
     """(cell index, module name, cell source) for every export cell of ``notebook``."""
-    cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
     found = []
-    for index, cell in enumerate(cells):
-        source = _cell_source(cell)
+    for index, cell in enumerate(notebook_cells(notebook)):
+        source = cell_source(cell)
         if cell.get("cell_type") == "code" and source.startswith(EXPORT_MARK):
             module = source.splitlines()[0][len(EXPORT_MARK):].strip()
             found.append((index, module, source))

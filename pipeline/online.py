@@ -1,6 +1,6 @@
 """The Hub loaders (WikiText-103, ``allenai/c4`` per language, AG News) and what happens without a network.
 
-``pipeline.data.load_corpus(source='hub')`` and ``load_labelled(source='hub')`` end up here. The
+``pipeline.data.load_corpus`` and ``load_labelled`` of the ``hub`` corpus end up here. The
 loaders stream or download through ``datasets``; when the Hub cannot be reached they fail at once
 with one :class:`HubUnavailableError` that names the offline default, instead of retrying for half
 a minute and ending in a chain of library errors. The record handling (``records_to_texts``,
@@ -14,7 +14,7 @@ import socket
 import urllib.parse
 from typing import Any, Callable, Iterable, Iterator
 
-from pipeline.data import AG_NEWS_LABELS, Corpus, LabelledSet, check_choice, check_max_docs, take
+from pipeline.documents import AG_NEWS_LABELS, Corpus, LabelledSet, check_choice, check_max_docs, take
 
 # Hub datasets, checked against their dataset cards on huggingface.co:
 # Salesforce/wikitext (configs wikitext-103-raw-v1 ...; splits train/validation/test; field text),
@@ -48,7 +48,7 @@ def offline_hint(dataset: str, offline_mode: bool = False) -> str:
              "If you loaded this dataset before without streaming, set HF_HUB_OFFLINE=1 to use the cached copy.")
     return (
         f"Could not reach the Hugging Face Hub for {dataset}. Use the offline default instead: "
-        f"source='embedded' (Wikipedia summaries for en, fr, es), or source='files' with a local copy. {cache}"
+        f"the corpus 'embedded' (Wikipedia summaries for en, fr, es), or 'files:PATH' with a local copy. {cache}"
     )
 
 
@@ -156,8 +156,8 @@ def import_datasets() -> Any:
     try:
         import datasets
     except ImportError as err:
-        raise ImportError("source='hub' needs the `datasets` package (pip install datasets); "
-                          "source='embedded' and source='files' work without it") from err
+        raise ImportError("the hub corpus needs the `datasets` package (pip install datasets); "
+                          "the embedded and files corpora work without it") from err
     return datasets
 
 
@@ -245,7 +245,7 @@ def ag_news_records(records: Iterable[dict[str, Any]], max_docs: int | None = No
 
 
 # --------------------------------------------------------------------------------------------
-# The loaders behind load_corpus(source='hub') and load_labelled(source='hub')
+# The loaders behind load_corpus and load_labelled of the hub corpus
 # --------------------------------------------------------------------------------------------
 
 
@@ -285,7 +285,7 @@ def hub_labelled(lang: str, split: str, name: str = "ag_news", max_docs: int | N
     """AG News (English, 4 classes) as a LabelledSet."""
     check_choice("hub labelled set", name, HUB_LABELLED)
     if lang != "en":
-        raise ValueError(f"AG News is English only, got lang={lang!r}; source='embedded' has labelled fr and es")
+        raise ValueError(f"AG News is English only, got lang={lang!r}; the embedded corpus has labelled fr and es")
     ds = hub_dataset(AG_NEWS_ID, None, HUB_SPLITS[split], streaming=streaming)
     texts, labels = hub_call(lambda: ag_news_records(ds, max_docs), AG_NEWS_ID)
     return LabelledSet(texts, labels, list(AG_NEWS_LABELS), lang, "hub", split, "ag_news",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,12 +20,13 @@ import numpy as np
 import pandas as pd
 
 from helpers import paper_values as paper
-from helpers.baselines import Baseline, load_baseline
-from helpers.pretrain import METRIC_COLUMNS, read_metrics
-from pipeline.runinfo import REPO_ROOT
+from helpers.baselines import Baseline
+from pipeline.baseline_files import load_baseline
+from pipeline.checkpoints import differences
+from pipeline.layout import REPO_ROOT, ModelFiles, RunLayout, split_run_folder_name
+from pipeline.training import METRIC_COLUMNS, read_metrics
 
 REQUIRED_METRIC_COLUMNS = ("step", "eval_loss", "eval_accuracy")
-POSITIONS_FILE = "eval_positions.npz"  # per masked position of the final evaluation: correct (bool), loss
 # What must agree between the two runs of one comparison (run.json "identity"), and the older fallback.
 IDENTITY_FIELDS = ("lang", "seed", "preset", "corpus", "max_steps", "data_fingerprint", "tokenizer_fingerprint",
                    "train_config_hash")
@@ -37,7 +37,7 @@ FALLBACK_IDENTITY_FIELDS = ("lang", "seed", "preset", "train_config")
 
 
 def metrics_frame(path: str | Path) -> pd.DataFrame:
-    """A metrics.csv (read by the canonical :func:`helpers.pretrain.read_metrics`) as a DataFrame sorted by step."""
+    """A metrics.csv (read by the canonical :func:`pipeline.training.read_metrics`) as a DataFrame sorted by step."""
     try:
         table = pd.DataFrame(read_metrics(path))
     except (TypeError, KeyError) as err:
@@ -50,14 +50,20 @@ def metrics_frame(path: str | Path) -> pd.DataFrame:
     return table.sort_values("step", kind="stable").reset_index(drop=True)
 
 
+def read_positions(model: ModelFiles) -> dict[str, np.ndarray]:
+    """Per masked position of a model's final evaluation: 'correct' (0 or 1) and 'loss', as floats."""
+    with np.load(model.positions) as data:
+        return {"correct": data["correct"].astype(float), "loss": data["loss"].astype(float)}
+
+
 @dataclass
 class ModelRun:
-    """One model's pretraining record: its metrics table (None if missing), its run.json and its folder."""
+    """One model's pretraining record: its metrics table (None if missing), its run.json and its files."""
 
     name: str
     metrics: pd.DataFrame | None = None
     info: dict[str, Any] | None = None
-    folder: Path | None = None
+    files: ModelFiles | None = None
 
     @property
     def last_step(self) -> int | None:
@@ -236,50 +242,39 @@ def _read_json(path: Path, missing: list[str], what: str) -> dict[str, Any] | No
         return None
 
 
-FOLDER_NAME = re.compile(r"^(?P<preset>.+?)-(?P<lang>[^-]+?)(?:-seed(?P<seed>\d+))?$")
-
-
-def split_folder_name(run_dir: Path) -> tuple[str | None, str | None, int | None]:
-    """'demo-en' -> ('demo', 'en', None); 'demo-en-seed2' -> ('demo', 'en', 2): the runs/ naming contract."""
-    match = FOLDER_NAME.match(run_dir.name)
-    if not match:
-        return None, None, None
-    return match["preset"], match["lang"], int(match["seed"]) if match["seed"] else None
-
-
 def _load_baseline(run: Run) -> None:
     info = run.model("bert_tiny").info or run.model("bert_ft").info or {}
     eval_sequences = (info.get("train_config") or {}).get("eval_sequences")
     try:
-        run.baseline = load_baseline(run.run_dir / "pretrain", eval_sequences)
+        run.baseline = load_baseline(RunLayout(run.run_dir).step("pretrain"), eval_sequences)
     except (FileNotFoundError, ValueError, KeyError, OSError) as err:
         run.baseline_problem = f"no unigram baseline: {err}"
+
+
+def _load_model(files: ModelFiles, name: str, missing: list[str]) -> ModelRun:
+    model = ModelRun(name, info=_read_json(files.run_json, missing, f"{name} run.json"), files=files)
+    try:
+        model.metrics = metrics_frame(files.metrics)
+    except FileNotFoundError:
+        missing.append(f"{name} metrics ({files.metrics.name} not found)")
+    except ValueError as err:
+        missing.append(f"{name} metrics ({err})")
+    return model
 
 
 def load_run(run_dir: str | Path) -> Run:
     """Read one run folder; every absent or unreadable piece is recorded in ``Run.missing``, not raised."""
     run_dir = resolve_path(run_dir)
+    layout = RunLayout(run_dir)
     missing: list[str] = []
     if not run_dir.is_dir():
         missing.append("run folder not found")
-    manifest = _read_json(run_dir / "static" / "manifest.json", missing, "static vectors")
-    models: dict[str, ModelRun] = {}
-    for name in paper.MODELS:
-        model_dir = run_dir / "pretrain" / name
-        model = ModelRun(name, info=_read_json(model_dir / "run.json", missing, f"{name} run.json"), folder=model_dir)
-        try:
-            model.metrics = metrics_frame(model_dir / "metrics.csv")
-        except FileNotFoundError:
-            missing.append(f"{name} metrics (metrics.csv not found)")
-        except ValueError as err:
-            missing.append(f"{name} metrics ({err})")
-        models[name] = model
-    comparison_path = run_dir / "pretrain" / "comparison.json"
-    comparison = json.loads(comparison_path.read_text()) if comparison_path.is_file() else None
-    probe_path = run_dir / "probe" / "results.csv"
-    probe = pd.read_csv(probe_path) if probe_path.is_file() else None
+    manifest = _read_json(layout.static.manifest, missing, "static vectors")
+    models = {name: _load_model(layout.model(name), name, missing) for name in paper.MODELS}
+    comparison = json.loads(layout.comparison.read_text()) if layout.comparison.is_file() else None
+    probe = pd.read_csv(layout.probe_table) if layout.probe_table.is_file() else None
 
-    folder_preset, folder_lang, folder_seed = split_folder_name(run_dir)
+    folder_preset, folder_lang, folder_seed = split_run_folder_name(run_dir.name)
     infos = [m.info for m in models.values() if m.info] + ([manifest] if manifest else [])
     lang = next((i["lang"] for i in infos if i.get("lang")), folder_lang)
     preset = next((i["preset"] for i in infos if i.get("preset")), folder_preset)
@@ -335,22 +330,11 @@ def init_kind(info: dict[str, Any]) -> str | None:
     return None
 
 
-def _differences(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[str]:
-    found = []
-    for key in sorted(set(a) | set(b)):
-        left, right = a.get(key), b.get(key)
-        if isinstance(left, dict) and isinstance(right, dict):
-            found += _differences(left, right, f"{prefix}{key}.")
-        elif left != right:
-            found.append(f"{prefix}{key} {left!r} vs {right!r}")
-    return found
-
-
 def pair_mismatch(tiny_info: dict[str, Any], ft_info: dict[str, Any]) -> str | None:
     """What differs between BERT_TINY's and BERT_FT's run.json beyond the initialisation; None for a fair pair."""
     both_new = isinstance(tiny_info.get("identity"), dict) and isinstance(ft_info.get("identity"), dict)
     fields = IDENTITY_FIELDS if both_new else FALLBACK_IDENTITY_FIELDS
-    found = _differences(identity_of(tiny_info, fields), identity_of(ft_info, fields))
+    found = differences(identity_of(tiny_info, fields), identity_of(ft_info, fields))
     if init_kind(tiny_info) not in (None, "random"):
         found.append(f"BERT_TINY was initialised from {init_kind(tiny_info)!r}, not at random")
     if init_kind(ft_info) == "random":

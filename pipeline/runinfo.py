@@ -6,6 +6,7 @@ the rest, and a notebook's first cell should import quickly.
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import importlib.metadata
 import os
@@ -14,7 +15,7 @@ import random
 import subprocess
 from typing import Any
 
-from pipeline.layout import REPO_ROOT  # noqa: E402  (re-exported: one definition)
+from pipeline.layout import REPO_ROOT
 
 RECORDED_PACKAGES = (
     "torch", "transformers", "tokenizers", "numpy", "datasets", "fasttext", "scikit-learn",
@@ -45,6 +46,14 @@ def check_device(name: str) -> str:
     if text in ("auto", "cpu", "cuda") or (text.startswith("cuda:") and text[5:].isdigit()):
         return text
     raise ValueError(f"unknown device {name!r}; choose auto, cpu, cuda or cuda:N")
+
+
+def device_argument(text: str) -> str:
+    """:func:`check_device` as an argparse ``type``: a wrong ``--device`` stops the command line at once."""
+    try:
+        return check_device(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def pick_device(prefer: str = "auto") -> str:

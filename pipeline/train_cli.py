@@ -1,10 +1,11 @@
-"""The command line of helpers.pretrain: train one model from prepared files (for example on a GPU machine).
+"""The command line of pipeline.training: train one model from prepared files (for example on a GPU machine).
 
-``python -m helpers.pretrain --data runs/demo-en/pretrain --out runs/demo-en/pretrain --model bert_tiny``;
-``torchrun --nproc_per_node=N -m helpers.pretrain ...`` splits every batch over N processes (pipeline.distributed).
+``python -m pipeline.train_cli --data runs/demo-en/pretrain --out runs/demo-en/pretrain --model bert_tiny``;
+``torchrun --nproc_per_node=N -m pipeline.train_cli ...`` splits every batch over N processes (pipeline.distributed).
 Every number is checked while the arguments are parsed (finite, in range), with the same rules as
-TrainConfig; every user error ends in one ``error:`` line and exit status 2 (bad arguments) or 1
-(a problem found while training, such as a non-finite loss), never in a traceback.
+TrainConfig, and the device with pipeline.runinfo's check, the one the training itself uses; every user
+error ends in one ``error:`` line and exit status 2 (bad arguments) or 1 (a problem found while training,
+such as a non-finite loss), never in a traceback.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from helpers import presets
-from helpers import pretrain as P
-from helpers.presets import PRESET_HELP, PRESET_NAMES
-
-DEVICES = ("auto", "cpu", "cuda", "mps")
+from helpers.presets import PRESET_HELP, PRESET_NAMES, TrainConfig
+from helpers.pretrain import TrainingDiverged, cap_steps
+from pipeline import training
+from pipeline.layout import MODEL_NAMES, PretrainFiles
+from pipeline.runinfo import device_argument
 
 
 def _number(kind: str) -> Callable[[str], float]:
@@ -49,21 +51,16 @@ def _count(name: str, low: int = 1) -> Callable[[str], int]:
     return parse
 
 
-def _device(text: str) -> str:
-    if text in DEVICES or text.startswith("cuda:"):
-        return text
-    raise argparse.ArgumentTypeError(f"unknown device {text!r}; choose one of {', '.join(DEVICES)} (or cuda:N)")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m helpers.pretrain", description=P.__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m pipeline.train_cli",
+                                     description=training.__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, help="folder written by prepare_data (or the out_dir holding data/)")
     parser.add_argument("--out", required=True, help="folder for bert_tiny/ and bert_ft/")
-    parser.add_argument("--model", required=True, choices=P.MODEL_NAMES)
+    parser.add_argument("--model", required=True, choices=MODEL_NAMES)
     parser.add_argument("--init", default="random",
                         help="'random' for bert_tiny; the static-vector folder of notebook 03 for bert_ft (required)")
     parser.add_argument("--preset", default="paper", choices=PRESET_NAMES, help=PRESET_HELP)
-    parser.add_argument("--device", default="auto", type=_device, help=f"{', '.join(DEVICES)} or cuda:N")
+    parser.add_argument("--device", default="auto", type=device_argument, help="auto, cpu, cuda or cuda:N")
     parser.add_argument("--seed", type=_count("seed", low=0), default=0)
     parser.add_argument("--steps", type=_count("steps"))
     parser.add_argument("--max-steps", type=_count("max_steps"), help="cap the preset's steps (schedule rescaled)")
@@ -97,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def config_from_args(args: argparse.Namespace) -> P.TrainConfig:
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """The preset's TrainConfig with the options given on the command line applied (and checked again)."""
     cfg = presets.get(args.preset).train
     names = ("steps", "batch_size", "lr", "weight_decay", "grad_clip", "eps", "warmup_fraction", "eval_every",
@@ -112,7 +109,7 @@ def config_from_args(args: argparse.Namespace) -> P.TrainConfig:
     if args.static_cap:
         changes["cap_masked"] = True
     cfg = cfg.replace(**changes)
-    return P.cap_steps(cfg, args.max_steps) if args.max_steps is not None else cfg
+    return cap_steps(cfg, args.max_steps) if args.max_steps is not None else cfg
 
 
 def model_overrides(args: argparse.Namespace) -> dict[str, float] | None:
@@ -133,19 +130,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)  # exits with status 2 and one message on a bad option
     try:
         cfg = config_from_args(args)
-        P.check_model_init(args.model, args.init)
+        training.check_model_init(args.model, args.init)
     except ValueError as err:
         parser.error(str(err))
     try:
-        info = P.train(args.model, args.init, cfg, args.data, args.out, device=args.device, seed=args.seed,
+        info = training.train(args.model, args.init, cfg, args.data, args.out, device=args.device, seed=args.seed,
                        resume=not args.no_resume, stop_at=args.stop_at, model_overrides=model_overrides(args))
         if not is_main_process():
             return 0  # process 0 wrote the files and reports
-        rows = P.read_metrics(Path(args.out) / args.model / "metrics.csv")
+        folder = PretrainFiles(Path(args.out))
+        rows = training.read_metrics(folder.model(args.model).metrics)
         print(json.dumps({"model": args.model, "steps_done": info["steps_done"], "final": rows[-1]}))
-        if args.compare and all((Path(args.out) / m / "metrics.csv").exists() for m in P.MODEL_NAMES):
-            print(json.dumps(P.write_comparison(args.out), indent=2))
-    except (ValueError, FileNotFoundError, P.TrainingDiverged) as err:
+        if args.compare and all(folder.model(m).metrics.exists() for m in MODEL_NAMES):
+            print(json.dumps(training.write_comparison(args.out), indent=2))
+    except (ValueError, FileNotFoundError, TrainingDiverged) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     return 0

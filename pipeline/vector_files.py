@@ -21,18 +21,21 @@ import re
 import time
 import urllib.request
 import zlib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any, Iterator
 
 import numpy as np
 
-from helpers.presets import PAPER_TOP_N, VectorsConfig
+from helpers.presets import PAPER_TOP_N, FastTextSettings, VectorsConfig
 from helpers.static_vectors import WordVectors
+from pipeline.data import CorpusSpec, load_corpus
+from pipeline.fasttext_training import clean_bucket, has_subwords, train_fasttext, vectors_from_model
+from pipeline.layout import REPO_ROOT
 
 CC_URL = "https://dl.fbaipublicfiles.com/fasttext/vectors-crawl/cc.{lang}.300.vec.gz"
 CC_PAGE = "https://fasttext.cc/docs/en/crawl-vectors.html"
-DEFAULT_CACHE = Path(".cache/fasttext")
+DEFAULT_CACHE = Path(".cache/fasttext")  # obtain_vectors puts it under the repository root
 BOM = "\ufeff"
 _GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
 
@@ -156,6 +159,11 @@ def prefix_path(lang: str, top_n: int, cache_dir: str | Path = DEFAULT_CACHE) ->
     return Path(cache_dir).expanduser() / f"cc.{lang}.300.top{top_n}.vec.gz"
 
 
+def prefix_info_path(prefix: Path) -> Path:
+    """Beside a cached prefix: what :func:`save_prefix` recorded about it (the original header, bytes read)."""
+    return Path(str(prefix) + ".json")
+
+
 def save_prefix(source: IO[bytes], dest: Path, top_n: int, where: str, progress: bool = False) -> dict[str, Any]:
     """Copy the header and first ``top_n`` word lines of a gzipped .vec stream into ``dest`` (gzipped).
 
@@ -187,7 +195,7 @@ def save_prefix(source: IO[bytes], dest: Path, top_n: int, where: str, progress:
     info = {"source": where, "header_words": n_words, "dim": dim, "lines_kept": kept, "top_n": top_n,
             "complete": kept == n_words, "compressed_bytes_read": counting.bytes_read,
             "bytes_cached": dest.stat().st_size, "seconds": round(time.perf_counter() - started, 1)}
-    Path(str(dest) + ".json").write_text(json.dumps(info, indent=2), encoding="utf-8")
+    prefix_info_path(dest).write_text(json.dumps(info, indent=2), encoding="utf-8")
     return info
 
 
@@ -201,7 +209,7 @@ def download_vectors(lang: str, cache_dir: str | Path = DEFAULT_CACHE, top_n: in
         raise ValueError(f"lang must be a fastText language code such as 'en' or 'cs', got {lang!r}")
     url = url or CC_URL.format(lang=lang)
     dest = prefix_path(lang, top_n, cache_dir)
-    if dest.is_file() and Path(str(dest) + ".json").is_file():
+    if dest.is_file() and prefix_info_path(dest).is_file():
         return dest
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:
@@ -219,8 +227,8 @@ def download_vectors(lang: str, cache_dir: str | Path = DEFAULT_CACHE, top_n: in
 
 def cached_prefix_info(path: Path) -> dict[str, Any] | None:
     """What :func:`save_prefix` recorded about a cached prefix (None for any other file)."""
-    sidecar = Path(str(path) + ".json")
-    return json.loads(sidecar.read_text(encoding="utf-8")) if sidecar.is_file() else None
+    info = prefix_info_path(path)
+    return json.loads(info.read_text(encoding="utf-8")) if info.is_file() else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -261,65 +269,49 @@ class VectorsSource:
     @property
     def subword_model(self) -> Any:
         """The model if it has character n-grams (what ``align(pieces='subword')`` needs), else None."""
-        from helpers.fasttext_training import has_subwords
-
         return self.model if self.model is not None and has_subwords(self.model) else None
 
 
-def load_training_corpus(lang: str, corpus_source: str = "embedded", corpus_path: str | Path | None = None,
-                         max_docs: int | None = None) -> Any:
-    """The training split the vectors are trained on (and token frequencies counted on)."""
-    from pipeline.data import load_corpus
-
-    options: dict[str, Any] = {"max_docs": max_docs}
-    if corpus_source == "files":
-        if corpus_path is None:
-            raise ValueError("corpus_source='files' needs corpus_path (a .txt/.jsonl/.csv/.parquet file or folder)")
-        options["path"] = corpus_path
-    return load_corpus(corpus_source, lang=lang, split="train", **options)
-
-
-def obtain_vectors(config: VectorsConfig, lang: str, seed: int = 0, vectors_path: str | Path | None = None,
-                   corpus_source: str = "embedded", corpus_path: str | Path | None = None,
-                   cache_dir: str | Path | None = None, progress: bool = True) -> VectorsSource:
+def obtain_vectors(config: VectorsConfig, lang: str, corpus: CorpusSpec, seed: int = 0,
+                   vectors_path: str | Path | None = None, cache_dir: str | Path | None = None,
+                   progress: bool = True) -> VectorsSource:
     """Vectors for notebook 03: from ``vectors_path`` if given, else per ``config.source``.
 
     A ``.bin`` path gives a model (so the 'subword' option works); a ``.vec``/``.vec.gz`` gives words only.
+    ``corpus`` is the text fastText trains on when the preset trains its own vectors.
     """
     if vectors_path is not None:
         path = Path(vectors_path).expanduser()
         info = {"source": "file", "vectors_path": str(path), "top_n": config.top_n}
         if path.suffix == ".bin":
-            from helpers.fasttext_training import vectors_from_model
-
             model = read_bin(path, expected_dim=config.fasttext.dim)
             return VectorsSource(vectors_from_model(model, config.top_n), model, info)
         return VectorsSource(read_vec(path, config.top_n, config.fasttext.dim), None, info)
     if config.source == "published":
-        if cache_dir is None:  # the repository's .cache/, wherever the notebook runs from
-            from pipeline.runinfo import REPO_ROOT
-
-            cache_dir = REPO_ROOT / DEFAULT_CACHE
-        path = download_vectors(lang, cache_dir, config.top_n, progress)
+        path = download_vectors(lang, cache_dir or REPO_ROOT / DEFAULT_CACHE, config.top_n, progress)
         info = {"source": "published", "vectors_path": str(path), "url": CC_URL.format(lang=lang),
                 "top_n": config.top_n, "download": cached_prefix_info(path)}
         return VectorsSource(read_vec(path, config.top_n, config.fasttext.dim), None, info)
-    return _train_for_preset(config, lang, seed, corpus_source, corpus_path, progress)
+    return _train_for_preset(config, lang, corpus, seed, progress)
 
 
-def _train_for_preset(config: VectorsConfig, lang: str, seed: int, corpus_source: str,
-                      corpus_path: str | Path | None, progress: bool) -> VectorsSource:
-    from helpers.fasttext_training import settings_record, train_fasttext, vectors_from_model
-
-    corpus = load_training_corpus(lang, corpus_source, corpus_path, config.max_docs)
+def _train_for_preset(config: VectorsConfig, lang: str, corpus: CorpusSpec, seed: int,
+                      progress: bool) -> VectorsSource:
+    texts = load_corpus(corpus, lang, "train", max_docs=config.max_docs)
     started, cpu_started = time.perf_counter(), time.process_time()
-    model = train_fasttext(corpus.texts, config.fasttext, seed=seed, progress=progress)
+    model = train_fasttext(texts.texts, config.fasttext, seed=seed, progress=progress)
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     vectors = vectors_from_model(model, config.top_n)
     info = {
-        "source": "train", "corpus": corpus.name, "corpus_source": corpus.source, "corpus_docs": len(corpus),
-        "corpus_words": corpus.n_words(), "top_n": config.top_n, "n_model_words": len(vectors),
+        "source": "train", "corpus": texts.name, "corpus_source": texts.source, "corpus_docs": len(texts),
+        "corpus_words": texts.n_words(), "top_n": config.top_n, "n_model_words": len(vectors),
         "fasttext": settings_record(config.fasttext, seed), "train_seconds": round(seconds, 1),
         "train_cpu_seconds": round(cpu_seconds, 1), "pretokenisation": "BertNormalizer(cased) + BertPreTokenizer",
     }
     return VectorsSource(vectors, model, info)
+
+
+def settings_record(settings: FastTextSettings, seed: int, threads: int = 1) -> dict[str, Any]:
+    """What the manifest records about training: every setting, the seed and how determinism was had."""
+    return {**asdict(settings), "bucket": clean_bucket(settings.bucket, settings.dim), "seed": seed,
+            "thread": threads, "seed_means": "document order of the training file (fastText's own seed is fixed)"}

@@ -18,7 +18,8 @@ Two English sets, read from the data files that the installed ``gensim`` package
 gensim (LGPL-2.1) redistributes both files unchanged apart from a comment header. The score is
 Spearman's rank correlation between the human ratings and the cosines, over the pairs whose two
 words both have a vector (the *coverage* says how many), with a bootstrap 95 % interval over
-those pairs: it tells how much the score would move with another draw of pairs of this kind.
+those pairs (:mod:`helpers.stats`): it tells how much the score would move with another draw of pairs of
+this kind.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+
+from helpers.stats import bootstrap_draws, percentile_interval
 
 BENCHMARKS: dict[str, str] = {
     "wordsim353": "gensim/test/test_data/wordsim353.tsv",
@@ -119,21 +122,24 @@ def evaluate(words: Sequence[str], matrix: np.ndarray, name: str, n_bootstrap: i
     rows_a, rows_b, human = (np.array(col) for col in zip(*kept))
     sims = cosines(np.asarray(matrix), rows_a, rows_b)
     result["spearman"] = spearman(human, sims)
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(kept), size=(n_bootstrap, len(kept)))
-    boot = np.array([spearman(human[d], sims[d]) for d in draws])
-    result["ci_low"], result["ci_high"] = (float(v) for v in np.nanpercentile(boot, [2.5, 97.5]))
+    draws = bootstrap_draws(np.column_stack([human, sims]), _resampled_spearman, draws=n_bootstrap, seed=seed)
+    result["ci_low"], result["ci_high"] = percentile_interval(draws)
     return result
 
 
-def evaluate_all(words: Sequence[str], matrix: np.ndarray, n_bootstrap: int = N_BOOTSTRAP,
-                 seed: int = 0) -> dict[str, dict[str, Any]]:
+def _resampled_spearman(resamples: np.ndarray) -> np.ndarray:
+    """Spearman's rho of each resample of (human rating, cosine) rows, shape (k, pairs, 2) -> (k,)."""
+    return np.array([spearman(pairs[:, 0], pairs[:, 1]) for pairs in resamples])
+
+
+def word_similarity(words: Sequence[str], matrix: np.ndarray, n_bootstrap: int = N_BOOTSTRAP,
+                    seed: int = 0) -> dict[str, dict[str, Any]]:
     """:func:`evaluate` on every benchmark, keyed by name."""
     return {name: evaluate(words, matrix, name, n_bootstrap, seed) for name in BENCHMARKS}
 
 
-def score_rows(results: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
-    """A table for the notebook: one row per (vectors, benchmark) from {label: :func:`evaluate_all`'s result}."""
+def word_similarity_rows(results: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """A table for the notebook: one row per (vectors, benchmark) from {label: :func:`word_similarity`'s result}."""
     rows = []
     for label, by_benchmark in results.items():
         for name, res in by_benchmark.items():

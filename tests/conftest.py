@@ -1,7 +1,7 @@
 """Shared fixtures: the smoke pipeline, executed once per test session and chained like the main job.
 
 A notebook test asks for ``smoke_step("03_static_vectors")``; the fixture runs 02 first (once), then
-03, both through ``pipeline.job.run_step`` with ``preset='smoke'``, and returns 03's output folder.
+03, both through ``pipeline.runner.run_step`` with ``preset='smoke'``, and returns 03's output folder.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Callable
 
 import pytest
 
-from pipeline import job as job
+from pipeline import runner, steps
 
 SMOKE_LANG = "en"
 
@@ -29,14 +29,13 @@ def smoke_step(smoke_run_dir: Path) -> Callable[[str], Path]:
     def ensure(name: str) -> Path:
         if name in done:
             return done[name]
-        step = job.STEP_BY_NAME[name]
+        step = steps.STEP_BY_NAME[name]
         for need in step.needs:
             ensure(need)
-        params = job.step_parameters(step, smoke_run_dir, "smoke", SMOKE_LANG, seed=0, device="cpu",
-                                     solve_exercises=True)
-        upstream = [smoke_run_dir / job.STEP_BY_NAME[n].out for n in step.needs]
-        job.run_step(step, smoke_run_dir, params, upstream, force=True)
-        done[name] = job.out_dir_of(step, params)
+        settings = steps.RunSettings("smoke", SMOKE_LANG, seed=0, device="cpu", solve_exercises=True)
+        params = settings.parameters(step, smoke_run_dir)
+        runner.run_step(step, smoke_run_dir, params, steps.upstream_of(step, smoke_run_dir), force=True)
+        done[name] = steps.out_dir_of(step, params)
         return done[name]
 
     return ensure
@@ -45,11 +44,11 @@ def smoke_step(smoke_run_dir: Path) -> Callable[[str], Path]:
 @pytest.fixture(scope="session")
 def smoke_figures(smoke_step: Callable[[str], Path], smoke_run_dir: Path) -> Path:
     """Run 06 on the smoke run folder (after 01-05); return the figures folder."""
-    for step in job.STEPS:
+    for step in steps.STEPS:
         smoke_step(step.name)
     figures_dir = smoke_run_dir.parent / "figures"
-    job.run_figures([smoke_run_dir], figures_dir, smoke_run_dir.parent / "smoke-figures", force=True,
-                    solve_exercises=True)
+    runner.run_figures([smoke_run_dir], figures_dir, smoke_run_dir.parent / "smoke-figures", force=True,
+                       solve_exercises=True)
     return figures_dir
 
 
@@ -57,27 +56,26 @@ def smoke_figures(smoke_step: Callable[[str], Path], smoke_run_dir: Path) -> Pat
 def small_tokenizer():
     """A 400-token WordPiece trained on 150 real English articles: small enough for unit tests of training."""
     from helpers.tokenizer import train_wordpiece
-    from pipeline.data import load_corpus
+    from pipeline.data import EMBEDDED, load_corpus
 
-    return train_wordpiece(load_corpus("embedded", "en", "train", max_docs=150).texts, vocab_size=400,
+    return train_wordpiece(load_corpus(EMBEDDED, "en", "train", max_docs=150).texts, vocab_size=400,
                            show_progress=False)
 
 
 @pytest.fixture(scope="session")
 def small_prepared(tmp_path_factory: pytest.TempPathFactory, small_tokenizer) -> Callable[[int], Path]:
     """Prepared pretraining data (150 training, 24 evaluation articles) at a given sequence length, made once each."""
-    from helpers import pretrain
-    from pipeline.data import load_corpus
+    from pipeline.data import EMBEDDED, load_corpus
+    from pipeline.prepare import prepare_data
 
     made: dict[int, Path] = {}
 
     def prepared(seq_len: int) -> Path:
         if seq_len not in made:
             out = tmp_path_factory.mktemp(f"prepared{seq_len}")
-            train = load_corpus("embedded", "en", "train", max_docs=150).texts
-            evaluation = load_corpus("embedded", "en", "eval", max_docs=24).texts
-            pretrain.prepare_data(small_tokenizer, train, evaluation, out, seq_len=seq_len, lang="en",
-                                  corpus="embedded")
+            train = load_corpus(EMBEDDED, "en", "train", max_docs=150).texts
+            evaluation = load_corpus(EMBEDDED, "en", "eval", max_docs=24).texts
+            prepare_data(small_tokenizer, train, evaluation, out, seq_len=seq_len, lang="en", corpus="embedded")
             made[seq_len] = out
         return made[seq_len]
 

@@ -12,6 +12,8 @@ import pytest
 
 from helpers import static_vectors as sv
 from pipeline import ablations as A
+from pipeline.layout import StaticFiles
+from pipeline.static_files import load_aligned
 
 VARIANTS = ("fallback_random", "scale_bert", "normalise_none")
 # '+0.024' is text; without this pandas reads a one-seed column as a number.
@@ -28,7 +30,7 @@ def ablated(smoke_figures: Path, smoke_run_dir: Path, tmp_path_factory: pytest.T
 
 
 def variant_static(ablated: Path, smoke_run_dir: Path, name: str) -> sv.Alignment:
-    return sv.load_aligned(ablated / "train" / smoke_run_dir.name / name / "static")
+    return load_aligned(ablated / "train" / smoke_run_dir.name / name / "static")
 
 
 def test_the_paper_variant_rebuilt_equals_the_runs_embeddings_and_a_changed_run_is_caught(
@@ -37,15 +39,16 @@ def test_the_paper_variant_rebuilt_equals_the_runs_embeddings_and_a_changed_run_
     altered = tmp_path / smoke_run_dir.name
     shutil.copytree(smoke_run_dir / "tokenizer", altered / "tokenizer")
     shutil.copytree(smoke_run_dir / "static", altered / "static")
-    matrix = np.load(altered / "static" / sv.EMBEDDINGS_FILE)
-    matrix[np.load(altered / "static" / sv.FOUND_FILE).argmax()] += 1e-3
-    np.save(altered / "static" / sv.EMBEDDINGS_FILE, matrix)
+    static = StaticFiles(altered / "static")
+    matrix = np.load(static.embeddings)
+    matrix[np.load(static.found).argmax()] += 1e-3
+    np.save(static.embeddings, matrix)
     with pytest.raises(ValueError, match="did not reproduce"):
         A.check_reproduces_run(altered, ablated / "train" / "vectors")
 
 
 def test_each_variant_changes_only_its_own_choice(ablated: Path, smoke_run_dir: Path) -> None:
-    paper = sv.load_aligned(smoke_run_dir / "static")
+    paper = load_aligned(smoke_run_dir / "static")
     random_fallback = variant_static(ablated, smoke_run_dir, "fallback_random")
     assert np.array_equal(random_fallback.found, paper.found)
     assert np.array_equal(random_fallback.matrix[paper.found], paper.matrix[paper.found])

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from helpers import baselines
+from pipeline import baseline_files
 
 # ids 0-4 are [PAD] [UNK] [CLS] [SEP] [MASK]; 5-9 are words. [UNK] (1) sits in a real position and must not count.
 TRAIN_IDS = [[2, 5, 5, 6, 1, 3], [2, 5, 7, 3, 0, 0]]
@@ -19,7 +20,7 @@ EVAL_LABELS = [[-100, 5, -100, 8, -100, -100], [-100, 6, -100, -100, -100, -100]
 
 def write_prepared_data(pretrain_dir: Path, train_ids=TRAIN_IDS, train_lengths=TRAIN_LENGTHS,
                         eval_labels=EVAL_LABELS, vocab_size: int = 10) -> Path:
-    """The files helpers.pretrain.load_data reads, with a tokenizer.json that names the five specials."""
+    """The files pipeline.prepare.load_data reads, with a tokenizer.json that names the five specials."""
     data = pretrain_dir / "data"
     (data / "tokenizer").mkdir(parents=True)
     labels = np.asarray(eval_labels, dtype=np.int32)
@@ -37,7 +38,7 @@ def write_prepared_data(pretrain_dir: Path, train_ids=TRAIN_IDS, train_lengths=T
 
 def test_add_one_unigram_scores_the_labels_as_counted_by_hand(tmp_path: Path) -> None:
     write_prepared_data(tmp_path)
-    base = baselines.compute_baseline(tmp_path)
+    base = baseline_files.compute_baseline(tmp_path)
     # words counted: 5 x3, 6 x1, 7 x1 (N = 5); add one to each of the 5 word ids: 4, 2, 2, 1, 1 of 10
     p = {5: 0.4, 6: 0.2, 7: 0.2, 8: 0.1, 9: 0.1}
     assert base.unigram_loss == pytest.approx(-(math.log(p[5]) + math.log(p[8]) + math.log(p[6])) / 3)
@@ -46,9 +47,17 @@ def test_add_one_unigram_scores_the_labels_as_counted_by_hand(tmp_path: Path) ->
     assert base.unigram_train_loss == pytest.approx(-(3 * math.log(0.4) + 2 * math.log(0.2)) / 5)
 
 
+def test_the_baseline_is_computed_from_arrays_alone() -> None:
+    """helpers.baselines needs no files: the arrays in memory give the numbers the prepared folder gives."""
+    base = baselines.unigram_baseline(np.asarray(TRAIN_IDS, dtype=np.uint16), np.asarray(TRAIN_LENGTHS),
+                                      np.asarray(EVAL_LABELS), 10, [0, 1, 2, 3, 4])
+    assert base.most_frequent_id == 5 and base.n_positions == 3 and base.n_train_tokens == 5
+    assert base.unigram_accuracy == pytest.approx(1 / 3)
+
+
 def test_only_the_evaluated_sequences_are_scored(tmp_path: Path) -> None:
     write_prepared_data(tmp_path)
-    base = baselines.compute_baseline(tmp_path, eval_sequences=1)
+    base = baseline_files.compute_baseline(tmp_path, eval_sequences=1)
     assert base.n_positions == 2
     assert base.unigram_loss == pytest.approx(-(math.log(0.4) + math.log(0.1)) / 2)
     assert base.unigram_accuracy == pytest.approx(0.5)
@@ -71,34 +80,34 @@ def test_a_word_never_seen_in_training_costs_a_finite_loss() -> None:
 
 def test_missing_prepared_data_names_what_to_run(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="prepare_data"):
-        baselines.compute_baseline(tmp_path)
+        baseline_files.compute_baseline(tmp_path)
 
 
 def test_no_masked_position_is_a_clear_error(tmp_path: Path) -> None:
     write_prepared_data(tmp_path, eval_labels=[[-100] * 6])
     with pytest.raises(ValueError, match="no masked position"):
-        baselines.compute_baseline(tmp_path)
+        baseline_files.compute_baseline(tmp_path)
 
 
 def test_a_saved_baseline_stands_in_for_the_prepared_data(tmp_path: Path) -> None:
     write_prepared_data(tmp_path)
-    computed = baselines.compute_baseline(tmp_path, eval_sequences=1)
+    computed = baseline_files.compute_baseline(tmp_path, eval_sequences=1)
     record = tmp_path / "record"
     record.mkdir()
-    baselines.save_baseline(computed, record, eval_sequences=1)
-    assert baselines.load_baseline(record, eval_sequences=1) == computed
-    assert baselines.load_baseline(tmp_path, eval_sequences=1) == computed  # the data win when present
+    baseline_files.save_baseline(computed, record, eval_sequences=1)
+    assert baseline_files.load_baseline(record, eval_sequences=1) == computed
+    assert baseline_files.load_baseline(tmp_path, eval_sequences=1) == computed  # the data win when present
 
 
 def test_a_saved_baseline_for_other_evaluation_sequences_is_refused(tmp_path: Path) -> None:
     write_prepared_data(tmp_path)
     record = tmp_path / "record"
     record.mkdir()
-    baselines.save_baseline(baselines.compute_baseline(tmp_path), record, eval_sequences=None)
+    baseline_files.save_baseline(baseline_files.compute_baseline(tmp_path), record, eval_sequences=None)
     with pytest.raises(ValueError, match="another number of evaluation sequences"):
-        baselines.load_baseline(record, eval_sequences=1)
+        baseline_files.load_baseline(record, eval_sequences=1)
 
 
 def test_no_data_and_no_saved_baseline_names_what_to_run(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="prepare_data"):
-        baselines.load_baseline(tmp_path)
+        baseline_files.load_baseline(tmp_path)

@@ -14,11 +14,11 @@ from helpers.pretrain import BatchSampler
 @pytest.fixture(scope="module")
 def real_lengths() -> np.ndarray:
     """Lengths of the paper's truncated sequences on 2,000 embedded English articles (small tokenizer)."""
-    from helpers.pretrain import tokenize_corpus, truncate_sequences
     from helpers.tokenizer import train_wordpiece
-    from pipeline.data import load_corpus
+    from pipeline.data import EMBEDDED, load_corpus
+    from pipeline.sequences import tokenize_corpus, truncate_sequences
 
-    corpus = load_corpus("embedded", "en", "train", max_docs=2_000)
+    corpus = load_corpus(EMBEDDED, "en", "train", max_docs=2_000)
     tokenizer = train_wordpiece(corpus.texts, 3_000, show_progress=False)
     _, lengths = truncate_sequences(tokenize_corpus(tokenizer, corpus.texts), 128, tokenizer.cls_token_id,
                                     tokenizer.sep_token_id, tokenizer.pad_token_id)

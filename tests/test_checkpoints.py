@@ -13,10 +13,12 @@ import torch
 from helpers import presets
 from helpers import pretrain as P
 from pipeline import checkpoints as ck
+from pipeline import prepare, training
 from pipeline import train_cli as cli
+from pipeline.layout import ModelFiles
 
 SMALL_MODEL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48)
-CFG = P.TrainConfig(name="test", steps=4, batch_size=4, seq_len=32, eval_every=2, checkpoint_every=2,
+CFG = presets.TrainConfig(name="test", steps=4, batch_size=4, seq_len=32, eval_every=2, checkpoint_every=2,
                     eval_batch_size=16, lr=2e-3)
 
 
@@ -31,7 +33,8 @@ def data_dir(small_prepared):
 
 
 def _static(tmp_path, tokenizer, seed=0, name="static"):
-    from helpers.static_vectors import Alignment, save_aligned
+    from helpers.static_vectors import Alignment
+    from pipeline.static_files import save_aligned
 
     matrix = np.random.default_rng(seed).normal(size=(len(tokenizer), 32)).astype(np.float32)
     return save_aligned(tmp_path / name, Alignment(matrix, np.ones(len(tokenizer), dtype=bool), {"seed": seed}),
@@ -39,7 +42,7 @@ def _static(tmp_path, tokenizer, seed=0, name="static"):
 
 
 def _train(tokenizer, data_dir, out, model="bert_tiny", init="random", cfg=CFG, **kw):
-    return P.train(model, init, cfg, data_dir, out, tokenizer=tokenizer, device="cpu", progress=False,
+    return training.train(model, init, cfg, data_dir, out, tokenizer=tokenizer, device="cpu", progress=False,
                    model_overrides=SMALL_MODEL, **kw)
 
 
@@ -61,7 +64,7 @@ def test_train_config_refuses_a_bad_value_naming_the_setting(name, value):
 CLI_BASE = ["--data", "unused", "--out", "unused", "--model", "bert_tiny"]
 BAD_OPTIONS = [["--lr", "inf"], ["--lr", "1e6"], ["--lr", "nan"], ["--weight-decay", "nan"], ["--grad-clip", "-1"],
                ["--eps", "0"], ["--beta1", "1.0"], ["--eval-sequences", "0"], ["--stop-at", "-3"], ["--stop-at", "0"],
-               ["--steps", "ten"], ["--seed", "-1"], ["--device", "tpu"], ["--batching", "sorted"],
+               ["--steps", "ten"], ["--seed", "-1"], ["--device", "tpu"], ["--device", "mps"], ["--batching", "sorted"],
                ["--preset", "huge"]]
 
 
@@ -78,6 +81,24 @@ def test_tpu_names_the_devices_there_are(capsys):
     with pytest.raises(SystemExit):
         cli.main(CLI_BASE + ["--device", "tpu"])
     assert "unknown device 'tpu'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("device", ["auto", "cpu", "cuda", "cuda:1", "mps", "cuda:x"])
+def test_the_cli_accepts_exactly_the_devices_training_accepts(device):
+    """One device check, made while the options are parsed: pipeline.runinfo's, which training applies too."""
+    from pipeline.runinfo import check_device
+
+    try:
+        check_device(device)
+        accepted = True
+    except ValueError:
+        accepted = False
+    argv = CLI_BASE + ["--device", device]
+    if accepted:
+        assert cli.build_parser().parse_args(argv).device == device
+    else:
+        with pytest.raises(SystemExit):
+            cli.build_parser().parse_args(argv)
 
 
 def test_stop_at_below_one_is_refused_in_python_too(tokenizer, data_dir, tmp_path):
@@ -125,10 +146,10 @@ def test_a_non_finite_loss_stops_training_and_is_recorded(tokenizer, data_dir, t
     assert err.value.step == 3
     run = json.loads((tmp_path / "bert_tiny" / "run.json").read_text())
     assert run["finished"] is False and run["steps_done"] == 3 and "diverged" in run["stopped"]
-    rows = P.read_metrics(tmp_path / "bert_tiny" / "metrics.csv")
+    rows = training.read_metrics(tmp_path / "bert_tiny" / "metrics.csv")
     assert [r["step"] for r in rows] == [0, 2]  # nothing non-finite was logged
     assert not (tmp_path / "bert_tiny" / "model").exists()
-    saved = ck.load_checkpoint(tmp_path / "bert_tiny" / ck.CHECKPOINT_FILE)
+    saved = ck.load_checkpoint(ModelFiles(tmp_path / "bert_tiny").checkpoint)
     assert saved["step"] == 2  # the last good checkpoint, never a NaN one
 
 
@@ -147,7 +168,7 @@ def test_the_cli_exits_non_zero_when_training_diverges(data_dir, tmp_path, monke
 @pytest.mark.parametrize("content", [b"", b"garbage, not a checkpoint\n" * 10, "truncated"])
 def test_an_unreadable_checkpoint_names_its_path_and_no_resume(tokenizer, data_dir, tmp_path, content, capsys):
     _train(tokenizer, data_dir, tmp_path, stop_at=2)
-    path = tmp_path / "bert_tiny" / ck.CHECKPOINT_FILE
+    path = ModelFiles(tmp_path / "bert_tiny").checkpoint
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2] if content == "truncated" else content)
     with pytest.raises(ck.CheckpointError) as err:
         _train(tokenizer, data_dir, tmp_path)
@@ -188,7 +209,7 @@ def test_run_json_records_identity_and_init(tokenizer, data_dir, tmp_path):
                              "tokenizer_fingerprint", "train_config_hash"}
     assert (identity["lang"], identity["corpus"], identity["seed"], identity["max_steps"]) == ("en", "embedded", 0, 2)
     assert identity["preset"] == "test (max 2 steps)" and run["max_steps"] == 2
-    assert identity["data_fingerprint"] == P.load_data(data_dir).fingerprint()
+    assert identity["data_fingerprint"] == prepare.load_data(data_dir).fingerprint()
     assert run["init"]["kind"] == "random" and run["init"]["manifest_sha256"] is None
     assert run["train_config"]["batching"] == "random" and run["train_config"]["dropout"] == "torch"
 
@@ -198,19 +219,19 @@ def test_comparisons_refuse_runs_of_different_experiments(tokenizer, data_dir, t
     _train(tokenizer, data_dir, tmp_path, seed=7, cfg=CFG.replace(steps=2))
     _train(tokenizer, data_dir, tmp_path, model="bert_ft", init=str(static), seed=0, cfg=CFG.replace(steps=2))
     with pytest.raises(ValueError, match="seed: 7 -> 0"):
-        P.write_comparison(tmp_path)
+        training.write_comparison(tmp_path)
     assert not (tmp_path / "comparison.json").exists()
     _train(tokenizer, data_dir, tmp_path, seed=0, cfg=CFG.replace(steps=2), resume=False)
-    assert P.write_comparison(tmp_path)["bert_tiny_final"]["step"] == 2  # same experiment: compared
+    assert training.write_comparison(tmp_path)["bert_tiny_final"]["step"] == 2  # same experiment: compared
 
 
 def test_compare_runs_checks_given_identities():
     rows = [{"step": 0, "train_loss": math.nan, "eval_loss": 9.0, "eval_accuracy": 0.0},
             {"step": 10, "train_loss": 8.0, "eval_loss": 7.0, "eval_accuracy": 0.1}]
     identity = {"lang": "en", "seed": 0, "data_fingerprint": "a" * 64}
-    assert P.compare_runs(rows, rows, identity, dict(identity))["bert_tiny_final"]["step"] == 10
+    assert training.compare_runs(rows, rows, identity, dict(identity))["bert_tiny_final"]["step"] == 10
     with pytest.raises(ValueError, match="lang: \"fr\" -> \"en\""):
-        P.compare_runs(rows, rows, {**identity, "lang": "fr"}, identity)
+        training.compare_runs(rows, rows, {**identity, "lang": "fr"}, identity)
 
 
 # ---------------------------------------------------------------- per-position evaluation results
@@ -218,9 +239,9 @@ def test_compare_runs_checks_given_identities():
 
 def test_final_evaluation_saves_per_position_results(tokenizer, data_dir, tmp_path):
     _train(tokenizer, data_dir, tmp_path)
-    saved = np.load(tmp_path / "bert_tiny" / P.EVAL_POSITIONS_FILE)
-    final = P.read_metrics(tmp_path / "bert_tiny" / "metrics.csv")[-1]
-    data = P.load_data(data_dir)
+    saved = np.load(ModelFiles(tmp_path / "bert_tiny").positions)
+    final = training.read_metrics(tmp_path / "bert_tiny" / "metrics.csv")[-1]
+    data = prepare.load_data(data_dir)
     labels = data.eval_labels
     assert saved["correct"].dtype == bool and saved["loss"].dtype == np.float32
     assert len(saved["loss"]) == int((labels != -100).sum())
@@ -233,4 +254,4 @@ def test_final_evaluation_saves_per_position_results(tokenizer, data_dir, tmp_pa
 
 def test_stopping_early_writes_no_per_position_results(tokenizer, data_dir, tmp_path):
     _train(tokenizer, data_dir, tmp_path, stop_at=2)
-    assert not (tmp_path / "bert_tiny" / P.EVAL_POSITIONS_FILE).exists()
+    assert not ModelFiles(tmp_path / "bert_tiny").positions.exists()

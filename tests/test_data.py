@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline import data
-from pipeline.data import load_corpus, load_labelled
+from pipeline import data, documents, files
+from pipeline.data import EMBEDDED, CorpusSpec, load_corpus, load_labelled
 
 EN_ARTICLES = 10_033
 EN_TOPICS = 12
@@ -39,14 +39,14 @@ def test_embedded_english_has_all_vital_articles() -> None:
 def test_the_partition_puts_every_article_in_exactly_one_part() -> None:
     every = {a["extract"] for a in data.embedded_articles("en")}
     assert len(every) == EN_ARTICLES  # English summaries are all distinct, so texts identify articles
-    train = load_corpus("embedded", "en", "train")
-    held = load_corpus("embedded", "en", "eval")
-    test = load_labelled("embedded", "en", "test")
+    train = load_corpus(EMBEDDED, "en", "train")
+    held = load_corpus(EMBEDDED, "en", "eval")
+    test = load_labelled(EMBEDDED, "en", "test")
     parts = [set(train.texts), set(held.texts), set(test.texts)]
     assert sum(map(len, parts)) == EN_ARTICLES and set.union(*parts) == every
     assert not (parts[0] & parts[1] or parts[0] & parts[2] or parts[1] & parts[2])
     # eval: a hash-based Bernoulli(0.05 / 0.9) draw per article outside the test part; allow 5 binomial sd.
-    n, p = EN_ARTICLES - len(test), data.EMBEDDED_EVAL_FRACTION / (1 - data.EMBEDDED_TEST_FRACTION)
+    n, p = EN_ARTICLES - len(test), documents.EVAL_FRACTION / (1 - data.EMBEDDED_TEST_FRACTION)
     assert abs(len(held) - n * p) <= 5 * math.sqrt(n * p * (1 - p))
     assert train.meta["articles_total"] == EN_ARTICLES
     assert train.licence and "CC BY-SA" in train.licence
@@ -57,12 +57,12 @@ def test_the_partition_puts_every_article_in_exactly_one_part() -> None:
 def test_no_probe_test_article_is_in_any_training_text(lang: str) -> None:
     """The tokenizer, fastText and pretraining all read load_corpus(split='train'), whole or its first
     max_docs documents; the evaluation text is load_corpus(split='eval'). None may hold a test article."""
-    test = set(load_labelled("embedded", lang, "test").texts)
-    train = load_corpus("embedded", lang, "train").texts
-    for split, texts in (("train", train), ("eval", load_corpus("embedded", lang, "eval").texts)):
+    test = set(load_labelled(EMBEDDED, lang, "test").texts)
+    train = load_corpus(EMBEDDED, lang, "train").texts
+    for split, texts in (("train", train), ("eval", load_corpus(EMBEDDED, lang, "eval").texts)):
         assert texts and not set(texts) & test, split
     for max_docs in (1, 400, 2_000, len(train)):  # what the presets ask for is always a prefix of the split
-        assert load_corpus("embedded", lang, "train", max_docs=max_docs).texts == train[:max_docs]
+        assert load_corpus(EMBEDDED, lang, "train", max_docs=max_docs).texts == train[:max_docs]
     # not even as part of a longer document: every test text is looked up in the joined training text
     joined = "\x00".join(train)
     assert not [t for t in test if t in joined]
@@ -72,9 +72,9 @@ def test_the_partition_record_names_each_part_with_a_hash() -> None:
     record = data.partition_record("en")
     assert set(record["parts"]) == set(data.PARTS)
     sizes = {name: part["articles"] for name, part in record["parts"].items()}
-    assert sizes == {"train": len(load_corpus("embedded", "en", "train")),
-                     "eval": len(load_corpus("embedded", "en", "eval")),
-                     "probe_test": len(load_labelled("embedded", "en", "test"))}
+    assert sizes == {"train": len(load_corpus(EMBEDDED, "en", "train")),
+                     "eval": len(load_corpus(EMBEDDED, "en", "eval")),
+                     "probe_test": len(load_labelled(EMBEDDED, "en", "test"))}
     assert all(len(part["sha256"]) == 64 for part in record["parts"].values())
     other = data.partition_record("en", seed=1)
     assert other["sha256"] != record["sha256"] and other["parts"]["probe_test"]["sha256"] != \
@@ -85,25 +85,25 @@ def test_the_partition_record_names_each_part_with_a_hash() -> None:
 
 
 def test_embedded_split_is_repeatable_and_independent_of_max_docs() -> None:
-    first = load_corpus("embedded", "en", "eval")
-    again = load_corpus("embedded", "en", "eval")
+    first = load_corpus(EMBEDDED, "en", "eval")
+    again = load_corpus(EMBEDDED, "en", "eval")
     assert first.texts == again.texts
-    assert load_corpus("embedded", "en", "eval", max_docs=40).texts == first.texts[:40]
-    full_train = load_corpus("embedded", "en", "train")
-    assert load_corpus("embedded", "en", "train", max_docs=300).texts == full_train.texts[:300]
-    other_seed = load_corpus("embedded", "en", "eval", seed=1)
+    assert load_corpus(EMBEDDED, "en", "eval", max_docs=40).texts == first.texts[:40]
+    full_train = load_corpus(EMBEDDED, "en", "train")
+    assert load_corpus(EMBEDDED, "en", "train", max_docs=300).texts == full_train.texts[:300]
+    other_seed = load_corpus(EMBEDDED, "en", "eval", seed=1)
     assert set(other_seed.texts) != set(first.texts)
 
 
 def test_embedded_split_is_the_same_in_a_fresh_interpreter() -> None:
     """Python's string hashing is salted per process; the split must not depend on it."""
-    code = ("import hashlib, json; from pipeline.data import load_corpus, partition_record; "
-            "t = load_corpus('embedded', 'en', 'eval').texts; "
+    code = ("import hashlib, json; from pipeline.data import EMBEDDED, load_corpus, partition_record; "
+            "t = load_corpus(EMBEDDED, 'en', 'eval').texts; "
             "print(json.dumps([len(t), hashlib.sha256('\\n'.join(t).encode()).hexdigest(), "
             "partition_record('en')['sha256']]))")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=True)
-    here = load_corpus("embedded", "en", "eval").texts
+    here = load_corpus(EMBEDDED, "en", "eval").texts
     assert json.loads(out.stdout) == [len(here), hashlib.sha256("\n".join(here).encode()).hexdigest(),
                                       data.partition_record("en")["sha256"]]
 
@@ -112,22 +112,22 @@ def test_embedded_first_documents_are_a_spread_out_sample() -> None:
     """max_docs takes the first N in hash order, not alphabetical order, so any N is a fair sample."""
     n_head = 300
     position = {a["extract"]: i for i, a in enumerate(data.embedded_articles("en"))}  # alphabetical rank
-    head = load_corpus("embedded", "en", "train", max_docs=n_head).texts
+    head = load_corpus(EMBEDDED, "en", "train", max_docs=n_head).texts
     mean_rank = sum(position[t] for t in head) / n_head
     # A uniform sample's mean rank is (N-1)/2 with sd about N / sqrt(12 n); allow 5 sd.
     assert abs(mean_rank - (EN_ARTICLES - 1) / 2) <= 5 * EN_ARTICLES / math.sqrt(12 * n_head)
-    labelled_head = load_labelled("embedded", "en", "train", max_docs=600)
+    labelled_head = load_labelled(EMBEDDED, "en", "train", max_docs=600)
     assert set(labelled_head.labels) == set(range(EN_TOPICS))  # rarest topic: expected ~15 of 600
 
 
 def test_embedded_topics_and_stratified_split() -> None:
-    train = load_labelled("embedded", "en", "train")
-    test = load_labelled("embedded", "en", "test")
+    train = load_labelled(EMBEDDED, "en", "train")
+    test = load_labelled(EMBEDDED, "en", "test")
     assert train.label_names == test.label_names
     assert len(train.label_names) == EN_TOPICS
     assert {"People", "Geography", "Mathematics"} <= set(train.label_names)
     assert len(train) + len(test) == EN_ARTICLES  # the labelled training part is the corpus' train + eval
-    corpus = load_corpus("embedded", "en", "train").texts + load_corpus("embedded", "en", "eval").texts
+    corpus = load_corpus(EMBEDDED, "en", "train").texts + load_corpus(EMBEDDED, "en", "eval").texts
     assert set(train.texts) == set(corpus)
     assert not set(train.texts) & set(test.texts)
     assert all(0 <= y < EN_TOPICS for y in train.labels + test.labels)
@@ -143,21 +143,21 @@ def test_embedded_topics_and_stratified_split() -> None:
 
 @pytest.mark.parametrize("lang, n_topics", [("fr", 11), ("es", 8)])
 def test_embedded_french_and_spanish(lang: str, n_topics: int) -> None:
-    train, held = load_corpus("embedded", lang, "train"), load_corpus("embedded", lang, "eval")
+    train, held = load_corpus(EMBEDDED, lang, "train"), load_corpus(EMBEDDED, lang, "eval")
     assert len(train) > 10 * len(held) > 0
     assert not set(train.texts) & set(held.texts)
-    assert not set(train.texts + held.texts) & set(load_labelled("embedded", lang, "test").texts)
+    assert not set(train.texts + held.texts) & set(load_labelled(EMBEDDED, lang, "test").texts)
     assert train.n_words() > 100_000
     extracts = [a["extract"] for a in data.embedded_articles(lang)]
     assert len(set(extracts)) == len(extracts)  # redirects sharing one summary are folded into one article
-    labelled = load_labelled("embedded", lang, "test")
+    labelled = load_labelled(EMBEDDED, lang, "test")
     assert len(labelled.label_names) == n_topics and set(labelled.labels) == set(range(n_topics))
 
 
 def test_stratified_split_on_small_classes() -> None:
     keys = [f"doc{i}" for i in range(23)]
     labels = [0] * 10 + [1] * 10 + [2] * 2 + [3]
-    kept, held = data.stratified_split(keys, labels, 0.2, seed=0)
+    kept, held = documents.stratified_split(keys, labels, 0.2, seed=0)
     assert sorted(kept + held) == list(range(23))
     held_by_class = collections.Counter(labels[i] for i in held)
     assert held_by_class == {0: 2, 1: 2, 2: 1}  # a singleton class stays in training
@@ -165,13 +165,17 @@ def test_stratified_split_on_small_classes() -> None:
 
 def test_stable_fraction_is_sha256_of_seed_and_key() -> None:
     expected = int.from_bytes(hashlib.sha256(b"7:Berlin").digest()[:8], "big") / 2**64
-    assert data.stable_fraction("Berlin", 7) == expected
-    assert data.stable_fraction("Berlin", 7, purpose="order:") != expected
+    assert documents.stable_fraction("Berlin", 7) == expected
+    assert documents.stable_fraction("Berlin", 7, purpose="order:") != expected
 
 
 # --------------------------------------------------------------------------------------------
 # Files
 # --------------------------------------------------------------------------------------------
+
+
+def _files(path: Path) -> CorpusSpec:
+    return CorpusSpec("files", path)
 
 
 def _lines(n: int, prefix: str = "line") -> list[str]:
@@ -180,21 +184,21 @@ def _lines(n: int, prefix: str = "line") -> list[str]:
 
 def _both_splits(path: Path, **options: Any) -> list[str]:
     """Every document of a files corpus: its train split, then its eval split."""
-    return load_corpus("files", "xx", "train", path=path, **options).texts + \
-        load_corpus("files", "xx", "eval", path=path, **options).texts
+    return load_corpus(_files(path), "xx", "train", **options).texts + \
+        load_corpus(_files(path), "xx", "eval", **options).texts
 
 
 def test_txt_one_document_per_line(tmp_path: Path) -> None:
     path = tmp_path / "corpus.txt"
     path.write_text("\n".join(_lines(200)[:100]) + "\n\n   \n" + "\n".join(_lines(200)[100:]) + "\n", encoding="utf-8")
-    train = load_corpus("files", "en", "train", path=path)
-    held = load_corpus("files", "en", "eval", path=path)
+    train = load_corpus(_files(path), "en", "train")
+    held = load_corpus(_files(path), "en", "eval")
     assert sorted(train.texts + held.texts) == sorted(_lines(200))
     assert held.texts and not set(train.texts) & set(held.texts)
     # the split follows each line's content, so reordering the file keeps it
     path.write_text("\n".join(reversed(_lines(200))), encoding="utf-8")
-    assert set(load_corpus("files", "en", "eval", path=path).texts) == set(held.texts)
-    assert load_corpus("files", "en", "train", path=path, max_docs=3).texts == \
+    assert set(load_corpus(_files(path), "en", "eval").texts) == set(held.texts)
+    assert load_corpus(_files(path), "en", "train", max_docs=3).texts == \
         [t for t in reversed(_lines(200)) if t in set(train.texts)][:3]
 
 
@@ -204,7 +208,7 @@ def test_jsonl_with_a_chosen_column(tmp_path: Path) -> None:
     path.write_text("\n".join(records) + "\n", encoding="utf-8")
     assert sorted(_both_splits(path, text_column="body")) == sorted(_lines(60))
     with pytest.raises(ValueError, match=r"no column 'text'.*body, id.*text_column"):
-        load_corpus("files", "en", "train", path=path)
+        load_corpus(_files(path), "en", "train")
 
 
 def test_csv_labelled_with_string_labels(tmp_path: Path) -> None:
@@ -215,13 +219,13 @@ def test_csv_labelled_with_string_labels(tmp_path: Path) -> None:
         for i in range(50):
             writer.writerow([f"sport story {i}, with a comma", "sport"])
             writer.writerow([f"money story {i}", "business"])
-    train = load_labelled("files", "en", "train", path=path, text_column="headline", label_column="section")
-    test = load_labelled("files", "en", "test", path=path, text_column="headline", label_column="section")
+    train = load_labelled(_files(path), "en", "train", text_column="headline", label_column="section")
+    test = load_labelled(_files(path), "en", "test", text_column="headline", label_column="section")
     assert train.label_names == ["business", "sport"]
     assert collections.Counter(test.labels) == {0: 10, 1: 10}
     assert all(("sport" in t) == (y == 1) for t, y in zip(train.texts + test.texts, train.labels + test.labels))
-    corpus = load_corpus("files", "en", "train", path=path, text_column="headline")
-    assert "sport story 0, with a comma" in corpus.texts + load_corpus("files", "en", "eval", path=path,
+    corpus = load_corpus(_files(path), "en", "train", text_column="headline")
+    assert "sport story 0, with a comma" in corpus.texts + load_corpus(_files(path), "en", "eval",
                                                                          text_column="headline").texts
 
 
@@ -229,8 +233,8 @@ def test_parquet_corpus_and_labels(tmp_path: Path) -> None:
     path = tmp_path / "part.parquet"
     texts = _lines(40)
     pq.write_table(pa.table({"text": texts, "label": [i % 4 for i in range(40)]}), path)
-    train = load_labelled("files", "en", "train", path=path, label_names=["a", "b", "c", "d"])
-    test = load_labelled("files", "en", "test", path=path, label_names=["a", "b", "c", "d"])
+    train = load_labelled(_files(path), "en", "train", label_names=["a", "b", "c", "d"])
+    test = load_labelled(_files(path), "en", "test", label_names=["a", "b", "c", "d"])
     assert train.label_names == ["a", "b", "c", "d"]
     assert collections.Counter(test.labels) == {0: 2, 1: 2, 2: 2, 3: 2}
     assert all(int(t.split()[2]) % 4 == y for t, y in zip(train.texts, train.labels))
@@ -257,8 +261,8 @@ def test_ag_news_style_csv(tmp_path: Path) -> None:
     path = tmp_path / "train.csv"
     rows = [[str(1 + i % 4), f"Title {i}", f"Description, number {i}."] for i in range(40)]
     _write_ag_news(path, rows)
-    train = load_labelled("files", "en", "train", path=path, csv_format="ag_news")
-    test = load_labelled("files", "en", "test", path=path, csv_format="ag_news")
+    train = load_labelled(_files(path), "en", "train", csv_format="ag_news")
+    test = load_labelled(_files(path), "en", "test", csv_format="ag_news")
     assert train.label_names == ["World", "Sports", "Business", "Sci/Tech"]
     assert len(train) + len(test) == 40 and collections.Counter(test.labels) == {0: 2, 1: 2, 2: 2, 3: 2}
     assert "Title 5 Description, number 5." in train.texts + test.texts
@@ -266,10 +270,10 @@ def test_ag_news_style_csv(tmp_path: Path) -> None:
 
     _write_ag_news(path, [["Class Index", "Title", "Description"], *rows])
     with pytest.raises(ValueError, match="labels are 1-4.*header"):
-        load_labelled("files", "en", "train", path=path, csv_format="ag_news")
+        load_labelled(_files(path), "en", "train", csv_format="ag_news")
     _write_ag_news(path, [["1", "only a title"]])
     with pytest.raises(ValueError, match="3 fields"):
-        load_labelled("files", "en", "train", path=path, csv_format="ag_news")
+        load_labelled(_files(path), "en", "train", csv_format="ag_news")
 
 
 # --------------------------------------------------------------------------------------------
@@ -278,85 +282,96 @@ def test_ag_news_style_csv(tmp_path: Path) -> None:
 
 
 def test_unknown_source_split_language_and_option() -> None:
-    with pytest.raises(ValueError, match="unknown source 'web'; choose one of: embedded, hub, files"):
-        load_corpus("web")
+    with pytest.raises(ValueError, match="unknown corpus source 'web'; choose one of: embedded, hub, files"):
+        CorpusSpec("web")
+    with pytest.raises(TypeError, match=r"take a CorpusSpec.*CorpusSpec.parse\('embedded'\)"):
+        load_corpus("embedded", "en", "train")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown option.*path.*accepts: text_column"):
+        load_corpus(_files(Path("corpus.txt")), "en", "train", path="other.txt")
     with pytest.raises(ValueError, match="unknown split 'test'; choose one of: train, eval"):
-        load_corpus("embedded", "en", "test")
+        load_corpus(EMBEDDED, "en", "test")
     with pytest.raises(ValueError, match="unknown split 'eval'; choose one of: train, test"):
-        load_labelled("embedded", "en", "eval")
-    with pytest.raises(ValueError, match="unknown embedded language 'de'.*source='hub'"):
-        load_corpus("embedded", "de")
+        load_labelled(EMBEDDED, "en", "eval")
+    with pytest.raises(ValueError, match="unknown embedded language 'de'.*the corpus 'hub'"):
+        load_corpus(EMBEDDED, "de")
     with pytest.raises(ValueError, match="unknown embedded language 'cs'"):
-        load_labelled("embedded", "cs")
+        load_labelled(EMBEDDED, "cs")
     with pytest.raises(ValueError, match="unknown option.*max_doc.*accepts: max_docs, seed"):
-        load_corpus("embedded", "en", "train", max_doc=5)
+        load_corpus(EMBEDDED, "en", "train", max_doc=5)
     for bad in (0, -3, 2.5, True):
         with pytest.raises(ValueError, match="max_docs must be a positive whole number"):
-            load_corpus("embedded", "en", "train", max_docs=bad)
+            load_corpus(EMBEDDED, "en", "train", max_docs=bad)
+
+
+def test_a_corpus_is_parsed_once_into_a_spec_that_prints_back_canonically(tmp_path: Path) -> None:
+    spec = CorpusSpec.parse("files:data/c4", base=tmp_path)
+    assert spec == CorpusSpec("files", (tmp_path / "data" / "c4").resolve())
+    assert str(spec) == f"files:{(tmp_path / 'data' / 'c4').resolve()}" and CorpusSpec.parse(str(spec)) == spec
+    assert CorpusSpec.parse(" hub ") == data.HUB and CorpusSpec.parse(data.EMBEDDED) is data.EMBEDDED
+    with pytest.raises(ValueError, match="unknown corpus 'files:'"):
+        CorpusSpec.parse("files:")
 
 
 def test_missing_path(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="no such file or folder"):
-        load_corpus("files", "en", "train", path=tmp_path / "nope.txt")
-    with pytest.raises(ValueError, match="needs path="):
-        load_corpus("files", "en", "train")
-    with pytest.raises(ValueError, match="needs path="):
-        load_labelled("files", "en", "train")
+        load_corpus(_files(tmp_path / "nope.txt"), "en", "train")
+    with pytest.raises(ValueError, match="a files corpus needs a path"):
+        CorpusSpec("files")
 
 
 def test_empty_file_and_no_documents(tmp_path: Path) -> None:
     empty = tmp_path / "empty.txt"
     empty.write_text("", encoding="utf-8")
     with pytest.raises(ValueError, match="empty.txt is empty"):
-        load_corpus("files", "en", "train", path=empty)
+        load_corpus(_files(empty), "en", "train")
     blank = tmp_path / "blank.txt"
     blank.write_text("\n   \n\t\n", encoding="utf-8")
     with pytest.raises(ValueError, match="no non-empty documents"):
-        load_corpus("files", "en", "train", path=blank)
+        load_corpus(_files(blank), "en", "train")
     header_only = tmp_path / "header.csv"
     header_only.write_text("text,label\n", encoding="utf-8")
     with pytest.raises(ValueError, match="no non-empty documents"):
-        load_corpus("files", "en", "train", path=header_only)
+        load_corpus(_files(header_only), "en", "train")
     only_empty_texts = tmp_path / "empty_texts.jsonl"
     only_empty_texts.write_text('{"text": ""}\n{"text": "  "}\n{"text": null}\n', encoding="utf-8")
     with pytest.raises(ValueError, match="no non-empty documents"):
-        load_corpus("files", "en", "train", path=only_empty_texts)
+        load_corpus(_files(only_empty_texts), "en", "train")
     empty_folder = tmp_path / "nothing"
     empty_folder.mkdir()
     with pytest.raises(ValueError, match="holds no .txt"):
-        load_corpus("files", "en", "train", path=empty_folder)
+        load_corpus(_files(empty_folder), "en", "train")
 
 
 def test_csv_without_the_named_column(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text("body,topic\nhello there,a\ngeneral kenobi,b\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"no column 'text'; its columns are: body, topic; pass text_column"):
-        load_corpus("files", "en", "train", path=path)
+        load_corpus(_files(path), "en", "train")
     with pytest.raises(ValueError, match=r"no column 'label'.*pass label_column"):
-        load_labelled("files", "en", "train", path=path, text_column="body")
+        load_labelled(_files(path), "en", "train", text_column="body")
 
 
 def test_other_bad_files(tmp_path: Path) -> None:
     doc = tmp_path / "essay.docx"
     doc.write_text("x", encoding="utf-8")
     with pytest.raises(ValueError, match="not a supported file type"):
-        load_corpus("files", "en", "train", path=doc)
+        load_corpus(_files(doc), "en", "train")
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"text": "fine"}\n{"text": oops}\n', encoding="utf-8")
     with pytest.raises(ValueError, match="broken.jsonl:2 is not valid JSON"):
-        load_corpus("files", "en", "train", path=broken)
+        load_corpus(_files(broken), "en", "train")
     txt = tmp_path / "plain.txt"
     txt.write_text("a line\n", encoding="utf-8")
     with pytest.raises(ValueError, match="has no labels"):
-        load_labelled("files", "en", "train", path=txt)
+        load_labelled(_files(txt), "en", "train")
     unlabelled = tmp_path / "gaps.csv"
     unlabelled.write_text("text,label\nfirst,1\nsecond,\n", encoding="utf-8")
     with pytest.raises(ValueError, match="some rows of .*gaps.csv have no label"):
-        load_labelled("files", "en", "train", path=unlabelled)
+        load_labelled(_files(unlabelled), "en", "train")
     with pytest.raises(ValueError, match="unknown csv_format"):
-        load_labelled("files", "en", "train", path=unlabelled, csv_format="tsv")
+        load_labelled(_files(unlabelled), "en", "train", csv_format="tsv")
     with pytest.raises(ValueError, match="eval_fraction must lie strictly between 0 and 1"):
-        load_corpus("files", "en", "train", path=txt, eval_fraction=1.0)
+        load_corpus(_files(txt), "en", "train", eval_fraction=1.0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -377,15 +392,15 @@ def _write_c4_shards(folder: Path, texts: list[str], n_shards: int, suffix: str 
 def test_a_folder_of_c4_shards_reads_as_a_corpus(tmp_path: Path) -> None:
     french = [a["extract"] for a in data.embedded_articles("fr")[:400]]
     _write_c4_shards(tmp_path / "c4", french, n_shards=3)
-    train = load_corpus("files", "fr", "train", path=tmp_path / "c4")
-    held = load_corpus("files", "fr", "eval", path=tmp_path / "c4")
+    train = load_corpus(_files(tmp_path / "c4"), "fr", "train")
+    held = load_corpus(_files(tmp_path / "c4"), "fr", "eval")
     assert sorted(train.texts + held.texts) == sorted(french)  # accents survive the gzip and JSON round trip
     assert held.texts and not set(train.texts) & set(held.texts)
     assert train.meta["documents_total"] == 400
     # the split follows each document's text: the same documents in 7 .jsonl.gz shards split the same way
     _write_c4_shards(tmp_path / "again", list(reversed(french)), n_shards=7, suffix=".jsonl.gz")
-    assert set(load_corpus("files", "fr", "eval", path=tmp_path / "again").texts) == set(held.texts)
-    assert data.read_table(next((tmp_path / "c4").iterdir()))[0] == ["text", "timestamp", "url"]
+    assert set(load_corpus(_files(tmp_path / "again"), "fr", "eval").texts) == set(held.texts)
+    assert files.read_table(next((tmp_path / "c4").iterdir()))[0] == ["text", "timestamp", "url"]
 
 
 def test_gzip_is_streamed_not_read_whole(tmp_path: Path) -> None:
@@ -393,7 +408,7 @@ def test_gzip_is_streamed_not_read_whole(tmp_path: Path) -> None:
     with gzip.open(path, "wt", encoding="utf-8") as fh:
         for i in range(5000):
             fh.write(json.dumps({"text": f"document {i}", "url": "u"}) + "\n")
-    columns, records = data.read_records(path)
+    columns, records = files.read_records(path)
     assert columns == ["text", "url"]
     assert next(records) == (1, {"text": "document 0", "url": "u"})  # a lazy iterator over the lines
 
@@ -405,11 +420,11 @@ def test_a_truncated_gzip_names_the_file(tmp_path: Path) -> None:
     cut = tmp_path / "cut.json.gz"
     cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
     with pytest.raises(ValueError, match=r"cut.json.gz is not a complete gzip file.*write or download it again"):
-        load_corpus("files", "en", "train", path=cut)
+        load_corpus(_files(cut), "en", "train")
     garbage = tmp_path / "garbage.jsonl.gz"
     garbage.write_bytes(b"this is not gzip at all\n")
     with pytest.raises(ValueError, match="garbage.jsonl.gz is not a complete gzip file"):
-        load_corpus("files", "en", "train", path=garbage)
+        load_corpus(_files(garbage), "en", "train")
 
 
 # --------------------------------------------------------------------------------------------
@@ -421,11 +436,11 @@ def test_a_latin1_text_file_is_refused_with_its_name_and_line(tmp_path: Path) ->
     path = tmp_path / "latin1.txt"
     path.write_bytes("first line\nsecond line, café crème\n".encode("latin-1"))
     with pytest.raises(ValueError, match=r"latin1.txt:2 is not UTF-8 text \(byte 0xe9.*iconv -f latin1"):
-        load_corpus("files", "en", "train", path=path)
+        load_corpus(_files(path), "en", "train")
     csv_path = tmp_path / "latin1.csv"
     csv_path.write_bytes("text,label\ncafé,a\n".encode("latin-1"))
     with pytest.raises(ValueError, match=r"latin1.csv:2 is not UTF-8"):
-        load_labelled("files", "en", "train", path=csv_path)
+        load_labelled(_files(csv_path), "en", "train")
 
 
 def test_a_utf8_bom_is_not_part_of_the_first_document(tmp_path: Path) -> None:
@@ -438,20 +453,20 @@ def test_an_empty_parquet_is_refused_for_a_labelled_set(tmp_path: Path) -> None:
     path = tmp_path / "empty.parquet"
     pq.write_table(pa.table({"text": pa.array([], pa.string()), "label": pa.array([], pa.int64())}), path)
     with pytest.raises(ValueError, match=r"empty.parquet holds no rows; a labelled set needs rows"):
-        load_labelled("files", "en", "train", path=path)
+        load_labelled(_files(path), "en", "train")
     with pytest.raises(ValueError, match="no non-empty documents"):
-        load_corpus("files", "en", "train", path=path)
+        load_corpus(_files(path), "en", "train")
 
 
 def test_a_jsonl_record_without_the_text_field_is_refused_with_its_line(tmp_path: Path) -> None:
     path = tmp_path / "gappy.jsonl"
     path.write_text('{"text": "one"}\n\n{"text": "two"}\n{"body": "three"}\n', encoding="utf-8")
     with pytest.raises(ValueError, match=r"gappy.jsonl:4: this record has no 'text' field \(its fields: body\)"):
-        load_corpus("files", "en", "train", path=path)
+        load_corpus(_files(path), "en", "train")
     labelled = tmp_path / "nolabel.jsonl"
     labelled.write_text('{"text": "one", "label": 0}\n{"text": "two"}\n', encoding="utf-8")
     with pytest.raises(ValueError, match=r"nolabel.jsonl:2: this record has no 'label' field"):
-        load_labelled("files", "en", "train", path=labelled)
+        load_labelled(_files(labelled), "en", "train")
 
 
 def _labelled_jsonl(path: Path, labels: list[Any]) -> Path:
@@ -462,18 +477,18 @@ def _labelled_jsonl(path: Path, labels: list[Any]) -> Path:
 
 def test_equal_numbers_are_one_label(tmp_path: Path) -> None:
     path = _labelled_jsonl(tmp_path / "mixed.jsonl", [2, 2.0, "2", 0, 0.0] * 10)
-    train, test = load_labelled("files", "en", "train", path=path), load_labelled("files", "en", "test", path=path)
+    train, test = load_labelled(_files(path), "en", "train"), load_labelled(_files(path), "en", "test")
     assert train.label_names == test.label_names == ["0", "2"]
     assert collections.Counter(train.labels + test.labels) == {0: 20, 1: 30}
 
 
 def test_sparse_integer_labels_become_dense_classes_with_their_names(tmp_path: Path) -> None:
     path = _labelled_jsonl(tmp_path / "sparse.jsonl", [0, 1, 1000000] * 10)
-    train = load_labelled("files", "en", "train", path=path)
+    train = load_labelled(_files(path), "en", "train")
     assert train.label_names == ["0", "1", "1000000"] and set(train.labels) == {0, 1, 2}
     assert train.meta["label_values"] == [0, 1, 1000000]
     assert all(int(t.split()[1]) % 3 == y for t, y in zip(train.texts, train.labels))
-    named = load_labelled("files", "en", "train", path=_labelled_jsonl(tmp_path / "two.jsonl", [1, 3] * 10),
+    named = load_labelled(_files(_labelled_jsonl(tmp_path / "two.jsonl", [1, 3] * 10)), "en", "train",
                           label_names=["zero", "one", "two", "three"])
     assert named.label_names == ["one", "three"]
 
@@ -486,4 +501,4 @@ def test_sparse_integer_labels_become_dense_classes_with_their_names(tmp_path: P
 def test_labels_that_cannot_be_classes_are_refused(tmp_path: Path, labels: list[Any], message: str) -> None:
     path = _labelled_jsonl(tmp_path / "bad.jsonl", labels * 5)
     with pytest.raises(ValueError, match=message):
-        load_labelled("files", "en", "train", path=path, label_names=["a", "b"] if 1000000 in labels else None)
+        load_labelled(_files(path), "en", "train", label_names=["a", "b"] if 1000000 in labels else None)

@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 
 from helpers import presets
-from helpers import pretrain as P
-from pipeline import distributed
+from pipeline import distributed, training
 from pipeline import train_cli as cli
 
 REPO = Path(__file__).resolve().parent.parent
@@ -35,20 +34,20 @@ def data_dir(small_prepared):
 
 
 def _torchrun(data_dir: Path, out: Path, *extra: str) -> str:
-    """python -m torch.distributed.run --nproc_per_node=2 -m helpers.pretrain ...; one thread per process."""
+    """python -m torch.distributed.run --nproc_per_node=2 -m pipeline.train_cli ...; one thread per process."""
     env = {**os.environ, "OMP_NUM_THREADS": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(name, None)
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone", "-m",
-               "helpers.pretrain", "--data", str(data_dir), "--out", str(out), "--model", "bert_tiny", *STEPS, *extra]
+               "pipeline.train_cli", "--data", str(data_dir), "--out", str(out), "--model", "bert_tiny", *STEPS, *extra]
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
 
 def _metrics(out: Path) -> list[dict]:
-    rows = P.read_metrics(out / "bert_tiny" / "metrics.csv")
+    rows = training.read_metrics(out / "bert_tiny" / "metrics.csv")
     # NaN (step 0 has no training loss yet) as None, so that == compares rows
     return [{k: (None if v != v else v) for k, v in row.items() if k != "elapsed_s"} for row in rows]
 
@@ -89,10 +88,10 @@ def test_two_processes_resume_exactly(data_dir, tmp_path, capsys):
 
 def test_each_process_takes_its_block_of_rows():
     worlds = [distributed.World(rank, 4, rank) for rank in range(4)]
-    blocks = [distributed.my_rows(8, world) for world in worlds]
+    blocks = [world.my_rows(8) for world in worlds]
     assert [(b.start, b.stop) for b in blocks] == [(0, 2), (2, 4), (4, 6), (6, 8)]
     with pytest.raises(ValueError, match="multiple of the number of processes"):
-        distributed.my_rows(6, worlds[0])
+        worlds[0].my_rows(6)
 
 
 def test_process_zero_keeps_the_seed_and_the_others_get_their_own_dropout_streams():

@@ -1,4 +1,4 @@
-"""Run loading, claims, tables, figures and outputs (pipeline.results, .claims, .figures) on SYNTHETIC run folders.
+"""Run loading, claims, tables, figures and outputs (pipeline.results, .claims_table, .figures) on SYNTHETIC runs.
 
 The metrics here are made-up fixtures to check the table builders; they are never shown as results.
 """
@@ -17,8 +17,8 @@ import pytest
 from helpers import claims
 from helpers import paper_values as paper
 from helpers.crossing import crossing_step
+from pipeline import claims_table, figures, layout, results
 from pipeline import figure_plots as plots
-from pipeline import figures, results
 
 EVAL_STEPS = [0, 10, 20, 30, 40]
 
@@ -155,7 +155,7 @@ def test_run_without_pretrain_is_missing_not_an_error(tmp_path: Path) -> None:
         runset = results.load_runs([only_static])
     assert runset.langs_with_metrics() == []
     assert our_row(figures.table3_accuracy(runset), "en")["status"].startswith("missing")
-    assert claims.verify_claims(runset).empty
+    assert claims_table.verify_claims(runset).empty
     with pytest.raises(ValueError, match="no run with pretraining metrics"):
         plots.figure2_accuracy(runset, "en")
     fig = plots.figure3_accuracy_by_language(runset)
@@ -221,7 +221,7 @@ def test_verify_claims_on_constructed_run(tmp_path: Path) -> None:
     ft = pd.DataFrame({"step": EVAL_STEPS, "train_loss": [np.nan, 6, 4.8, 4.5, 4.0], "eval_loss": [9, 7, 5.5, 4.9, 4.5],
                        "eval_accuracy": [0, 0.2, 0.31, 0.35, 0.4]})
     run_dir = write_run(tmp_path, "demo", "cs", {"bert_tiny": tiny, "bert_ft": ft}, steps=40)
-    checked = claims.verify_claims(results.load_runs([run_dir])).set_index("claim_id")
+    checked = claims_table.verify_claims(results.load_runs([run_dir])).set_index("claim_id")
     assert checked.loc["eval_loss_crossing_step", "ours"] == 30
     assert checked.loc["eval_loss_crossing_step", "fraction_of_training"] == pytest.approx(0.75)
     assert checked.loc["eval_loss_crossing_step", "holds_on_ours"] == False  # noqa: E712  (0.75 > 1/3)
@@ -290,7 +290,7 @@ def test_models_stopped_at_different_steps_are_compared_at_the_step_they_share(t
     tiny_at_20 = float(both["bert_tiny"].set_index("step").loc[20, "eval_accuracy"])
     assert row["steps"] == 20 and row["BERT_TINY"] == pytest.approx(tiny_at_20)
     assert row["BERT_TINY"] != pytest.approx(float(both["bert_tiny"]["eval_accuracy"].iloc[-1]))
-    checked = claims.verify_claims(runset).set_index("claim_id")
+    checked = claims_table.verify_claims(runset).set_index("claim_id")
     ft_at_20 = float(both["bert_ft"].set_index("step").loc[20, "eval_accuracy"])
     assert checked.loc["final_accuracy_gain", "ours"] == pytest.approx(ft_at_20 - tiny_at_20)
 
@@ -313,20 +313,19 @@ def flat_curves(tiny_loss: list[float], ft_loss: list[float], tiny_acc: list[flo
     return {"bert_tiny": table(tiny_loss, tiny_acc), "bert_ft": table(ft_loss, ft_acc)}
 
 
-def test_one_metrics_reader_is_used() -> None:
-    from helpers import pretrain
-
-    assert not hasattr(results, "METRIC_COLUMNS") or results.METRIC_COLUMNS is pretrain.METRIC_COLUMNS
+def test_one_metrics_reader_and_one_crossing_rule_are_used() -> None:
     from helpers import crossing
+    from pipeline import training
 
-    assert results.read_metrics is pretrain.read_metrics and claims.crossing_step is crossing.crossing_step
+    assert results.METRIC_COLUMNS is training.METRIC_COLUMNS and results.read_metrics is training.read_metrics
+    assert claims_table.crossing_step is crossing.crossing_step
 
 
 def test_exactly_one_third_is_not_under_a_third_and_a_tie_is_not_a_crossing(tmp_path: Path) -> None:
     steps = [0, 10, 20, 30]  # FT beats TINY's final loss (5.0) first at step 10 of 30: exactly one third
     curves = flat_curves([9, 8, 6, 5.0], [9, 4.9, 4.8, 4.5], [0, 0.1, 0.2, 0.3], [0, 0.3, 0.3, 0.35], steps)
     run_dir = write_run(tmp_path, "demo", "es", curves, steps=30)
-    checked = claims.verify_claims(results.load_runs([run_dir])).set_index("claim_id")
+    checked = claims_table.verify_claims(results.load_runs([run_dir])).set_index("claim_id")
     row = checked.loc["eval_loss_crossing_step"]
     assert row["ours"] == 10 and row["fraction_of_training"] == pytest.approx(1 / 3)
     assert row["holds_on_ours"] == False  # noqa: E712  (1/3 is not under a third)
@@ -334,10 +333,12 @@ def test_exactly_one_third_is_not_under_a_third_and_a_tie_is_not_a_crossing(tmp_
     assert checked.loc["accuracy_crossing_step", "ours"] == 30
 
 
-def test_folder_names_carry_the_seed() -> None:
-    assert results.split_folder_name(Path("demo-en")) == ("demo", "en", None)
-    assert results.split_folder_name(Path("demo-en-seed2")) == ("demo", "en", 2)
-    assert results.split_folder_name(Path("figures")) == (None, None, None)
+def test_a_run_without_recorded_seed_takes_it_from_its_folder_name(tmp_path: Path) -> None:
+    run_dir = write_run(tmp_path, "demo", "en", both_models(0), static=False, seed=2,
+                        info={m: {"seed": None} for m in paper.MODELS})
+    with pytest.warns(UserWarning, match="static vectors"):
+        run = results.load_runs([run_dir]).runs[0]
+    assert run_dir.name == "demo-en-seed2" and (run.preset, run.lang, run.seed) == ("demo", "en", 2)
 
 
 def three_seeds(tmp_path: Path, gains: list[float]) -> list[Path]:
@@ -360,7 +361,7 @@ def test_three_seeds_are_pooled_with_a_t_interval(tmp_path: Path) -> None:
     assert row["FT - TINY"] == pytest.approx(np.mean(gains))
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((np.mean(gains) - half, np.mean(gains) + half))
     assert row["interval"] == "t over 3 seeds"
-    checked = claims.verify_claims(runset).set_index("claim_id")
+    checked = claims_table.verify_claims(runset).set_index("claim_id")
     assert checked.loc["final_accuracy_gain", "n_seeds"] == 3
     assert checked.loc["final_accuracy_gain", "ci_low"] == pytest.approx(np.mean(gains) - half)
     assert checked.loc["eval_loss_crossing_step", "ours"] == 30  # every seed crossed at step 30
@@ -368,7 +369,7 @@ def test_three_seeds_are_pooled_with_a_t_interval(tmp_path: Path) -> None:
 
 
 def write_positions(run_dir: Path, name: str, correct: np.ndarray, loss: np.ndarray) -> None:
-    np.savez(run_dir / "pretrain" / name / results.POSITIONS_FILE, correct=correct, loss=loss.astype(np.float32))
+    np.savez(layout.RunLayout(run_dir).model(name).positions, correct=correct, loss=loss.astype(np.float32))
 
 
 def test_one_seed_gets_a_bootstrap_over_positions_or_says_why_not(tmp_path: Path) -> None:
@@ -403,9 +404,10 @@ def test_runs_that_differ_in_more_than_the_init_are_not_paired(tmp_path: Path) -
         runset = results.load_runs([run_dir])
     table = figures.table3_accuracy(runset)
     rows = table[(table["source"] == "ours") & table["status"].str.startswith("mismatch")]
-    assert len(rows) == 1 and "lang 'fr' vs 'en'" in rows.iloc[0]["status"] and "seed 7 vs 0" in rows.iloc[0]["status"]
+    status = rows.iloc[0]["status"]
+    assert len(rows) == 1 and 'lang: "fr" -> "en"' in status and "seed: 7 -> 0" in status
     assert rows[["BERT_TINY", "BERT_FT", "FT - TINY"]].isna().all().all()
-    assert claims.verify_claims(runset).empty
+    assert claims_table.verify_claims(runset).empty
 
 
 def test_the_identity_block_decides_and_only_the_init_may_differ(tmp_path: Path) -> None:
@@ -416,18 +418,18 @@ def test_the_identity_block_decides_and_only_the_init_may_differ(tmp_path: Path)
     assert our_row(figures.table3_accuracy(ok), "en")["status"] == "ok"
     other_data = {**same, "bert_ft": {**same["bert_ft"], "identity": identity(data_fingerprint="d2")}}
     bad = results.load_runs([write_run(tmp_path / "b", "demo", "en", both_models(0), info=other_data)])
-    assert results.pair_problem(bad.runs[0]) == "mismatch: data_fingerprint 'd1' vs 'd2'"
+    assert results.pair_problem(bad.runs[0]) == 'mismatch: data_fingerprint: "d1" -> "d2"'
     random_ft = {**same, "bert_ft": {**same["bert_ft"], "init": {"kind": "random"}}}
     worse = results.load_runs([write_run(tmp_path / "c", "demo", "en", both_models(0), info=random_ft)])
     assert "BERT_FT was initialised at random" in results.pair_problem(worse.runs[0])
-    assert claims.verify_claims(bad).empty and claims.verify_claims(worse).empty
+    assert claims_table.verify_claims(bad).empty and claims_table.verify_claims(worse).empty
 
 
 def test_without_an_identity_block_the_train_config_is_compared(tmp_path: Path) -> None:
     info = {"bert_tiny": {"train_config": {"lr": 0.001, "steps": 40}}, "bert_ft": {"train_config": {"lr": 0.002,
                                                                                                      "steps": 40}}}
     runset = results.load_runs([write_run(tmp_path, "demo", "en", both_models(0), info=info)])
-    assert results.pair_problem(runset.runs[0]) == "mismatch: train_config.lr 0.001 vs 0.002"
+    assert results.pair_problem(runset.runs[0]) == "mismatch: train_config.lr: 0.001 -> 0.002"
 
 
 def test_a_claim_is_not_testable_when_bert_tiny_is_near_the_unigram_loss(tmp_path: Path) -> None:
@@ -437,7 +439,7 @@ def test_a_claim_is_not_testable_when_bert_tiny_is_near_the_unigram_loss(tmp_pat
     write_prepared_data(run_dir / "pretrain")  # unigram loss about 1.8 on the three labels
     runset = results.load_runs([run_dir])
     base = runset.runs[0].baseline
-    checked = claims.verify_claims(runset)
+    checked = claims_table.verify_claims(runset)
     assert not claims.is_testable(5.0, 5.4) and claims.is_testable(4.0, 4.6) and not claims.is_testable(4.1, 4.6)
     assert claims.is_testable(runset.runs[0].final("bert_tiny", "eval_loss"), base.unigram_loss) is False
     per_lang = checked[checked["lang"] == "en"]
@@ -468,7 +470,7 @@ def test_language_claims_check_the_ordering_and_the_average(tmp_path: Path) -> N
                                  [0, 0.2, 0.3, 0.3, 0.3 + gain + 0.002 * seed])
             dirs.append(write_run(tmp_path, "demo", lang, curves, seed=seed, static=False))
     with pytest.warns(UserWarning):
-        checked = claims.verify_claims(results.load_runs(dirs)).set_index("claim_id")
+        checked = claims_table.verify_claims(results.load_runs(dirs)).set_index("claim_id")
     least = checked.loc["english_gains_least"]
     assert least["ours"] == pytest.approx(0.03) and least["holds_on_ours"] == True  # noqa: E712
     assert least["ci_low"] < 0.03 < least["ci_high"] and least["lang"] == "en,es,fr"
@@ -490,7 +492,7 @@ def test_an_ordering_whose_interval_includes_zero_says_so(tmp_path: Path) -> Non
                                  [0, 0.2, 0.3, 0.3, 0.3 + gain + 0.002 * seed])
             dirs.append(write_run(tmp_path, "demo", lang, curves, seed=seed, static=False))
     with pytest.warns(UserWarning):
-        least = claims.verify_claims(results.load_runs(dirs)).set_index("claim_id").loc["english_gains_least"]
+        least = claims_table.verify_claims(results.load_runs(dirs)).set_index("claim_id").loc["english_gains_least"]
     assert least["ours"] == pytest.approx(0.001) and least["ci_low"] < 0 < least["ci_high"]
     assert "the interval includes 0" in least["note"]
 
@@ -520,3 +522,12 @@ def test_exercise_checks_accept_the_solutions_and_reject_plausible_mistakes() ->
     assert not nb06.average_right(0.072)  # Czech's gain, not the average
     assert nb06.testable_right(nb06.exercise_3()) and nb06.exercise_3() == {"fr"}
     assert not nb06.testable_right({"fr", "es"})  # es ends 0.45 below its unigram loss: within 0.5 nat
+
+
+def test_notebook_06_draws_the_interactive_demo_run_unless_given_folders(capsys: pytest.CaptureFixture[str]) -> None:
+    setup = figures.start(None, None)
+    assert setup.run_dirs == [layout.INTERACTIVE_DIR / "demo-en"]
+    assert setup.out_dir == layout.INTERACTIVE_DIR / "figures"
+    given = figures.start(["runs/demo-fr"], "figures")  # relative to the repository, wherever the kernel started
+    assert given.run_dirs == [layout.REPO_ROOT / "runs" / "demo-fr"] and given.out_dir == layout.FIGURES_DIR
+    assert "run folders:" in capsys.readouterr().out

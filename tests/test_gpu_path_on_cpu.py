@@ -27,13 +27,14 @@ from helpers import presets
 from helpers import pretrain as P
 from helpers.masking import IGNORE_INDEX
 from helpers.model import MaskedLMLoss, build_model, mlm_loss, use_attention
+from pipeline import prepare, training
 from pipeline import train_cli as cli
 
 # Hidden 60 over 4 heads: head dim 15, which sdpa_padded pads to 16 (a real padding, as 75 -> 80 on a GPU).
 # Dropout off: with it, compiled and eager runs draw different random masks and nothing would compare.
 SMALL_MODEL = dict(hidden_size=60, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96,
                    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-CFG = P.TrainConfig(name="test", steps=20, batch_size=8, seq_len=32, eval_every=1, checkpoint_every=20,
+CFG = presets.TrainConfig(name="test", steps=20, batch_size=8, seq_len=32, eval_every=1, checkpoint_every=20,
                     eval_batch_size=16, eval_sequences=16, lr=2e-3, cpu_threads=1)
 GPU_OPTIONS = dict(precision="bf16", compile=True, attention="sdpa_padded", cap_masked=True)
 BF16_STEP = 2.0 ** -8
@@ -51,13 +52,13 @@ def data_dir(small_prepared):
 
 
 def _run(tokenizer, data_dir, out, cfg):
-    info = P.train("bert_tiny", "random", cfg, data_dir, out, tokenizer=tokenizer, device="cpu", progress=False,
+    info = training.train("bert_tiny", "random", cfg, data_dir, out, tokenizer=tokenizer, device="cpu", progress=False,
                    model_overrides=SMALL_MODEL)
-    return info, P.read_metrics(out / "bert_tiny" / "metrics.csv")
+    return info, training.read_metrics(out / "bert_tiny" / "metrics.csv")
 
 
 def _batch(tokenizer, data_dir, rows=8):
-    data = P.load_data(data_dir)
+    data = prepare.load_data(data_dir)
     ids, lengths = P.batch_to_device(*data.train_batch(list(range(rows))), CPU)
     attention = P.lengths_to_mask(lengths, ids.shape[1])
     from helpers.masking import MLMCollator

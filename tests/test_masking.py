@@ -28,8 +28,8 @@ from helpers.masking import (
     special_ids,
     within_tolerance,
 )
-from helpers.plots.masking import masked_table, plot_coverage, plot_split
-from pipeline.data import load_corpus
+from pipeline.data import EMBEDDED, load_corpus
+from plots.masking import masked_table, plot_coverage, plot_split
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 Z = 5.0  # standard deviations allowed for every statistical check
@@ -45,7 +45,7 @@ def _wrap(tk: Tokenizer) -> PreTrainedTokenizerFast:
 
 @pytest.fixture(scope="module")
 def texts() -> list[str]:
-    return load_corpus(max_docs=300).texts
+    return load_corpus(EMBEDDED, max_docs=300).texts
 
 
 @pytest.fixture(scope="module")
@@ -274,31 +274,6 @@ def test_seed_none_follows_the_global_rng(tok, batch):
     assert torch.equal(first["input_ids"], again["input_ids"]) and torch.equal(first["labels"], again["labels"])
 
 
-# ---------------------------------------------------------------- list-of-dicts path
-
-
-def test_list_of_examples_is_padded_to_the_longest(tok, texts):
-    enc = tok(texts[:5], truncation=True, max_length=40)
-    examples = [{"input_ids": enc["input_ids"][i], "attention_mask": enc["attention_mask"][i],
-                 "token_type_ids": [0] * len(enc["input_ids"][i])} for i in range(5)]
-    examples.append({"input_ids": torch.tensor(tok("Short one.")["input_ids"])})  # tensor, no attention mask
-    out = MLMCollator(tok, seed=0)(examples)
-    lengths = [len(e["input_ids"]) for e in examples]
-    assert out["input_ids"].shape == (6, max(lengths)) and min(lengths) < max(lengths)
-    assert out["token_type_ids"].shape == out["input_ids"].shape
-    for row, n in enumerate(lengths):
-        assert out["attention_mask"][row].tolist() == [1] * n + [0] * (max(lengths) - n)
-        assert set(out["input_ids"][row, n:].tolist()) <= {tok.pad_token_id}
-        assert set(out["labels"][row, n:].tolist()) <= {IGNORE_INDEX}
-        kept = out["labels"][row, :n] == IGNORE_INDEX
-        assert torch.equal(out["input_ids"][row, :n][kept], torch.as_tensor(examples[row]["input_ids"])[kept])
-
-
-def test_calling_with_a_tensor_masks_it_directly(tok, batch):
-    ids = batch["input_ids"][:32]
-    assert torch.equal(MLMCollator(tok, seed=4)(ids)["labels"], MLMCollator(tok, seed=4).mask(ids)["labels"])
-
-
 # ---------------------------------------------------------------- agreement with transformers
 
 
@@ -338,8 +313,6 @@ def test_bad_tensors_raise(tok, batch):
         collator.mask(batch["input_ids"].float())
     with pytest.raises(ValueError, match="shape"):
         collator.mask(batch["input_ids"], batch["attention_mask"][:, :-1])
-    with pytest.raises(ValueError, match="empty"):
-        collator([])
     with pytest.raises(ValueError, match="different tokenizer"):
         collator.mask(torch.tensor([[2, 10, len(tok) + 3, 3]]))
 

@@ -113,16 +113,14 @@ def test_ft_init_copies_the_matrix_and_changes_nothing_else():
         assert torch.equal(param, tiny_params[name]), name
 
 
-def test_static_folder_init(tmp_path):
-    from helpers.static_vectors import Alignment, save_aligned
-
+def test_a_matrix_works_as_the_alignment_does_and_a_folder_is_refused():
+    """build_model computes from memory; reading a static/ folder is the machinery's (pipeline.static_files)."""
     matrix = np.random.default_rng(1).normal(size=(TINY["vocab_size"], TINY["hidden_size"])).astype(np.float32)
-    found = np.ones(TINY["vocab_size"], dtype=bool)
-    save_aligned(tmp_path, Alignment(matrix, found, {}), {"fallback": "zero"})
-    model = build_model(tmp_path, **TINY)
-    assert np.array_equal(model.bert.embeddings.word_embeddings.weight.detach().numpy(), matrix)
-    with pytest.raises(FileNotFoundError):
-        build_model(tmp_path / "missing", **TINY)
+    from_matrix = build_model(matrix, **TINY).bert.embeddings.word_embeddings.weight
+    assert np.array_equal(from_matrix.detach().numpy(), matrix)
+    assert torch.equal(from_matrix, build_model(_Alignment(matrix), **TINY).bert.embeddings.word_embeddings.weight)
+    with pytest.raises(ValueError, match="load_aligned"):
+        build_model(Path("runs/some-run/static"), **TINY)
 
 
 def test_mismatched_matrix_is_refused_naming_both_shapes():

@@ -8,8 +8,9 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from helpers.static_vectors import PIECE_PREFIX, SPECIAL_TOKENS, load_aligned
+from helpers.static_vectors import PIECE_PREFIX, SPECIAL_TOKENS
 from helpers.tokenizer import load_tokenizer
+from pipeline.static_files import load_aligned
 
 pytestmark = pytest.mark.notebook
 

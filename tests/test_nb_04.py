@@ -7,7 +7,9 @@ import math
 
 import pytest
 
-from helpers import presets, pretrain
+from helpers import presets
+from pipeline import prepare, training
+from pipeline.layout import MODEL_NAMES, ModelFiles
 
 pytestmark = pytest.mark.notebook
 
@@ -17,12 +19,12 @@ def pretrain_dir(smoke_step):
     return smoke_step("04_pretraining")
 
 
-@pytest.mark.parametrize("name", pretrain.MODEL_NAMES)
+@pytest.mark.parametrize("name", MODEL_NAMES)
 def test_metrics_have_the_contract_columns_and_finite_values(pretrain_dir, name):
     path = pretrain_dir / name / "metrics.csv"
     header = path.read_text().splitlines()[0].split(",")
-    assert header == list(pretrain.METRIC_COLUMNS)
-    rows = pretrain.read_metrics(path)
+    assert header == list(training.METRIC_COLUMNS)
+    rows = training.read_metrics(path)
     cfg = presets.get("smoke").train
     assert [r["step"] for r in rows] == list(range(0, cfg.steps + 1, cfg.eval_every))
     assert math.isnan(rows[0]["train_loss"])  # nothing trained at step 0
@@ -34,7 +36,7 @@ def test_metrics_have_the_contract_columns_and_finite_values(pretrain_dir, name)
     assert rows[-1]["lr"] == 0.0  # linear decay ends at zero
 
 
-@pytest.mark.parametrize("name", pretrain.MODEL_NAMES)
+@pytest.mark.parametrize("name", MODEL_NAMES)
 def test_run_json_and_saved_model(pretrain_dir, name):
     from transformers import BertForMaskedLM
 
@@ -63,19 +65,19 @@ def test_bert_ft_names_its_static_init_and_tiny_is_random(pretrain_dir):
     assert ft["train_config"] == tiny["train_config"]
 
 
-@pytest.mark.parametrize("name", pretrain.MODEL_NAMES)
+@pytest.mark.parametrize("name", MODEL_NAMES)
 def test_final_evaluation_positions_match_the_last_metrics_row(pretrain_dir, name):
     import numpy as np
 
-    saved = np.load(pretrain_dir / name / pretrain.EVAL_POSITIONS_FILE)
-    final = pretrain.read_metrics(pretrain_dir / name / "metrics.csv")[-1]
+    saved = np.load(ModelFiles(pretrain_dir / name).positions)
+    final = training.read_metrics(pretrain_dir / name / "metrics.csv")[-1]
     assert saved["loss"].astype(np.float64).mean() == pytest.approx(final["eval_loss"], rel=1e-5)
     assert saved["correct"].mean() == pytest.approx(final["eval_accuracy"], abs=1e-12)
 
 
 def test_comparison_matches_the_metrics(pretrain_dir):
     comparison = json.loads((pretrain_dir / "comparison.json").read_text())
-    recomputed = pretrain.compare_runs(pretrain_dir / "bert_tiny" / "metrics.csv",
+    recomputed = training.compare_runs(pretrain_dir / "bert_tiny" / "metrics.csv",
                                        pretrain_dir / "bert_ft" / "metrics.csv")
     assert comparison == json.loads(json.dumps(recomputed))
     assert (pretrain_dir / "pretrain_loss.png").stat().st_size > 0
@@ -83,6 +85,6 @@ def test_comparison_matches_the_metrics(pretrain_dir):
 
 
 def test_prepared_data_and_fixed_eval_mask(pretrain_dir):
-    data = pretrain.load_data(pretrain_dir)
+    data = prepare.load_data(pretrain_dir)
     assert data.meta["lang"] == "en" and data.seq_len == 64 and not data.meta["packing"]
     assert data.meta["eval"]["masked_positions"] == int((data.eval_labels != -100).sum()) > 0

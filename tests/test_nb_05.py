@@ -12,6 +12,7 @@ import pytest
 from helpers import presets
 from helpers.probe import FEATURES, MODEL_ORDER, TABLE_COLUMNS
 from pipeline.data import partition_record
+from pipeline.layout import RunLayout
 
 pytestmark = pytest.mark.notebook
 
@@ -25,7 +26,7 @@ def out_dir(smoke_step: Callable[[str], Path]) -> Path:
 
 @pytest.fixture(scope="module")
 def results(out_dir: Path) -> pd.DataFrame:
-    return pd.read_csv(out_dir / "results.csv")
+    return pd.read_csv(RunLayout(out_dir.parent).probe_table)
 
 
 def test_table_has_every_model_and_feature(results: pd.DataFrame) -> None:
@@ -50,7 +51,7 @@ def test_accuracies_and_intervals_are_consistent(results: pd.DataFrame) -> None:
 
 
 def test_json_records_the_run(out_dir: Path, results: pd.DataFrame) -> None:
-    meta = json.loads((out_dir / "results.json").read_text())
+    meta = json.loads(RunLayout(out_dir.parent).probe_record.read_text())
     assert meta["preset"] == "smoke" and meta["lang"] == "en"
     smoke = presets.get("smoke").probe
     assert meta["n_train"] == smoke.max_train and meta["n_test"] == smoke.max_test
@@ -61,7 +62,7 @@ def test_json_records_the_run(out_dir: Path, results: pd.DataFrame) -> None:
 
 
 def test_the_probe_test_set_is_text_no_model_saw(out_dir: Path) -> None:
-    meta = json.loads((out_dir / "results.json").read_text())
+    meta = json.loads(RunLayout(out_dir.parent).probe_record.read_text())
     assert meta["test_overlap"] == 0
     assert meta["partition"] == partition_record("en")  # the one recorded partition of the embedded articles
     assert meta["partition"]["parts"]["probe_test"]["articles"] >= meta["n_test"]
@@ -74,7 +75,7 @@ def test_figures_exist(out_dir: Path) -> None:
 
 
 def test_paired_differences_agree_with_the_table(out_dir: Path, results: pd.DataFrame) -> None:
-    paired = pd.read_csv(out_dir / "paired_differences.csv")
+    paired = pd.read_csv(RunLayout(out_dir.parent).probe_differences)
     assert ("BERT_FT / mean", "BERT_TINY / mean") in set(zip(paired["a"], paired["b"]))
     accuracy = {f"{m} / {f}".removesuffix(" / -"): a for m, f, a in
                 zip(results["model"], results["feature"], results["accuracy"])}

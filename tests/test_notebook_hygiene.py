@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipeline import notebook_sync
-from pipeline.job import FIGURES_STEP, STEPS
+from pipeline.steps import FIGURES_STEP, STEPS
 
 NOTEBOOKS = [step.notebook for step in (*STEPS, FIGURES_STEP)]
 FIX = "run: .venv/bin/nbstripout notebooks/*.ipynb (or make strip)"

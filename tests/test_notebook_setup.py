@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from pipeline import notebook as nbs
-from pipeline.runinfo import REPO_ROOT
+from pipeline.data import CorpusSpec
+from pipeline.layout import REPO_ROOT, STEP_FOLDERS
 
 
 def test_an_interactive_run_never_writes_into_the_main_jobs_folders(capsys: pytest.CaptureFixture[str]) -> None:
@@ -19,7 +20,7 @@ def test_an_interactive_run_never_writes_into_the_main_jobs_folders(capsys: pyte
 
 def test_changing_lang_changes_every_folder() -> None:
     en, fr = nbs.start("smoke", "en", device="cpu"), nbs.start("smoke", "fr", device="cpu")
-    assert all(en.folder(s) != fr.folder(s) for s in nbs.STEP_FOLDERS)
+    assert all(en.folder(s) != fr.folder(s) for s in STEP_FOLDERS)
 
 
 def test_a_relative_run_dir_is_taken_from_the_repository_root(tmp_path: Path) -> None:
@@ -28,12 +29,41 @@ def test_a_relative_run_dir_is_taken_from_the_repository_root(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("corpus, expected", [
-    ("embedded", {"source": "embedded"}),
-    ("hub", {"source": "hub"}),
-    ("files:/data/c4", {"source": "files", "path": "/data/c4"}),
+    ("embedded", CorpusSpec("embedded")),
+    ("hub", CorpusSpec("hub")),
+    ("files:/data/c4", CorpusSpec("files", Path("/data/c4"))),
+    ("files:data/c4", CorpusSpec("files", REPO_ROOT / "data" / "c4")),
 ])
-def test_corpus_specs_become_load_corpus_arguments(corpus: str, expected: dict) -> None:
-    assert nbs.parse_corpus(corpus) == expected
+def test_the_corpus_is_parsed_once_relative_paths_from_the_repository_root(corpus: str,
+                                                                           expected: CorpusSpec) -> None:
+    assert nbs.start("smoke", "en", corpus=corpus, device="cpu").corpus == expected
+
+
+def test_the_setup_loads_its_own_corpus_in_its_language() -> None:
+    setup = nbs.start("smoke", "fr", device="cpu")
+    train = setup.load_corpus("train", max_docs=5)
+    assert (len(train), train.lang, train.split, train.source) == (5, "fr", "train", "embedded")
+    assert setup.load_corpus("eval", max_docs=3).split == "eval"
+
+
+def test_the_labelled_set_of_notebook_05_is_parsed_from_its_parameters(tmp_path: Path) -> None:
+    assert nbs.labelled_corpus("embedded") == CorpusSpec("embedded")
+    assert nbs.labelled_corpus("files", "data/news.csv") == CorpusSpec("files", REPO_ROOT / "data" / "news.csv")
+    with pytest.raises(ValueError, match="labelled_path is only read when labelled_source is 'files'"):
+        nbs.labelled_corpus("embedded", tmp_path / "set.csv")
+    with pytest.raises(ValueError, match="needs labelled_path"):
+        nbs.labelled_corpus("files")
+
+
+def test_notebooks_reach_the_machinery_through_this_module_only() -> None:
+    """Notebooks 01-05 import helpers, exercises and pipeline.notebook, and nothing else of pipeline."""
+    from pipeline.notebook_sync import NOTEBOOKS_DIR, cell_source, notebook_cells
+
+    for notebook in sorted(NOTEBOOKS_DIR.glob("0[1-5]_*.ipynb")):
+        sources = [cell_source(cell) for cell in notebook_cells(notebook) if cell["cell_type"] == "code"]
+        imported = {line.split()[1] for text in sources for line in text.splitlines()
+                    if line.startswith(("from pipeline", "import pipeline"))}
+        assert imported <= {"pipeline.notebook"}, f"{notebook.name} imports {sorted(imported)}"
 
 
 @pytest.mark.parametrize("kwargs, message", [

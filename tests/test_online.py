@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import pytest
 
 from pipeline import data, online
-from pipeline.data import load_corpus, load_labelled
+from pipeline.data import HUB, load_corpus, load_labelled
 from pipeline.online import HubUnavailableError
 
 
@@ -87,7 +87,7 @@ def test_hub_c4_streams_the_asked_language(hub_up: None, monkeypatch: pytest.Mon
     records = ({"text": f"Czech doc {i}", "timestamp": "2019", "url": "x"} for i in range(50))
     fake = FakeLoad(result=records)
     _patch_load(monkeypatch, fake)
-    corpus = load_corpus("hub", "cs", "eval", eval_docs=7)
+    corpus = load_corpus(HUB, "cs", "eval", eval_docs=7)
     assert corpus.texts == [f"Czech doc {i}" for i in range(7)]
     assert fake.calls == [("allenai/c4", "cs", {"split": "validation", "streaming": True})]
     assert (corpus.source, corpus.lang, corpus.name) == ("hub", "cs", "c4-cs")
@@ -97,13 +97,13 @@ def test_hub_wikitext_and_ag_news_paths(hub_up: None, monkeypatch: pytest.Monkey
     lines = [" = A = \n", " First . \n", " = B = \n", " Second . \n"]
     wiki = FakeLoad(result=[{"text": line} for line in lines])
     _patch_load(monkeypatch, wiki)
-    corpus = load_corpus("hub", "en", "train", name="wikitext-103", max_docs=1)
+    corpus = load_corpus(HUB, "en", "train", name="wikitext-103", max_docs=1)
     assert corpus.texts == ["First ."]
     assert wiki.calls == [("Salesforce/wikitext", "wikitext-103-raw-v1", {"split": "train", "streaming": False})]
 
     news = FakeLoad(result=[{"text": "Stocks fall", "label": 2}, {"text": "Team wins", "label": 1}])
     _patch_load(monkeypatch, news)
-    labelled = load_labelled("hub", "en", "test", name="ag_news")
+    labelled = load_labelled(HUB, "en", "test", name="ag_news")
     assert (labelled.texts, labelled.labels) == (["Stocks fall", "Team wins"], [2, 1])
     assert labelled.label_names == ["World", "Sports", "Business", "Sci/Tech"]
     assert news.calls == [("fancyzhx/ag_news", None, {"split": "test", "streaming": False})]
@@ -138,7 +138,7 @@ def test_c4_loader_streams_a_real_iterable_dataset(hub_up: None, monkeypatch: py
             fh.write(json.dumps({"text": article["extract"], "timestamp": "2019-04-25T12:00:00Z",
                                  "url": f"https://example.org/{i}"}, ensure_ascii=False) + "\n")
     calls = _redirect_to_local_json(monkeypatch, {"validation": str(shard)})
-    corpus = load_corpus("hub", "fr", "eval", eval_docs=12)
+    corpus = load_corpus(HUB, "fr", "eval", eval_docs=12)
     assert corpus.texts == [a["extract"] for a in french[:12]]
     assert calls == [("allenai/c4", "fr", "validation", True)]
 
@@ -148,7 +148,7 @@ def test_ag_news_loader_reads_a_real_dataset(hub_up: None, monkeypatch: pytest.M
     rows = [{"text": f"story {i}", "label": i % 4} for i in range(20)]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     calls = _redirect_to_local_json(monkeypatch, {"test": str(path)})
-    labelled = load_labelled("hub", "en", "test", streaming=True)
+    labelled = load_labelled(HUB, "en", "test", streaming=True)
     assert (labelled.texts, labelled.labels) == ([r["text"] for r in rows], [r["label"] for r in rows])
     assert calls == [("fancyzhx/ag_news", None, "test", True)]
 
@@ -186,10 +186,10 @@ def test_unreachable_hub_gives_one_clear_error(hub_up: None, monkeypatch: pytest
     fake = FakeLoad(error=error)
     _patch_load(monkeypatch, fake)
     with pytest.raises(HubUnavailableError) as caught:
-        load_corpus("hub", "de", "train", max_docs=10)
+        load_corpus(HUB, "de", "train", max_docs=10)
     assert len(fake.calls) == 1  # one attempt from us, no retry loop
     message = str(caught.value)
-    assert "source='embedded'" in message and "allenai/c4" in message
+    assert "the corpus 'embedded'" in message and "allenai/c4" in message
     assert caught.value.__cause__ is None and caught.value.__suppress_context__  # one error, not a chain
     assert caught.value.original is error  # type: ignore[attr-defined]
 
@@ -202,7 +202,7 @@ def test_other_hub_errors_pass_through_unchanged(hub_up: None, monkeypatch: pyte
                                                  error: BaseException) -> None:
     _patch_load(monkeypatch, FakeLoad(error=error))
     with pytest.raises(type(error)) as caught:
-        load_labelled("hub", "en", "train")
+        load_labelled(HUB, "en", "train")
     assert caught.value is error
 
 
@@ -214,10 +214,10 @@ def test_missing_dataset_means_not_cached_only_in_offline_mode(monkeypatch: pyte
     _patch_load(monkeypatch, FakeLoad(error=missing))
     monkeypatch.setattr(online, "offline_mode", lambda: False)
     with pytest.raises(DatasetNotFoundError):
-        load_labelled("hub", "en", "train")
+        load_labelled(HUB, "en", "train")
     monkeypatch.setattr(online, "offline_mode", lambda: True)
     with pytest.raises(HubUnavailableError, match="HF_HUB_OFFLINE is set"):
-        load_labelled("hub", "en", "train")
+        load_labelled(HUB, "en", "train")
 
 
 def test_dead_connection_is_reported_before_any_download(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -225,8 +225,8 @@ def test_dead_connection_is_reported_before_any_download(monkeypatch: pytest.Mon
     _patch_load(monkeypatch, fake)
     monkeypatch.setattr(online, "offline_mode", lambda: False)
     monkeypatch.setattr(online, "hub_reachable", lambda *a, **k: False)
-    with pytest.raises(HubUnavailableError, match="source='embedded'"):
-        load_corpus("hub", "en", "eval", name="wikitext-103")
+    with pytest.raises(HubUnavailableError, match="the corpus 'embedded'"):
+        load_corpus(HUB, "en", "eval", name="wikitext-103")
     assert fake.calls == []
 
 
@@ -250,9 +250,9 @@ def test_hub_reachable_probes_one_connection(monkeypatch: pytest.MonkeyPatch) ->
 
 _REAL_HUB_SCRIPT = """
 import json
-from pipeline.data import load_corpus, load_labelled
+from pipeline.data import HUB, load_corpus, load_labelled
 out = []
-for call in (lambda: load_corpus("hub", "cs", "eval"), lambda: load_labelled("hub", "en", "train")):
+for call in (lambda: load_corpus(HUB, "cs", "eval"), lambda: load_labelled(HUB, "en", "train")):
     try:
         call()
         out.append(["no error", ""])
@@ -276,7 +276,7 @@ def test_real_datasets_without_network(tmp_path: Path, mode: str) -> None:
     assert run.returncode == 0, run.stderr
     results = json.loads(run.stdout)
     assert [kind for kind, _ in results] == ["HubUnavailableError", "HubUnavailableError"]
-    assert all("source='embedded'" in message for _, message in results)
+    assert all("the corpus 'embedded'" in message for _, message in results)
     assert "Retrying" not in run.stderr
     cache = tmp_path / "hf_home"
     assert not cache.exists() or not [p for p in cache.rglob("*") if p.is_file()]
@@ -284,14 +284,14 @@ def test_real_datasets_without_network(tmp_path: Path, mode: str) -> None:
 
 def test_hub_bad_requests() -> None:
     with pytest.raises(ValueError, match="pass max_docs"):
-        load_corpus("hub", "en", "train")
+        load_corpus(HUB, "en", "train")
     with pytest.raises(ValueError, match="unknown C4 language 'ja'"):
-        load_corpus("hub", "ja", "eval", eval_docs=5)
+        load_corpus(HUB, "ja", "eval", eval_docs=5)
     with pytest.raises(ValueError, match="English only"):
-        load_corpus("hub", "fr", "eval", name="wikitext-103")
+        load_corpus(HUB, "fr", "eval", name="wikitext-103")
     with pytest.raises(ValueError, match="unknown hub corpus"):
-        load_corpus("hub", "en", "eval", name="bookcorpus")
+        load_corpus(HUB, "en", "eval", name="bookcorpus")
     with pytest.raises(ValueError, match="English only"):
-        load_labelled("hub", "de", "train")
+        load_labelled(HUB, "de", "train")
 
 

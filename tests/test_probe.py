@@ -1,4 +1,4 @@
-"""Unit tests for helpers.probe: the probe's statistics, its data hygiene and the feature extractors."""
+"""helpers.probe (statistics, data hygiene, feature extractors) and pipeline.probe_runs (its files)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ import pytest
 import torch
 
 from helpers import probe
+from pipeline.data import CorpusSpec
+from pipeline.layout import RunLayout
+from pipeline.probe_runs import load_probe_data, save_probe_results, stratified_subset
 
 # --------------------------------------------------------------------------------------------
 # Toy data and a tiny encoder
@@ -254,10 +257,10 @@ def test_static_mean_excludes_specials_and_zero_rows(tiny_tokenizer):
 
 def test_stratified_subset_keeps_class_shares():
     labels = np.array([0] * 600 + [1] * 300 + [2] * 100)
-    idx = probe.stratified_subset(labels, 200, seed=0)
+    idx = stratified_subset(labels, 200, seed=0)
     assert len(idx) == 200 and len(set(idx)) == 200
     assert np.bincount(labels[idx]).tolist() == [120, 60, 20]
-    assert len(probe.stratified_subset(labels, None)) == 1000
+    assert len(stratified_subset(labels, None)) == 1000
 
 
 def test_load_probe_data_from_files_takes_stratified_subsets(tmp_path):
@@ -265,14 +268,12 @@ def test_load_probe_data_from_files_takes_stratified_subsets(tmp_path):
                              for i in range(400)]
     (tmp_path / "set.csv").write_text("\n".join(rows) + "\n")
     config = probe.ProbeConfig(max_train=100, max_test=40, Cs=(1.0,), n_boot=10, batch_size=8)
-    data = probe.load_probe_data(config, source="files", path=tmp_path / "set.csv")
+    data = load_probe_data(config, CorpusSpec("files", tmp_path / "set.csv"))
     assert data.label_names == ["a", "b"]
     assert len(data.train_texts) == len(data.train_y) == 100 and len(data.test_texts) == len(data.test_y) == 40
     assert np.bincount(data.train_y).tolist() == [75, 25] and np.bincount(data.test_y).tolist() == [30, 10]
     assert not set(data.train_texts) & set(data.test_texts)
     assert data.class_counts()["train"].tolist() == [75, 25]
-    with pytest.raises(ValueError, match="only read when the source is 'files'"):
-        probe.load_probe_data(config, source="embedded", path=tmp_path / "set.csv")
 
 
 
@@ -290,9 +291,13 @@ def test_table_order_files_and_verdict(tmp_path):
     ]
     df = probe.results_table(rows)
     assert df["model"].tolist() == ["majority", "random init", "random init", "BERT_FT", "BERT_FT"]
-    csv_path, json_path = probe.save_results(df, tmp_path, {"preset": "smoke", "lang": "en"})
-    assert csv_path.read_text().splitlines()[0] == ",".join(probe.TABLE_COLUMNS)
-    saved = json.loads(json_path.read_text())
+    paired = pd.DataFrame([{"a": "BERT_FT / mean", "b": "BERT_FT / cls", "difference": 0.2}])
+    run = RunLayout(tmp_path)
+    assert save_probe_results(df, paired, run, {"preset": "smoke", "lang": "en"}) == \
+        [run.probe_table, run.probe_record, run.probe_differences]
+    assert run.probe_table.read_text().splitlines()[0] == ",".join(probe.TABLE_COLUMNS)
+    assert pd.read_csv(run.probe_differences).to_dict("records") == paired.to_dict("records")
+    saved = json.loads(run.probe_record.read_text())
     assert saved["preset"] == "smoke" and len(saved["results"]) == 5
     assert saved["results"][0]["best_C"] == 0.1
     verdict = probe.pooling_verdict(df)
@@ -325,7 +330,7 @@ def test_plots_draw_every_row_and_panel():
     import matplotlib
 
     matplotlib.use("Agg")
-    from helpers.plots import probe as probe_plots
+    from plots import probe as probe_plots
 
     rows = [probe.result_row("majority", "-", _fake_result(0.2, 0.18, 0.22)),
             probe.result_row("BERT_FT", "mean", _fake_result(0.8, 0.77, 0.83))]

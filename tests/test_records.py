@@ -8,8 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipeline import job as job
-from pipeline import records, results
+from pipeline import job, layout, records, results
 
 
 def test_a_record_holds_only_small_files_and_loads_like_its_run(smoke_figures: Path, smoke_run_dir: Path,
@@ -21,7 +20,7 @@ def test_a_record_holds_only_small_files_and_loads_like_its_run(smoke_figures: P
     original, copy = results.load_run(smoke_run_dir), results.load_run(record)
     assert copy.missing == [] and copy.baseline == original.baseline and copy.baseline is not None
     assert (copy.lang, copy.preset, copy.seed) == (original.lang, original.preset, original.seed)
-    stamp = json.loads((record / "pretrain" / job.STAMP_NAME).read_text())
+    stamp = json.loads((record / "pretrain" / layout.STAMP_NAME).read_text())
     assert set(stamp) == {"fingerprint"}  # no parameters: they name local folders
 
 

@@ -12,8 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipeline import ablations
-from pipeline import job as job
+from pipeline import ablations, job
 
 REFERENCE = Path(__file__).resolve().parents[1] / "figures" / "reference"
 RUN_RECORDS = REFERENCE / "runs"

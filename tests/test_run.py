@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -11,7 +12,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from pipeline import job as job
+from pipeline import fingerprints, job, job_options, layout, runner, steps
+from pipeline.data import CorpusSpec
 
 
 def _notebook(path: Path, body: str) -> None:
@@ -24,73 +26,73 @@ def _notebook(path: Path, body: str) -> None:
 
 
 @pytest.fixture()
-def toy_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> job.Step:
+def toy_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> steps.Step:
     """A one-cell notebook standing in for a real step, so the runner is tested on its own."""
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
     _notebook(notebooks / "99_toy.ipynb",
               "from pathlib import Path\nout = Path(out_dir) if out_dir else Path(run_dir) / 'toy'\n"
               "out.mkdir(parents=True, exist_ok=True)\n(out / 'value.txt').write_text(str(value))")
-    monkeypatch.setattr(job, "NOTEBOOKS_DIR", notebooks)
-    return job.Step("99_toy", "toy")
+    monkeypatch.setattr(steps, "NOTEBOOKS_DIR", notebooks)
+    return steps.Step("99_toy", "toy")
 
 
-def test_step_runs_then_skips_until_something_changes(tmp_path: Path, toy_step: job.Step) -> None:
+def test_step_runs_then_skips_until_something_changes(tmp_path: Path, toy_step: steps.Step) -> None:
     run_dir = tmp_path / "runs" / "smoke-en"
     params = {"run_dir": str(run_dir), "value": 1}
     messages: list[str] = []
-    assert job.run_step(toy_step, run_dir, params, log=messages.append) is True
+    assert runner.run_step(toy_step, run_dir, params, log=messages.append) is True
     assert (run_dir / "toy" / "value.txt").read_text() == "1"
     assert (run_dir / "99_toy.ipynb").exists()
 
-    assert job.run_step(toy_step, run_dir, params, log=messages.append) is False
+    assert runner.run_step(toy_step, run_dir, params, log=messages.append) is False
     assert any(m.startswith("[skip] 99_toy") for m in messages)
 
     changed = {**params, "value": 2}
-    assert job.run_step(toy_step, run_dir, changed, log=messages.append) is True
+    assert runner.run_step(toy_step, run_dir, changed, log=messages.append) is True
     assert (run_dir / "toy" / "value.txt").read_text() == "2"
 
 
 def test_rerun_after_a_change_starts_empty_but_a_rerun_after_a_crash_keeps_its_files(
-        tmp_path: Path, toy_step: job.Step) -> None:
+        tmp_path: Path, toy_step: steps.Step) -> None:
     """A stale checkpoint must not be resumed; a crashed run's checkpoint must be."""
     run_dir = tmp_path / "runs" / "smoke-en"
     out = run_dir / "toy"
     params = {"run_dir": str(run_dir), "value": 1}
-    assert job.run_step(toy_step, run_dir, params, log=lambda m: None)
+    assert runner.run_step(toy_step, run_dir, params, log=lambda m: None)
     (out / "checkpoint.pt").write_text("state of value=1")
-    (out / job.STAMP_NAME).unlink()  # as if it had crashed after writing its checkpoint
-    assert job.run_step(toy_step, run_dir, params, log=lambda m: None)
+    (out / layout.STAMP_NAME).unlink()  # as if it had crashed after writing its checkpoint
+    assert runner.run_step(toy_step, run_dir, params, log=lambda m: None)
     assert (out / "checkpoint.pt").exists()  # same inputs: kept for resuming
     messages: list[str] = []
-    assert job.run_step(toy_step, run_dir, {**params, "value": 2}, log=messages.append)
+    assert runner.run_step(toy_step, run_dir, {**params, "value": 2}, log=messages.append)
     assert not (out / "checkpoint.pt").exists()  # other inputs: stale, removed
     assert (out / "value.txt").read_text() == "2"
     assert any(m.startswith("[new ] 99_toy") for m in messages)
     (out / "checkpoint.pt").write_text("state of value=2")
-    assert job.run_step(toy_step, run_dir, {**params, "value": 2}, force=True, log=lambda m: None)
+    assert runner.run_step(toy_step, run_dir, {**params, "value": 2}, force=True, log=lambda m: None)
     assert not (out / "checkpoint.pt").exists()  # --force reruns from scratch
 
 
-def test_the_figures_folder_is_never_emptied(tmp_path: Path, toy_step: job.Step) -> None:
-    figures_like = job.Step(toy_step.name, "figures", owns_out_dir=False)
+def test_the_figures_folder_is_never_emptied(tmp_path: Path, toy_step: steps.Step) -> None:
+    figures_like = steps.Step(toy_step.name, "figures", owns_out_dir=False)
     out = tmp_path / "figures"
     out.mkdir()
     (out / "README.txt").write_text("kept")
-    assert job.run_step(figures_like, tmp_path, {"out_dir": str(out), "value": 3}, force=True, log=lambda m: None)
+    assert runner.run_step(figures_like, tmp_path, {"out_dir": str(out), "value": 3}, force=True, log=lambda m: None)
     assert (out / "README.txt").read_text() == "kept" and (out / "value.txt").read_text() == "3"
-    assert not job.FIGURES_STEP.owns_out_dir and all(step.owns_out_dir for step in job.STEPS)
+    assert not steps.FIGURES_STEP.owns_out_dir and all(step.owns_out_dir for step in steps.STEPS)
 
 
-def test_upstream_change_reruns_the_step(tmp_path: Path, toy_step: job.Step) -> None:
+def test_upstream_change_reruns_the_step(tmp_path: Path, toy_step: steps.Step) -> None:
     upstream = tmp_path / "up"
     upstream.mkdir()
-    (upstream / job.STAMP_NAME).write_text('{"fingerprint": "a"}')
+    (upstream / layout.STAMP_NAME).write_text('{"fingerprint": "a"}')
     params = {"run_dir": str(tmp_path), "value": 1}
-    assert job.run_step(toy_step, tmp_path, params, [upstream], log=lambda m: None)
-    assert not job.run_step(toy_step, tmp_path, params, [upstream], log=lambda m: None)
-    (upstream / job.STAMP_NAME).write_text('{"fingerprint": "b"}')
-    assert job.run_step(toy_step, tmp_path, params, [upstream], log=lambda m: None)
+    assert runner.run_step(toy_step, tmp_path, params, [upstream], log=lambda m: None)
+    assert not runner.run_step(toy_step, tmp_path, params, [upstream], log=lambda m: None)
+    (upstream / layout.STAMP_NAME).write_text('{"fingerprint": "b"}')
+    assert runner.run_step(toy_step, tmp_path, params, [upstream], log=lambda m: None)
 
 
 def test_failing_notebook_names_itself_the_error_and_the_partial_copy(
@@ -98,39 +100,41 @@ def test_failing_notebook_names_itself_the_error_and_the_partial_copy(
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
     _notebook(notebooks / "98_broken.ipynb", "raise ValueError('corpus is empty')")
-    monkeypatch.setattr(job, "NOTEBOOKS_DIR", notebooks)
-    step = job.Step("98_broken", "broken")
+    monkeypatch.setattr(steps, "NOTEBOOKS_DIR", notebooks)
+    step = steps.Step("98_broken", "broken")
     params = {"run_dir": str(tmp_path), "value": 1}
-    with pytest.raises(job.StepFailed) as info:
-        job.run_step(step, tmp_path, params, log=lambda m: None)
+    with pytest.raises(steps.StepFailed) as info:
+        runner.run_step(step, tmp_path, params, log=lambda m: None)
     message = str(info.value)
     assert "98_broken.ipynb" in message
     assert "ValueError: corpus is empty" in message
     assert str(tmp_path / "98_broken.ipynb") in message
     assert (tmp_path / "98_broken.ipynb").exists()
     # a failed step leaves no stamp, so the next run does not skip it
-    assert not (tmp_path / "broken" / job.STAMP_NAME).exists()
+    assert not (tmp_path / "broken" / layout.STAMP_NAME).exists()
 
 
 def test_parameters_give_every_step_the_run_folder_and_only_what_its_notebook_declares(tmp_path: Path) -> None:
     run_dir = tmp_path / "demo-en"
-    for step in job.STEPS:
-        params = job.step_parameters(step, run_dir, "demo", "en", corpus="files:/data", max_steps=5)
+    settings = steps.RunSettings("demo", "en", corpus=CorpusSpec.parse("files:/data"), max_steps=5)
+    for step in steps.STEPS:
+        params = settings.parameters(step, run_dir)
         assert params["run_dir"] == str(run_dir.resolve()) and params["corpus"] == "files:/data"
-        job.check_parameters(step.notebook, params)  # raises if the notebook does not declare one
-        assert job.out_dir_of(step, params) == run_dir.resolve() / step.out
-    assert job.step_parameters(job.STEP_BY_NAME["04_pretraining"], run_dir, "demo", "en")["device"] == "auto"
-    job.check_parameters(job.FIGURES_STEP.notebook, job.figures_parameters([run_dir], tmp_path / "f"))
+        steps.check_parameters(step.notebook, params)  # raises if the notebook does not declare one
+        assert steps.out_dir_of(step, params) == run_dir.resolve() / step.out
+    pretraining = steps.STEP_BY_NAME["04_pretraining"]
+    assert steps.RunSettings("demo", "en").parameters(pretraining, run_dir)["device"] == "auto"
+    steps.check_parameters(steps.FIGURES_STEP.notebook, steps.figures_parameters([run_dir], tmp_path / "f"))
 
 
 def test_a_parameter_the_notebook_does_not_declare_is_an_error_not_a_log_line(tmp_path: Path,
-                                                                             toy_step: job.Step) -> None:
-    with pytest.raises(job.JobError, match="does not take the parameter.*corpus_source"):
-        job.run_step(toy_step, tmp_path, {"run_dir": str(tmp_path), "corpus_source": "files"}, log=lambda m: None)
+                                                                             toy_step: steps.Step) -> None:
+    with pytest.raises(steps.JobError, match="does not take the parameter.*corpus_source"):
+        runner.run_step(toy_step, tmp_path, {"run_dir": str(tmp_path), "corpus_source": "files"}, log=lambda m: None)
 
 
 def test_every_step_has_a_notebook_with_a_parameters_cell() -> None:
-    for step in (*job.STEPS, job.FIGURES_STEP):
+    for step in (*steps.STEPS, steps.FIGURES_STEP):
         nb = nbformat.read(step.notebook, as_version=4)
         tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
         assert len(tagged) == 1, f"{step.notebook.name} needs exactly one cell tagged 'parameters'"
@@ -140,7 +144,7 @@ def test_every_step_has_a_notebook_with_a_parameters_cell() -> None:
 
 @pytest.mark.parametrize("argv, expected", [
     (["--preset", "huge"], "unknown preset 'huge'"),
-    (["--lang", ","], "--lang needs at least one value"),
+    (["--lang", ","], "argument --lang: needs at least one value"),
     (["--lang", "xx"], "unknown language 'xx'"),
 ])
 def test_bad_arguments_fail_with_one_clear_line(argv: list[str], expected: str, tmp_path: Path,
@@ -161,56 +165,57 @@ def _save_as_autosave_would(path: Path) -> None:
     nbformat.write(nb, path)
 
 
-def test_a_notebook_saved_with_outputs_does_not_rerun_its_step(tmp_path: Path, toy_step: job.Step) -> None:
+def test_a_notebook_saved_with_outputs_does_not_rerun_its_step(tmp_path: Path, toy_step: steps.Step) -> None:
     run_dir = tmp_path / "runs" / "smoke-en"
     params = {"run_dir": str(run_dir), "value": 1}
-    assert job.run_step(toy_step, run_dir, params, log=lambda m: None)
+    assert runner.run_step(toy_step, run_dir, params, log=lambda m: None)
     _save_as_autosave_would(toy_step.notebook)
-    assert not job.run_step(toy_step, run_dir, params, log=lambda m: None)
+    assert not runner.run_step(toy_step, run_dir, params, log=lambda m: None)
     nb = nbformat.read(toy_step.notebook, as_version=4)
     nb.cells[1].source += "\n# an edited line"
     nbformat.write(nb, toy_step.notebook)
-    assert job.run_step(toy_step, run_dir, params, log=lambda m: None)  # a source edit does rerun
+    assert runner.run_step(toy_step, run_dir, params, log=lambda m: None)  # a source edit does rerun
 
 
-def test_moving_the_runs_folder_reruns_nothing(tmp_path: Path, toy_step: job.Step) -> None:
+def test_moving_the_runs_folder_reruns_nothing(tmp_path: Path, toy_step: steps.Step) -> None:
     first = tmp_path / "a" / "smoke-en"
-    assert job.run_step(toy_step, first, {"run_dir": str(first), "value": 1}, log=lambda m: None)
+    assert runner.run_step(toy_step, first, {"run_dir": str(first), "value": 1}, log=lambda m: None)
     moved = tmp_path / "b" / "smoke-en"
     moved.parent.mkdir()
     first.rename(moved)
-    assert not job.run_step(toy_step, moved, {"run_dir": str(moved), "value": 1}, log=lambda m: None)
+    assert not runner.run_step(toy_step, moved, {"run_dir": str(moved), "value": 1}, log=lambda m: None)
 
 
-def test_a_step_fingerprint_follows_only_the_helpers_it_imports(tmp_path: Path, toy_step: job.Step,
+def test_a_step_fingerprint_follows_only_the_helpers_it_imports(tmp_path: Path, toy_step: steps.Step,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    shutil.copytree(job.HELPERS_DIR, tmp_path / "helpers", ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(job, "REPO_ROOT", tmp_path)
+    shutil.copytree(layout.REPO_ROOT / "helpers", tmp_path / "helpers", ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(fingerprints, "REPO_ROOT", tmp_path)
     nb = nbformat.read(toy_step.notebook, as_version=4)
     nb.cells[1].source = "from helpers import crossing\n" + nb.cells[1].source
     nbformat.write(nb, toy_step.notebook)
     params = {"run_dir": str(tmp_path / "r"), "value": 1}
-    assert "helpers.crossing" in job.helper_modules(toy_step) and "pipeline.figures" not in job.helper_modules(toy_step)
-    before = job.fingerprint(toy_step, params)
+    modules = fingerprints.project_modules(toy_step)
+    assert "helpers.crossing" in modules and "pipeline.figures" not in modules
+    before = fingerprints.fingerprint(toy_step, params)
     (tmp_path / "helpers" / "figures.py").write_text("# only a plot label changed\n")
-    assert job.fingerprint(toy_step, params) == before
+    assert fingerprints.fingerprint(toy_step, params) == before
     with (tmp_path / "helpers" / "crossing.py").open("a") as handle:
         handle.write("\n# an edit\n")
-    assert job.fingerprint(toy_step, params) != before
+    assert fingerprints.fingerprint(toy_step, params) != before
 
 
 def test_editing_the_figures_module_reruns_only_the_figures_step() -> None:
-    assert "pipeline.figures" in job.helper_modules(job.FIGURES_STEP)
-    for step in job.STEPS:
-        assert "pipeline.figures" not in job.helper_modules(step), step.name
+    assert "pipeline.figures" in fingerprints.project_modules(steps.FIGURES_STEP)
+    for step in steps.STEPS:
+        assert "pipeline.figures" not in fingerprints.project_modules(step), step.name
 
 
 def test_a_second_job_on_the_same_folder_stops_and_names_the_holder(tmp_path: Path) -> None:
-    with job.folder_lock(tmp_path / "demo-en"):
-        with pytest.raises(job.JobError, match=rf"another job is using .*pid {os.getpid()}"):
-            with job.folder_lock(tmp_path / "demo-en"):
+    with runner.folder_lock(tmp_path / "demo-en"):
+        with pytest.raises(steps.JobError, match=rf"another job is using .*pid {os.getpid()}"):
+            with runner.folder_lock(tmp_path / "demo-en"):
                 pass
-    with job.folder_lock(tmp_path / "demo-en"):  # released on exit, so the next job may start
+    with runner.folder_lock(tmp_path / "demo-en"):  # released on exit, so the next job may start
         pass
 
 
@@ -227,26 +232,26 @@ def test_figures_that_fail_part_way_leave_the_old_figures_untouched(tmp_path: Pa
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
-    monkeypatch.setattr(job, "NOTEBOOKS_DIR", notebooks)
+    monkeypatch.setattr(steps, "NOTEBOOKS_DIR", notebooks)
     figures = tmp_path / "figures"
     figures.mkdir()
     (figures / "table.csv").write_text("old")
     (figures / "kept.txt").write_text("not written by 06")
     _figures_notebook(notebooks, "from pathlib import Path\n(Path(out_dir) / 'table.csv').write_text('new')\n"
                                  "raise RuntimeError('plot failed')")
-    with pytest.raises(job.StepFailed, match="plot failed"):
-        job.run_figures([], figures, tmp_path / "exec", log=lambda m: None)
+    with pytest.raises(steps.StepFailed, match="plot failed"):
+        runner.run_figures([], figures, tmp_path / "exec", log=lambda m: None)
     assert (figures / "table.csv").read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir() if "incoming" in p.name) == []
     _figures_notebook(notebooks, "from pathlib import Path\n(Path(out_dir) / 'table.csv').write_text('new')")
-    assert job.run_figures([], figures, tmp_path / "exec", log=lambda m: None)
+    assert runner.run_figures([], figures, tmp_path / "exec", log=lambda m: None)
     assert (figures / "table.csv").read_text() == "new" and (figures / "kept.txt").exists()
 
 
 @pytest.mark.parametrize("argv, expected", [
     (["--device", "tpu"], "unknown device 'tpu'"),
-    (["--lang", "en,en"], "--lang lists en more than once"),
-    (["--seeds", "0,x"], "--seeds takes non-negative integers"),
+    (["--lang", "en,en"], "argument --lang: lists en more than once"),
+    (["--seeds", "0,x"], "argument --seeds: takes non-negative integers"),
     (["--corpus", "files:/no/such/folder"], "does not exist"),
     (["--corpus", "ftp"], "unknown corpus 'ftp'"),
     (["--vectors", "/no/such.vec"], "no such file"),
@@ -272,21 +277,26 @@ def test_an_out_that_is_a_file_or_read_only_is_refused(tmp_path: Path, capsys: p
 
 
 def test_a_zero_max_steps_is_refused_by_the_parser() -> None:
-    with pytest.raises(SystemExit):
-        job.build_parser().parse_args(["--max-steps", "0"])
+    with pytest.raises(steps.JobError, match="argument --max-steps: must be a positive integer"):
+        job_options.build_parser().parse_args(["--max-steps", "0"])
 
 
 def test_only_the_readme_job_writes_the_committed_figures(tmp_path: Path) -> None:
-    assert job.default_figures_dir("demo", "embedded", None, [0], tmp_path) == job.COMMITTED_FIGURES_DIR
-    assert job.default_figures_dir("smoke", "embedded", None, [0], tmp_path) == tmp_path / "figures-smoke"
-    assert job.default_figures_dir("demo", "embedded", 20, [0], tmp_path) == tmp_path / "figures-demo"
-    assert job.default_figures_dir("demo", "hub", None, [0], tmp_path) == tmp_path / "figures-demo"
-    assert job.default_figures_dir("demo", "embedded", None, [0, 1], tmp_path) == tmp_path / "figures-demo"
+    figures_dir = job_options.default_figures_dir
+    embedded, hub = CorpusSpec("embedded"), CorpusSpec("hub")
+    assert figures_dir("demo", embedded, None, [0], tmp_path) == layout.FIGURES_DIR
+    assert figures_dir("smoke", embedded, None, [0], tmp_path) == tmp_path / "figures-smoke"
+    assert figures_dir("demo", embedded, 20, [0], tmp_path) == tmp_path / "figures-demo"
+    assert figures_dir("demo", hub, None, [0], tmp_path) == tmp_path / "figures-demo"
+    assert figures_dir("demo", embedded, None, [0, 1], tmp_path) == tmp_path / "figures-demo"
 
 
 def test_run_folders_name_their_seed(tmp_path: Path) -> None:
-    assert job.run_dir_for(tmp_path, "demo", "en", 0) == tmp_path / "demo-en"
-    assert job.run_dir_for(tmp_path, "demo", "en", 2) == tmp_path / "demo-en-seed2"
+    assert steps.RunSettings("demo", "en", 0).run_dir(tmp_path) == tmp_path.resolve() / "demo-en"
+    assert steps.RunSettings("demo", "en", 2).run_dir(tmp_path) == tmp_path.resolve() / "demo-en-seed2"
+    assert layout.split_run_folder_name("demo-en-seed2") == ("demo", "en", 2)
+    assert layout.split_run_folder_name("demo-en") == ("demo", "en", None)
+    assert layout.split_run_folder_name("figures") == (None, None, None)
 
 
 def test_rendered_notebooks_keep_their_images_and_no_absolute_paths(tmp_path: Path) -> None:
@@ -296,13 +306,13 @@ def test_rendered_notebooks_keep_their_images_and_no_absolute_paths(tmp_path: Pa
     cell = nbformat.v4.new_code_cell("plot()")
     png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"0" * 32).decode()
     cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": png, "text/plain": "<Figure>"}),
-                    nbformat.v4.new_output("stream", name="stdout", text=f"wrote {job.REPO_ROOT}/runs/x.csv\n")]
+                    nbformat.v4.new_output("stream", name="stdout", text=f"wrote {layout.REPO_ROOT}/runs/x.csv\n")]
     nb.cells = [nbformat.v4.new_markdown_cell("# Title"), cell]
     executed = tmp_path / "01_masking.ipynb"
     nbformat.write(nb, executed)
-    page = job.render_notebook(executed, tmp_path / "docs")
+    page = runner.render_notebook(executed, tmp_path / "docs")
     text = page.read_text()
-    assert "# Title" in text and str(job.REPO_ROOT) not in text and "wrote runs/x.csv" in text
+    assert "# Title" in text and str(layout.REPO_ROOT) not in text and "wrote runs/x.csv" in text
     images = list((tmp_path / "docs").rglob("*.png"))
     assert len(images) == 1 and images[0].parent.name == "01_masking_files"
     assert f"01_masking_files/{images[0].name}" in text  # the page links to the image where it was written
@@ -331,37 +341,41 @@ def test_runs_spread_over_gpus_use_each_device_for_one_run_at_a_time() -> None:
     assert sorted(j for j, _ in seen) == sorted(jobs) and {d for _, d in seen} == {0, 1}
 
 
-def test_gpus_that_torch_does_not_see_are_refused_before_any_work() -> None:
+def test_gpus_that_torch_does_not_see_are_refused_before_any_work(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     import torch
 
-    with pytest.raises(job.JobError, match="torch sees"):
-        job.parse_gpus(str(torch.cuda.device_count()))
-    with pytest.raises(job.JobError, match="non-negative integers"):
-        job.parse_gpus("0,a")
+    with pytest.raises(argparse.ArgumentTypeError, match="torch sees"):
+        job_options.gpu_indices(str(torch.cuda.device_count()))
+    with pytest.raises(argparse.ArgumentTypeError, match="non-negative integers"):
+        job_options.gpu_indices("0,a")
+    assert job.main(["--gpus", str(torch.cuda.device_count()), "--out", str(tmp_path)]) == 1
+    assert "argument --gpus" in capsys.readouterr().err and not (tmp_path / "demo-en").exists()
 
 
 def test_a_gpu_worker_runs_one_language_and_seed_without_figures(tmp_path: Path) -> None:
-    args = job.build_parser().parse_args(["--preset", "paper", "--corpus", "hub", "--max-steps", "20"])
-    command = job._worker_command(args, "cs", 2, tmp_path, "/v/cc.cs.300.vec.gz")
-    text = " ".join(command)
+    settings = steps.RunSettings("paper", "cs", 2, CorpusSpec("hub"), vectors=Path("/v/cc.cs.300.vec.gz"),
+                                 max_steps=20)
+    text = " ".join(job.worker_command(settings, tmp_path, force=False))
     assert "--lang cs --seeds 2" in text and "--device cuda" in text and "--no-figures" in text
     assert "--max-steps 20" in text and "--vectors /v/cc.cs.300.vec.gz" in text and "--corpus hub" in text
 
 
 def test_check_lists_the_steps_whose_results_do_not_come_from_the_current_code(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    names = [s.name for s in job.STEPS]
-    assert job.stale_steps("smoke", "en", tmp_path) == names  # nothing has run
-    run_dir = job.run_dir_for(tmp_path, "smoke", "en").resolve()
-    for step in job.STEPS:  # stamp every step as the main job would after running it with the current code
-        params = job.step_parameters(step, run_dir, "smoke", "en")
-        out_dir = job.out_dir_of(step, params)
+    names = [s.name for s in steps.STEPS]
+    settings = steps.RunSettings("smoke", "en")
+    assert runner.stale_steps(settings, tmp_path) == names  # nothing has run
+    run_dir = settings.run_dir(tmp_path)
+    for step in steps.STEPS:  # stamp every step as the main job would after running it with the current code
+        params = settings.parameters(step, run_dir)
+        out_dir = steps.out_dir_of(step, params)
         out_dir.mkdir(parents=True, exist_ok=True)
-        key = job.fingerprint(step, params, [run_dir / job.STEP_BY_NAME[n].out for n in step.needs])
-        (out_dir / job.STAMP_NAME).write_text(json.dumps({"fingerprint": key}))
-    assert job.stale_steps("smoke", "en", tmp_path) == []
+        key = fingerprints.fingerprint(step, params, steps.upstream_of(step, run_dir))
+        (out_dir / layout.STAMP_NAME).write_text(json.dumps({"fingerprint": key}))
+    assert runner.stale_steps(settings, tmp_path) == []
     assert job.main(["--preset", "smoke", "--lang", "en", "--out", str(tmp_path), "--check"]) == 0
     assert "smoke-en: up to date" in capsys.readouterr().out
-    (run_dir / "tokenizer" / job.STAMP_NAME).write_text(json.dumps({"fingerprint": "older code"}))
-    assert job.stale_steps("smoke", "en", tmp_path) == names[1:]  # 02 and everything after it
+    (run_dir / "tokenizer" / layout.STAMP_NAME).write_text(json.dumps({"fingerprint": "older code"}))
+    assert runner.stale_steps(settings, tmp_path) == names[1:]  # 02 and everything after it
     assert job.main(["--preset", "smoke", "--lang", "en", "--out", str(tmp_path), "--check"]) == 1

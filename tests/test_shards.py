@@ -12,12 +12,13 @@ import pytest
 
 from helpers import tokenizer as T
 from pipeline import shards as S
-from pipeline.data import load_corpus
+from pipeline.data import EMBEDDED, load_corpus
+from pipeline.layout import PretrainFiles, ShardFiles
 
 
 @pytest.fixture(scope="module")
 def docs() -> list[str]:
-    texts = load_corpus("embedded", "en", "train", max_docs=300).texts
+    texts = load_corpus(EMBEDDED, "en", "train", max_docs=300).texts
     return [*texts[:40], "", "   \n", *texts[40:]]  # blank documents are dropped, as prepare_data drops them
 
 
@@ -31,11 +32,12 @@ def files_of(folder: Path) -> dict[str, bytes]:
 
 
 def test_shards_equal_prepare_datas_arrays(tok, docs: list[str], tmp_path: Path) -> None:
-    from helpers.pretrain import prepare_data
+    from pipeline.prepare import prepare_data
 
     prepare_data(tok, docs, docs[:20], tmp_path / "prepared")
-    expected_ids = np.load(tmp_path / "prepared" / "data" / "train_ids.npy")
-    expected_lengths = np.load(tmp_path / "prepared" / "data" / "train_lengths.npy")
+    prepared = PretrainFiles(tmp_path / "prepared").data
+    expected_ids = np.load(prepared.array("train_ids"))
+    expected_lengths = np.load(prepared.array("train_lengths"))
     manifest = S.write_shards(tok, iter(docs), tmp_path / "shards", shard_size=64, progress=False)
     got = S.open_shards(tmp_path / "shards")
     assert manifest["complete"] and manifest["exhausted"] and manifest["documents_read"] == len(docs)
@@ -125,4 +127,4 @@ def test_open_shards_reads_memory_maps_and_explains_a_missing_folder(tok, docs: 
     S.write_shards(tok, docs, tmp_path, n_sequences=30, shard_size=20, progress=False)
     got = S.open_shards(tmp_path)
     assert all(isinstance(part, np.memmap) for part in got.ids.parts)
-    assert json.loads((tmp_path / S.MANIFEST).read_text())["vocab_size"] == len(tok)
+    assert json.loads(ShardFiles(tmp_path).manifest.read_text())["vocab_size"] == len(tok)

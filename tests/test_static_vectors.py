@@ -1,4 +1,4 @@
-"""Unit tests for helpers.static_vectors (normalisation, Equation 3, saving) and local fastText training."""
+"""helpers.static_vectors (normalisation, Equation 3), pipeline.static_files (saving) and local fastText training."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 
 from exercises import nb03
-from helpers import fasttext_training as ft
 from helpers import static_vectors as sv
+from pipeline import fasttext_training as ft
+from pipeline.layout import StaticFiles
+from pipeline.static_files import load_aligned, save_aligned
 
 # --------------------------------------------------------------------------------------------
 # normalise
@@ -196,8 +198,8 @@ def test_check_dim() -> None:
 
 def test_save_load_round_trip(tmp_path: Path, vectors: sv.WordVectors) -> None:
     al = sv.align(VOCAB, vectors, pieces="strip")
-    sv.save_aligned(tmp_path / "static", al, {"preset": "test", "lang": "en", "source": "train"})
-    back = sv.load_aligned(tmp_path / "static")
+    save_aligned(tmp_path / "static", al, {"preset": "test", "lang": "en", "source": "train"})
+    back = load_aligned(tmp_path / "static")
     np.testing.assert_array_equal(back.matrix, al.matrix)
     np.testing.assert_array_equal(back.found, al.found)
     assert back.matrix.dtype == np.float32 and back.found.dtype == bool
@@ -208,28 +210,29 @@ def test_save_load_round_trip(tmp_path: Path, vectors: sv.WordVectors) -> None:
 def test_save_refuses_contradicting_manifest(tmp_path: Path, vectors: sv.WordVectors) -> None:
     al = sv.align(VOCAB, vectors)
     with pytest.raises(ValueError, match="vocab_size"):
-        sv.save_aligned(tmp_path, al, {"vocab_size": 30_000})
+        save_aligned(tmp_path, al, {"vocab_size": 30_000})
     with pytest.raises(ValueError, match="found mask"):
-        sv.save_aligned(tmp_path, sv.Alignment(al.matrix, al.found[:-1]), {})
+        save_aligned(tmp_path, sv.Alignment(al.matrix, al.found[:-1]), {})
 
 
 def test_load_errors(tmp_path: Path, vectors: sv.WordVectors) -> None:
     with pytest.raises(FileNotFoundError, match="03_static_vectors"):
-        sv.load_aligned(tmp_path / "missing")
-    out = sv.save_aligned(tmp_path / "s", sv.align(VOCAB, vectors), {})
-    np.save(out / sv.FOUND_FILE, np.zeros(len(VOCAB) + 1, bool))
+        load_aligned(tmp_path / "missing")
+    out = save_aligned(tmp_path / "s", sv.align(VOCAB, vectors), {})
+    files = StaticFiles(out)
+    np.save(files.found, np.zeros(len(VOCAB) + 1, bool))
     with pytest.raises(ValueError, match="found mask has shape"):
-        sv.load_aligned(out)
-    np.save(out / sv.FOUND_FILE, np.zeros(len(VOCAB), bool))
+        load_aligned(out)
+    np.save(files.found, np.zeros(len(VOCAB), bool))
     with pytest.raises(ValueError, match="n_found"):
-        sv.load_aligned(out)
-    manifest = json.loads((out / sv.MANIFEST_FILE).read_text())
-    (out / sv.MANIFEST_FILE).write_text(json.dumps({**manifest, "n_found": 0, "dim": 300}))
+        load_aligned(out)
+    manifest = json.loads(files.manifest.read_text())
+    files.manifest.write_text(json.dumps({**manifest, "n_found": 0, "dim": 300}))
     with pytest.raises(ValueError, match="dim=300"):
-        sv.load_aligned(out)
-    (out / sv.EMBEDDINGS_FILE).unlink()
+        load_aligned(out)
+    files.embeddings.unlink()
     with pytest.raises(FileNotFoundError, match="embeddings.npy"):
-        sv.load_aligned(out)
+        load_aligned(out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -259,7 +262,7 @@ def test_save_refuses_a_non_finite_matrix(tmp_path: Path, vectors: sv.WordVector
     al = sv.align(VOCAB, vectors)
     al.matrix[VOCAB["the"], 0] = np.nan
     with pytest.raises(ValueError, match="nan or inf"):
-        sv.save_aligned(tmp_path / "s", al, {})
+        save_aligned(tmp_path / "s", al, {})
     assert not (tmp_path / "s").exists()
 
 
@@ -347,21 +350,14 @@ def test_the_estimate_grows_with_words_epochs_and_negatives() -> None:
     assert ft.estimate_seconds(10**6, ft.FastTextSettings(model="cbow")) < ft.estimate_seconds(10**6, base)
 
 
-def test_the_progress_bar_moves_while_training_and_ends_full(capsys: pytest.CaptureFixture[str]) -> None:
-    import time
-
-    with ft._TimeBar(estimate=2.0, label="test", enabled=True) as bar:
-        time.sleep(1.2)
-        moved = bar._bar.n
-    assert 0.5 <= moved <= 0.99 * 2.0 + 1e-9
-    assert bar._bar.n == bar._bar.total  # at the end the bar is full and shows the time taken
-    assert "took" in capsys.readouterr().err
-
-
-def test_train_fasttext_with_the_bar_and_on_an_empty_corpus(tmp_path: Path) -> None:
+def test_train_fasttext_says_how_long_to_expect_and_refuses_an_empty_corpus(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     settings = ft.FastTextSettings(dim=4, epochs=1, min_count=1, bucket=100)
     model = ft.train_fasttext(CORPUS, settings, progress=True)
     assert model.get_dimension() == 4 and "Seine" in model.get_words() and ft.has_subwords(model)
+    expected, taken = capsys.readouterr().out.splitlines()
+    assert expected.startswith(f"training fastText ({settings.label()}) on ") and expected.endswith(" s")
+    assert taken.startswith("fastText trained in ")
     with pytest.raises(ValueError, match="lower min_count"):
         ft.train_fasttext(["one two three"], ft.FastTextSettings(dim=4, epochs=1, min_count=2), progress=False)
     with pytest.raises(ValueError, match="empty"):
@@ -430,9 +426,10 @@ def benchmark_vectors(seed: int = 0) -> sv.WordVectors:
 
 def test_exercise_1_check_accepts_the_solution_and_rejects_the_centred_score() -> None:
     raw = benchmark_vectors()
-    right = nb03.right_1(raw.words, raw.matrix)
-    assert right(nb03.exercise_1(raw.words, raw.matrix))
     from pipeline import wordsim
+
+    right = nb03.right_1(raw.words, raw.matrix, wordsim.word_similarity)
+    assert right(nb03.exercise_1(raw.words, raw.matrix, wordsim.word_similarity))
 
     centred = wordsim.evaluate(raw.words, sv.normalise(raw.matrix), "wordsim353", n_bootstrap=1)["spearman"]
     assert not right(centred)

@@ -9,24 +9,27 @@ import pytest
 
 from helpers import presets
 from helpers import tokenizer as T
-from pipeline.data import load_corpus
+from pipeline.data import EMBEDDED, load_corpus
 
 SMOKE = presets.get("smoke").tokenizer
 
 
 @pytest.fixture(scope="module")
 def train_texts() -> list[str]:
-    return load_corpus("embedded", "en", "train", max_docs=SMOKE.max_docs).texts
+    return load_corpus(EMBEDDED, "en", "train", max_docs=SMOKE.max_docs).texts
 
 
 @pytest.fixture(scope="module")
 def eval_texts() -> list[str]:
-    return load_corpus("embedded", "en", "eval").texts
+    return load_corpus(EMBEDDED, "en", "eval").texts
 
 
 @pytest.fixture(scope="module")
 def pair(train_texts: list[str]) -> dict:
-    return T.train_pair(train_texts, SMOKE.vocab_size, SMOKE.min_frequency, show_progress=False)
+    """A cased and an uncased tokenizer on the same documents, as notebook 02 trains them."""
+    return {name: T.train_wordpiece(train_texts, SMOKE.vocab_size, lowercase=name == "uncased",
+                                    min_frequency=SMOKE.min_frequency, show_progress=False)
+            for name in ("cased", "uncased")}
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +168,7 @@ def pieces_word_by_word(backend, texts: list[str]) -> list[str]:
 @pytest.mark.parametrize("lowercase", [False, True])
 @pytest.mark.parametrize("lang", ["en", "fr"])
 def test_continuation_pieces_match_the_word_by_word_definition(lang: str, lowercase: bool) -> None:
-    texts = [*load_corpus("embedded", lang, "train", max_docs=1_000).texts, "naïve 中文 x-ray ½ café", ""]
+    texts = [*load_corpus(EMBEDDED, lang, "train", max_docs=1_000).texts, "naïve 中文 x-ray ½ café", ""]
     backend = T.build_untrained(lowercase)
     assert T.continuation_pieces(backend, texts, batch_size=64) == pieces_word_by_word(backend, texts)
     assert backend.get_vocab_size() == 0  # the throwaway pass trained a copy, not this pipeline
@@ -293,11 +296,3 @@ def test_vocab_ceiling_is_where_the_error_starts(train_texts: list[str]) -> None
     with pytest.raises(ValueError, match="far fewer"):
         T.train_wordpiece(texts, 2 * ceiling, show_progress=False)
     assert T.vocab_ceiling(texts, min_frequency=5) < ceiling
-
-
-def test_load_split_follows_the_preset() -> None:
-    train = T.load_split(SMOKE, "en", "train")
-    assert len(train) == SMOKE.max_docs and train.split == "train" and train.source == "embedded"
-    assert T.load_split(SMOKE, "en", "eval").split == "eval"
-    with pytest.raises(ValueError, match="corpus_path"):
-        T.load_split(SMOKE, "en", "train", path="somewhere.txt")

@@ -11,7 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers.presets import FastTextSettings, VectorsConfig
 from pipeline import vector_files as vf
+from pipeline.data import EMBEDDED, CorpusSpec
 
 DIM = 4
 WORDS = ["the", ",", "Paris", "king", "river", "paris", "ing", "\u00a0odd"]
@@ -245,3 +247,26 @@ def test_a_truncated_download_names_the_url_and_leaves_nothing(tmp_path: Path) -
 
 def test_prefix_info_is_none_for_an_ordinary_file(vec_file: Path) -> None:
     assert vf.cached_prefix_info(vec_file) is None
+
+
+# --------------------------------------------------------------------------------------------
+# obtain_vectors: a given file, or fastText trained on the run's corpus
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_given_vector_file_wins_over_the_preset(vec_file: Path) -> None:
+    config = VectorsConfig(source="train", fasttext=FastTextSettings(dim=DIM), top_n=3)
+    source = vf.obtain_vectors(config, "en", EMBEDDED, vectors_path=vec_file)
+    assert source.vectors.words == WORDS[:3] and source.model is None and source.subword_model is None
+    assert source.info == {"source": "file", "vectors_path": str(vec_file), "top_n": 3}
+
+
+def test_training_reads_the_corpus_it_is_given(tmp_path: Path) -> None:
+    texts = [f"the river {i} runs past the old mill near Paris" for i in range(60)]
+    (tmp_path / "docs.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
+    settings = FastTextSettings(dim=DIM, epochs=1, min_count=1, bucket=100, maxn=0)
+    config = VectorsConfig(source="train", fasttext=settings, max_docs=40)
+    source = vf.obtain_vectors(config, "en", CorpusSpec("files", tmp_path / "docs.txt"), progress=False)
+    assert source.info["corpus_source"] == "files" and source.info["corpus"] == str(tmp_path / "docs.txt")
+    assert source.info["corpus_docs"] == 40 and {"river", "Paris", "mill"} <= set(source.vectors.words)
+    assert source.subword_model is None  # no n-grams: the 'subword' option has nothing to use

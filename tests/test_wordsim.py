@@ -76,11 +76,11 @@ def test_too_few_pairs_give_nan_not_an_error() -> None:
     assert res["found"] == 2 and np.isnan(res["spearman"])  # tiger-cat and tiger-tiger
 
 
-def test_score_rows_make_one_row_per_vectors_and_benchmark() -> None:
+def test_the_table_has_one_row_per_vectors_and_benchmark() -> None:
     pairs = wordsim.load_pairs("wordsim353")
     vocab = sorted({p.first for p in pairs} | {p.second for p in pairs})
     matrix = np.random.default_rng(0).normal(size=(len(vocab), 8))
-    results = {"a": wordsim.evaluate_all(vocab, matrix, n_bootstrap=20)}
-    rows = wordsim.score_rows(results)
+    results = {"a": wordsim.word_similarity(vocab, matrix, n_bootstrap=20)}
+    rows = wordsim.word_similarity_rows(results)
     assert [(r["vectors"], r["benchmark"]) for r in rows] == [("a", "WordSim-353"), ("a", "SimLex-999")]
     assert rows[0]["pairs found"] == "353 of 353"

@@ -1,4 +1,4 @@
-"""Figures of notebook 04 (pretraining): they draw the metrics.csv files helpers.pretrain wrote, nothing more.
+"""Figures of notebook 04 (pretraining): they draw both models' metrics rows (read by pipeline.training), nothing more.
 
 matplotlib is imported inside the function: the GPU machines may train without it.
 """
@@ -6,25 +6,21 @@ matplotlib is imported inside the function: the GPU machines may train without i
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-from helpers.pretrain import MODEL_NAMES, read_metrics
+from typing import Any, Mapping, Sequence
 
 LABELS = {"bert_tiny": "BERT_TINY (random embeddings)", "bert_ft": "BERT_FT (fastText embeddings)"}
 
 
-def plot_runs(out_dir: str | Path, save: bool = True) -> list[Any]:
+def plot_runs(runs: Mapping[str, Sequence[Mapping[str, float]]], out_dir: str | Path | None = None) -> list[Any]:
     """Figures 1-2 style: training loss, evaluation loss, evaluation accuracy of both models over steps.
 
-    Saves pretrain_loss.png and pretrain_accuracy.png into ``out_dir``; returns the figures.
+    ``runs`` maps 'bert_tiny' / 'bert_ft' to their metrics rows. Saves pretrain_loss.png and
+    pretrain_accuracy.png into ``out_dir`` when one is given; returns the figures.
     """
     import matplotlib.pyplot as plt
 
-    out_dir = Path(out_dir)
-    runs = {name: read_metrics(out_dir / name / "metrics.csv") for name in MODEL_NAMES
-            if (out_dir / name / "metrics.csv").exists()}
     if not runs:
-        raise FileNotFoundError(f"no metrics.csv under {out_dir}/bert_tiny or {out_dir}/bert_ft; train first")
+        raise ValueError("no metrics rows to plot; train a model first")
     loss_fig, (ax_train, ax_eval) = plt.subplots(1, 2, figsize=(11, 4))
     acc_fig, ax_acc = plt.subplots(figsize=(5.5, 4))
     for name, rows in runs.items():
@@ -42,7 +38,7 @@ def plot_runs(out_dir: str | Path, save: bool = True) -> list[Any]:
         ax.legend(fontsize=8)
     loss_fig.tight_layout()
     acc_fig.tight_layout()
-    if save:
-        loss_fig.savefig(out_dir / "pretrain_loss.png", dpi=120)
-        acc_fig.savefig(out_dir / "pretrain_accuracy.png", dpi=120)
+    if out_dir is not None:
+        loss_fig.savefig(Path(out_dir) / "pretrain_loss.png", dpi=120)
+        acc_fig.savefig(Path(out_dir) / "pretrain_accuracy.png", dpi=120)
     return [loss_fig, acc_fig]

@@ -7,10 +7,10 @@ two consequences worth knowing:
   only ``thread=1`` gives the same vectors twice. ``train_unsupervised`` takes no ``seed``: it
   always uses fastText's default seed. Our ``seed`` therefore shuffles the order of the documents
   in the training file (seed 0 keeps the corpus order), which changes the vectors as a seed should.
-* **Progress.** With one thread fastText reports no progress until it has finished, and it offers
-  no callback, so the bar shown here counts elapsed time against an estimate made from the number
-  of words, epochs and settings (:func:`estimate_seconds`, rates measured by
-  ``benchmarks/fasttext_settings.py``). It says how long to expect; it does not read fastText.
+* **Progress.** With one thread fastText reports no progress until it has finished (its own bar
+  stays at 0 %), and it offers no callback, so training prints one line saying how long to expect,
+  estimated from the number of words, epochs and settings (:func:`estimate_seconds`, rates
+  measured by ``benchmarks/fasttext_settings.py``), and one line with the time it took.
 
 ``fasttext`` is imported only inside the functions that train or load a model, so the rest of the
 package imports on machines without it.
@@ -19,15 +19,14 @@ package imports on machines without it.
 from __future__ import annotations
 
 import tempfile
-import threading
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
 
 from helpers.presets import FastTextSettings
+from helpers.static_vectors import WordVectors
 
 EOS = "</s>"  # fastText's line-end marker: not a word, so never a row of the vectors
 
@@ -39,7 +38,7 @@ MIN_INPUT_MATRIX_BYTES = 64 * 2**20
 
 # Training speed (corpus words x epochs per second, one thread, dim 300, 5 negatives, window 5),
 # measured by benchmarks/fasttext_settings.py on the embedded English text; used only for the
-# progress estimate. Subwords (maxn > 0) cost extra rows per word.
+# time estimate printed before training. Subwords (maxn > 0) cost extra rows per word.
 WORDS_PER_SECOND = {("skipgram", True): 38_000.0, ("skipgram", False): 56_000.0,
                     ("cbow", True): 72_000.0, ("cbow", False): 290_000.0}
 
@@ -60,7 +59,7 @@ def fasttext_args(settings: FastTextSettings, threads: int = 1) -> dict[str, Any
 
 
 def estimate_seconds(n_words: int, settings: FastTextSettings, threads: int = 1) -> float:
-    """Expected training time from the measured rates above (a guide for the bar, not a promise)."""
+    """Expected training time from the measured rates above (a guide, not a promise)."""
     rate = WORDS_PER_SECOND[(settings.model, settings.subwords)]
     cost = (settings.neg + 1) / 6 * settings.ws / 5 * settings.dim / 300
     return max(1.0, n_words * settings.epochs * cost / (rate * threads))
@@ -117,16 +116,19 @@ def train_fasttext(texts: Iterable[str], settings: FastTextSettings, seed: int =
 
 def train_on_file(path: str | Path, settings: FastTextSettings, n_words: int | None = None, threads: int = 1,
                   progress: bool = True) -> Any:
-    """``fasttext.train_unsupervised`` on a prepared file, with an elapsed-time bar; clear errors."""
+    """``fasttext.train_unsupervised`` on a prepared file, with the expected and the taken time; clear errors."""
     import fasttext
 
     args = {"input": str(path), **fasttext_args(settings, threads), "verbose": 0}
     if n_words is None:
         with Path(path).open(encoding="utf-8") as fh:
             n_words = sum(len(line.split()) for line in fh)
+    if progress:
+        print(f"training fastText ({settings.label()}) on {n_words:,} words: "
+              f"about {estimate_seconds(n_words, settings, threads):.0f} s")
+    started = time.perf_counter()
     try:
-        with _TimeBar(estimate_seconds(n_words, settings, threads), settings.label(), progress):
-            return fasttext.train_unsupervised(**args)
+        model = fasttext.train_unsupervised(**args)
     except (RuntimeError, ValueError) as err:
         if "empty vocabulary" in str(err).lower():
             raise ValueError(f"fastText found no word occurring {settings.min_count}+ times in the corpus; "
@@ -137,56 +139,17 @@ def train_on_file(path: str | Path, settings: FastTextSettings, n_words: int | N
                              "subwords (maxn=0) it also happens on corpora of a few thousand documents; "
                              "train with n-grams (maxn=6) there") from err
         raise
+    if progress:
+        print(f"fastText trained in {time.perf_counter() - started:.0f} s")
+    return model
 
 
-class _TimeBar:
-    """A tqdm bar over seconds, advanced by a thread while the training call (which releases the GIL) runs.
-
-    It stops at 99 % of the estimate until training returns, then jumps to the end and shows the real time.
-    """
-
-    def __init__(self, estimate: float, label: str, enabled: bool) -> None:
-        self.estimate, self.label, self.enabled = estimate, label, enabled
-        self._done = threading.Event()
-
-    def __enter__(self) -> _TimeBar:
-        if not self.enabled:
-            return self
-        from tqdm.auto import tqdm
-
-        self._bar = tqdm(total=round(self.estimate, 1), desc=f"fastText ({self.label})", unit="s",
-                         bar_format="{l_bar}{bar}| {n:.0f}/~{total:.0f} s estimated")
-        self._start = time.perf_counter()
-        self._thread = threading.Thread(target=self._tick, daemon=True)
-        self._thread.start()
-        return self
-
-    def _tick(self) -> None:
-        while not self._done.wait(0.5):
-            elapsed = time.perf_counter() - self._start
-            self._bar.n = min(elapsed, 0.99 * self.estimate)
-            self._bar.refresh()
-
-    def __exit__(self, *exc: object) -> None:
-        if not self.enabled:
-            return
-        self._done.set()
-        self._thread.join()
-        elapsed = time.perf_counter() - self._start
-        self._bar.total = max(self._bar.total, round(elapsed, 1))
-        self._bar.n = self._bar.total if exc[0] is None else self._bar.n
-        self._bar.bar_format = "{l_bar}{bar}| took " + f"{elapsed:.0f} s (estimated ~{self.estimate:.0f} s)"
-        self._bar.close()
-
-
-def vectors_from_model(model: Any, top_n: int | None = None) -> Any:
+def vectors_from_model(model: Any, top_n: int | None = None) -> WordVectors:
     """The model's ``top_n`` most frequent words and their vectors, as the .vec fastText writes would hold them.
 
     fastText's dictionary is sorted by count, so ``get_words`` is in frequency order; a word's
     vector is ``get_word_vector`` (its own row averaged with its n-gram rows).
     """
-    from helpers.static_vectors import WordVectors
-
     words = [w for w in model.get_words(on_unicode_error="replace") if w != EOS]
     if top_n is not None:
         words = words[:top_n]
@@ -198,9 +161,3 @@ def vectors_from_model(model: Any, top_n: int | None = None) -> Any:
 def has_subwords(model: Any) -> bool:
     """True when the model builds vectors from character n-grams (so it can embed a ``##`` piece)."""
     return len(model.get_subwords("subwords")[0]) > 1
-
-
-def settings_record(settings: FastTextSettings, seed: int, threads: int = 1) -> dict[str, Any]:
-    """What the manifest records about training: every setting, the seed and how determinism was had."""
-    return {**asdict(settings), "bucket": clean_bucket(settings.bucket, settings.dim), "seed": seed,
-            "thread": threads, "seed_means": "document order of the training file (fastText's own seed is fixed)"}

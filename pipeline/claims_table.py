@@ -1,0 +1,220 @@
+"""The paper's Section 5 claims checked on our run folders: one row per claim and language, with intervals.
+
+The statistics are :mod:`helpers.claims`' (estimates, intervals, testability, crossings); this module
+reads what they need from the runs of :mod:`pipeline.results` (final values, per-position results,
+curves) and lays the rows out. The claim check reports, it never asserts.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from helpers import paper_values as paper
+from helpers.claims import (
+    TESTABLE_MARGIN,
+    Estimate,
+    average_gain,
+    crossing_estimate,
+    english_margin,
+    gain_holds,
+    includes_zero,
+    is_testable,
+    seed_estimate,
+)
+from helpers.crossing import crossing_step
+from pipeline.layout import RunLayout
+from pipeline.results import Run, RunSet, SeedGroup, comparison_groups, display_path, order_langs, read_positions
+
+CLAIM_COLUMNS = ["lang", "preset", "steps", "claim_id", "claim", "n_seeds", "ours", "ci_low", "ci_high", "interval",
+                 "fraction_of_training", "testable", "holds_on_ours", "paper", "note"]
+
+
+# --------------------------------------------------------------------------- estimates from runs
+
+
+def positions_of(run: Run, name: str) -> dict[str, np.ndarray] | str:
+    """One model's per-position results of its final evaluation, or why they cannot be used."""
+    model = run.model(name)
+    files = model.files or RunLayout(run.run_dir).model(name)
+    if not files.positions.is_file():
+        return f"{display_path(files.positions)} not found (needs per-position results of the final evaluation)"
+    if model.last_step != run.last_step:
+        return f"{paper.MODEL_LABELS[name]} evaluated past the step both models share, so its positions do not match"
+    found = read_positions(files)
+    if abs(found["correct"].mean() - run.final(name, "eval_accuracy")) > 1e-6:
+        return f"{display_path(files.positions)} disagrees with {files.metrics.name}'s final accuracy"
+    return found
+
+
+def position_differences(group: SeedGroup, key: str) -> np.ndarray | str:
+    """BERT_FT minus BERT_TINY at each evaluation position, averaged over the group's seeds."""
+    diffs = []
+    for run in group.runs:
+        tiny, ft = positions_of(run, "bert_tiny"), positions_of(run, "bert_ft")
+        for found in (tiny, ft):
+            if isinstance(found, str):
+                return found
+        diffs.append(ft[key] - tiny[key])
+    if len({len(d) for d in diffs}) != 1:
+        return "the seeds were evaluated on different numbers of positions"
+    return np.mean(diffs, axis=0)
+
+
+def gain_estimate(group: SeedGroup, column: str) -> Estimate:
+    """Final BERT_FT minus BERT_TINY in ``column`` ('eval_loss' or 'eval_accuracy'), mean and interval."""
+    key = "loss" if column == "eval_loss" else "correct"
+    values = group.per_seed(lambda r: r.final("bert_ft", column) - r.final("bert_tiny", column))
+    return seed_estimate(values, lambda: position_differences(group, key), seed=zlib.crc32(group.lang.encode()))
+
+
+def testability(group: SeedGroup) -> tuple[bool | None, str]:
+    """Whether BERT_TINY (mean over seeds) ended at least TESTABLE_MARGIN below the unigram loss, and why."""
+    base = group.baseline
+    if base is None:
+        return None, group.first.baseline_problem or "no unigram baseline"
+    tiny = group.mean(lambda r: r.final("bert_tiny", "eval_loss"))
+    if is_testable(tiny, base["unigram_loss"]):
+        return True, ""
+    return False, (f"not testable at this scale: BERT_TINY ends at {tiny:.3f}, within {TESTABLE_MARGIN} nat of the "
+                   f"unigram loss {base['unigram_loss']:.3f}")
+
+
+def run_crossing(run: Run, column: str, lower_is_better: bool) -> int | None:
+    """The step BERT_FT first beat BERT_TINY's final ``column`` (helpers.crossing), within the shared steps."""
+    ft = run.model("bert_ft").metrics
+    shared = ft[ft["step"] <= run.last_step]
+    return crossing_step(shared["step"].tolist(), shared[column].tolist(), run.final("bert_tiny", column),
+                         lower_is_better)
+
+
+# --------------------------------------------------------------------------- one row per claim and language
+
+
+def _claim_row(group: SeedGroup, claim_id: str, claim: str, est: Estimate, paper_text: str, holds: bool | None,
+               fraction: float = math.nan, notes: Sequence[str] = ()) -> dict[str, Any]:
+    testable, why = testability(group)
+    note = "; ".join(n for n in (why, est.note, *notes, group.note) if n)
+    return {"lang": group.lang, "preset": group.first.preset, "steps": group.total_steps, "claim_id": claim_id,
+            "claim": claim, "n_seeds": len(group.runs), "ours": est.mean, "ci_low": est.low, "ci_high": est.high,
+            "interval": est.interval, "fraction_of_training": fraction, "testable": testable,
+            "holds_on_ours": holds, "paper": paper_text, "note": note}
+
+
+def crossing_claim(group: SeedGroup, column: str, lower_is_better: bool, claim_id: str, claim: str,
+                   paper_text: str, limit: float, inclusive: bool = False) -> dict[str, Any]:
+    """Mean crossing step over seeds and its fraction of training; a seed that never crossed is reported."""
+    steps = group.per_seed(lambda r: run_crossing(r, column, lower_is_better))
+    est, fraction, holds = crossing_estimate(steps, group.total_steps, limit, inclusive)
+    return _claim_row(group, claim_id, claim, est, paper_text, holds, fraction)
+
+
+def gain_claim(group: SeedGroup, column: str, claim_id: str, claim: str, published: dict[str, dict[str, float]],
+               lower_is_better: bool) -> dict[str, Any]:
+    est = gain_estimate(group, column)
+    pub = published.get(group.lang)
+    paper_text = f"{pub['bert_ft'] - pub['bert_tiny']:+.3f}" if pub else "language not in the paper"
+    return _claim_row(group, claim_id, claim, est, paper_text, gain_holds(est, lower_is_better),
+                      notes=[includes_zero(est)])
+
+
+def group_claims(group: SeedGroup) -> list[dict[str, Any]]:
+    """The claims about one language: final loss and accuracy differences, and the three crossings.
+
+    Crossings (helpers.crossing): loss "after less than a third" of training is strictly < 1/3; accuracy
+    "after only 20,000 of 100,000 steps" is <= 0.2, inclusive because the paper's own crossing is at 20,000.
+    """
+    third = paper.CLAIM_LOSS_CROSSING_FRACTION
+    return [
+        gain_claim(group, "eval_loss", "final_eval_loss_ft_minus_tiny",
+                   "final eval loss, BERT_FT minus BERT_TINY (< 0: FT lower)", paper.EVAL_LOSS, True),
+        crossing_claim(group, "train_loss", True, "train_loss_crossing_step",
+                       "first step where BERT_FT's training loss is below BERT_TINY's final",
+                       "under 1/3 of training (Czech, Figure 1a)", third),
+        crossing_claim(group, "eval_loss", True, "eval_loss_crossing_step",
+                       "first step where BERT_FT's eval loss is below BERT_TINY's final",
+                       "under 1/3 of training (Czech, Figure 1b and Section 5)", third),
+        crossing_claim(group, "eval_accuracy", False, "accuracy_crossing_step",
+                       "first step where BERT_FT's accuracy passes BERT_TINY's final",
+                       f"{paper.CLAIM_ACCURACY_CROSSING_STEP:,} of {paper.STEPS:,} steps (Czech, Figure 2)",
+                       paper.CLAIM_ACCURACY_CROSSING_STEP / paper.STEPS, inclusive=True),
+        gain_claim(group, "eval_accuracy", "final_accuracy_gain",
+                   "final eval accuracy, BERT_FT minus BERT_TINY (> 0: FT better)", paper.EVAL_ACCURACY, False),
+    ]
+
+
+# --------------------------------------------------------------------------- the languages together
+
+
+def paper_gain(lang: str) -> float:
+    return paper.EVAL_ACCURACY[lang]["bert_ft"] - paper.EVAL_ACCURACY[lang]["bert_tiny"]
+
+
+def _language_common(chosen: dict[str, SeedGroup], langs: list[str]) -> tuple[dict[str, Any], str, str]:
+    """The columns both language rows share, why some language cannot test them, and the seeds per language."""
+    testable = [testability(g)[0] for g in chosen.values()]
+    untestable = [lang for lang, g in chosen.items() if testability(g)[0] is False]
+    why = f"not testable at this scale in {', '.join(untestable)}; " if untestable else ""
+    # n_seeds is the fewest any language has; the note names each language's count.
+    seeds = "seeds per language: " + ", ".join(f"{lang} {len(chosen[lang].runs)}" for lang in langs)
+    common = {"lang": ",".join(langs), "preset": "/".join(sorted({str(g.first.preset) for g in chosen.values()})),
+              "steps": None, "n_seeds": min(len(g.runs) for g in chosen.values()), "fraction_of_training": math.nan,
+              "testable": None if None in testable else all(testable)}
+    return common, why, seeds
+
+
+def _average_row(gains: dict[str, Estimate], langs: list[str], why: str, seeds: str) -> dict[str, Any]:
+    average = average_gain(gains)
+    in_paper = [lang for lang in langs if lang in paper.EVAL_ACCURACY]
+    paper_same = float(np.mean([paper_gain(lang) for lang in in_paper])) if in_paper else math.nan
+    paper_all = float(np.mean([paper_gain(lang) for lang in paper.LANGS]))
+    holds = None if not math.isfinite(average.low) or not in_paper else bool(average.low <= paper_same <= average.high)
+    return {"claim_id": "average_accuracy_gain",
+            "claim": "final accuracy gain averaged over the languages run (paper: 'around six percent')",
+            "ours": average.mean, "ci_low": average.low, "ci_high": average.high, "interval": average.interval,
+            "holds_on_ours": holds, "paper": f"{paper_same:+.3f} over {','.join(in_paper) or 'none'}; "
+                                             f"{paper_all:+.3f} over its 7 languages",
+            "note": why + "holds_on_ours asks whether the paper's average over the same languages lies inside "
+                          "our interval; " + "; ".join(n for n in (seeds, average.note) if n)}
+
+
+def _english_row(gains: dict[str, Estimate], langs: list[str], why: str, seeds: str) -> dict[str, Any]:
+    margin = english_margin(gains)
+    paper_others = [lang for lang in langs if lang != "en" and lang in paper.EVAL_ACCURACY]
+    paper_margin = min(paper_gain(lang) for lang in paper_others) - paper_gain("en") if paper_others else math.nan
+    return {"claim_id": "english_gains_least",
+            "claim": "English gains least: smallest other language's gain minus English's (> 0: holds)",
+            "ours": margin.mean, "ci_low": margin.low, "ci_high": margin.high, "interval": margin.interval,
+            "holds_on_ours": bool(margin.mean > 0), "paper": f"{paper_margin:+.3f} over the same languages",
+            "note": why + "; ".join(n for n in (seeds, includes_zero(margin), margin.note) if n)}
+
+
+def language_claims(groups: Sequence[SeedGroup]) -> list[dict[str, Any]]:
+    """The claims about languages together: English gains least, and the average gain (paper: ~6 %)."""
+    chosen: dict[str, SeedGroup] = {}
+    for group in groups:  # per language, the group with the most seeds (comparison_groups sorts them so)
+        if group.runs and group.lang not in chosen:
+            chosen[group.lang] = group
+    if not chosen:
+        return []
+    gains = {lang: gain_estimate(g, "eval_accuracy") for lang, g in chosen.items()}
+    langs = order_langs(chosen)
+    common, why, seeds = _language_common(chosen, langs)
+    rows = [{**common, **_average_row(gains, langs, why, seeds)}]
+    if "en" in chosen and len(chosen) > 1:
+        rows.append({**common, **_english_row(gains, langs, why, seeds)})
+    return rows
+
+
+def verify_claims(runset: RunSet) -> pd.DataFrame:
+    """The paper's Section 5 claims, measured on our runs (mean over seeds, with intervals); reports, never asserts.
+
+    Runs that cannot be paired fairly get no row (the tables show them with their status).
+    """
+    groups = [g for g in comparison_groups(runset) if g.runs]
+    rows = [row for group in groups for row in group_claims(group)] + language_claims(groups)
+    return pd.DataFrame(rows, columns=CLAIM_COLUMNS).astype({"steps": "Int64", "n_seeds": "Int64"})

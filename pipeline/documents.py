@@ -1,0 +1,128 @@
+"""What every corpus loader returns and shares: :class:`Corpus`, :class:`LabelledSet`, the checks and the splits.
+
+The loaders of each source (the embedded corpus in :mod:`pipeline.data`, local files in
+:mod:`pipeline.files`, the Hub in :mod:`pipeline.online`) import from here and never from each other.
+Splits hash each document's key rather than shuffle indices, so they are the same on every machine
+and in every Python process, and adding one document never moves another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+EVAL_FRACTION = 0.05  # the evaluation share: of the embedded articles, and the default for local files
+AG_NEWS_LABELS = ("World", "Sports", "Business", "Sci/Tech")
+
+
+@dataclass
+class Corpus:
+    """Unlabelled documents plus where they came from."""
+
+    texts: list[str]
+    lang: str
+    source: str
+    split: str
+    name: str
+    licence: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def n_words(self) -> int:
+        """Whitespace-separated words, the unit the paper's corpus sizes use."""
+        return sum(len(t.split()) for t in self.texts)
+
+
+@dataclass
+class LabelledSet:
+    """Documents with integer labels; ``label_names[i]`` names label ``i``."""
+
+    texts: list[str]
+    labels: list[int]
+    label_names: list[str]
+    lang: str
+    source: str
+    split: str
+    name: str
+    licence: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+# --------------------------------------------------------------------------------------------
+# Checks every loader shares
+# --------------------------------------------------------------------------------------------
+
+
+def check_choice(what: str, value: Any, choices: Sequence[str], hint: str = "") -> None:
+    if value not in choices:
+        raise ValueError(f"unknown {what} {value!r}; choose one of: {', '.join(choices)}{hint}")
+
+
+def check_max_docs(max_docs: int | None) -> None:
+    if max_docs is not None and (isinstance(max_docs, bool) or not isinstance(max_docs, int) or max_docs < 1):
+        raise ValueError(f"max_docs must be a positive whole number of documents or None, got {max_docs!r}")
+
+
+def check_fraction(name: str, value: float) -> None:
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"{name} must lie strictly between 0 and 1, got {value}")
+
+
+def take(items: Iterable[Any], max_docs: int | None) -> list[Any]:
+    """The first ``max_docs`` items (all when None); a lazy stream is read no further."""
+    check_max_docs(max_docs)
+    return list(itertools.islice(items, max_docs))
+
+
+# --------------------------------------------------------------------------------------------
+# Hash-based splits
+# --------------------------------------------------------------------------------------------
+
+
+def stable_fraction(key: str, seed: int, purpose: str = "") -> float:
+    """A number in [0, 1) fixed by (purpose, seed, key): the same on every machine and Python run.
+
+    Splitting by a hash of the document key rather than by a shuffled index keeps the split of
+    every other article unchanged when one article is added or removed. ``purpose`` gives an
+    independent number for another use (ordering) of the same key.
+    """
+    digest = hashlib.sha256(f"{purpose}{seed}:{key}".encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def split_by_key(keys: Sequence[str], held_out: float, seed: int, purpose: str = "") -> tuple[list[int], list[int]]:
+    """Indices of (kept, held-out) items; an item is held out when its stable fraction < held_out."""
+    check_fraction("the held-out fraction", held_out)
+    kept, held = [], []
+    for i, key in enumerate(keys):
+        (held if stable_fraction(key, seed, purpose) < held_out else kept).append(i)
+    return kept, held
+
+
+def stratified_split(keys: Sequence[str], labels: Sequence[int], held_out: float,
+                     seed: int) -> tuple[list[int], list[int]]:
+    """Per-class hash ranking: each class gives round(held_out * size) items (at least one, when it
+    has two or more) to the held-out part, so every class is in both parts in the same proportion."""
+    check_fraction("the held-out fraction", held_out)
+    by_class: dict[int, list[int]] = {}
+    for i, label in enumerate(labels):
+        by_class.setdefault(label, []).append(i)
+    kept, held = [], []
+    for members in by_class.values():
+        ranked = sorted(members, key=lambda i: (stable_fraction(keys[i], seed), i))
+        n_held = max(1, round(held_out * len(members))) if len(members) > 1 else 0
+        held.extend(ranked[:n_held])
+        kept.extend(ranked[n_held:])
+    return sorted(kept), sorted(held)
+
+
+def hash_order(indices: Iterable[int], keys: Sequence[str], seed: int) -> list[int]:
+    """Indices in a fixed pseudo-random order, so 'the first N' is a spread-out sample, not the A's."""
+    return sorted(indices, key=lambda i: (stable_fraction(keys[i], seed, purpose="order:"), i))

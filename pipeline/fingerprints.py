@@ -1,0 +1,132 @@
+"""What a step's result depends on, as one hash, and the stamps that record it in the step's folder.
+
+A step's fingerprint covers its notebook's cell sources (never outputs or metadata, so a notebook
+saved by JupyterLab reruns nothing), its parameters without absolute folders (so a moved runs folder
+reruns nothing), the code of every project module the notebook imports, followed through the
+imports of those modules, and the fingerprints of the steps it reads. A finished step leaves its
+fingerprint in ``.step.json``; one that started leaves it in ``.step-started.json``.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from pipeline.layout import PROJECT_PACKAGES, REPO_ROOT, stamp_of, started_of
+from pipeline.notebook_sync import cell_source, notebook_cells
+from pipeline.steps import Step
+
+FOLDER_PARAMETERS = ("run_dir", "out_dir", "run_dirs")  # absolute folders: left out of the fingerprint
+
+
+def notebook_sources(notebook: Path) -> list[tuple[str, str]]:
+    """(cell type, source) of every cell: what a student edits, never outputs, counts or metadata."""
+    return [(cell.get("cell_type", ""), cell_source(cell)) for cell in notebook_cells(notebook)]
+
+
+def _python_lines(source: str) -> str:
+    """Cell source without IPython magics and shell escapes, so ``ast`` can read it."""
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+
+
+def module_file(module: str) -> Path | None:
+    """The file of a project module ('helpers.claims' -> helpers/claims.py), None if there is none."""
+    base = REPO_ROOT.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def imported_project_modules(source: str) -> set[str]:
+    """Names of the project's modules that ``source`` imports, anywhere in it (lazy imports included)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.split(".")[0] in PROJECT_PACKAGES)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in PROJECT_PACKAGES:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names
+                         if module_file(f"{node.module}.{alias.name}") is not None)
+    return found
+
+
+def project_modules(step: Step) -> list[str]:
+    """Every project module the step's notebook imports, directly or through other project modules."""
+    code = "\n".join(_python_lines(src) for kind, src in notebook_sources(step.notebook) if kind == "code")
+    todo = sorted(imported_project_modules(code) | {"helpers"})
+    seen: set[str] = set()
+    while todo:
+        module = todo.pop()
+        if module in seen or module_file(module) is None:
+            continue
+        seen.add(module)
+        parents = [".".join(module.split(".")[:i]) for i in range(1, module.count(".") + 1)]
+        todo.extend(parents)  # importing plots.x runs plots/__init__.py too
+        todo.extend(imported_project_modules(module_file(module).read_text(encoding="utf-8")))
+    return sorted(seen)
+
+
+def portable(params: dict[str, Any]) -> dict[str, Any]:
+    """Parameters without absolute folders, so moving a runs folder changes no fingerprint."""
+    kept = {k: v for k, v in params.items() if k not in FOLDER_PARAMETERS}
+    if "run_dirs" in params:
+        kept["run_dirs"] = [Path(d).name for d in params["run_dirs"]]
+    return kept
+
+
+def fingerprint(step: Step, params: dict[str, Any], upstream: Sequence[Path] = ()) -> str:
+    """Notebook cell sources, portable parameters, imported modules' code and upstream fingerprints."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps(notebook_sources(step.notebook)).encode())
+    digest.update(json.dumps(portable(params), sort_keys=True, default=str).encode())
+    for module in project_modules(step):
+        digest.update(module.encode())
+        digest.update(module_file(module).read_bytes())
+    for folder in upstream:
+        digest.update(f"{Path(folder).name}:{finished_with(folder) or 'missing'}".encode())
+    return digest.hexdigest()
+
+
+def _read_fingerprint(path: Path) -> str | None:
+    return json.loads(path.read_text(encoding="utf-8")).get("fingerprint") if path.is_file() else None
+
+
+def finished_with(step_folder: Path) -> str | None:
+    """The fingerprint the step in ``step_folder`` last finished with (None if it never finished)."""
+    return _read_fingerprint(stamp_of(step_folder))
+
+
+def started_with(step_folder: Path) -> str | None:
+    """The fingerprint the step in ``step_folder`` was last started with (None if never, or unknown)."""
+    return _read_fingerprint(started_of(step_folder))
+
+
+def is_up_to_date(step_folder: Path, key: str) -> bool:
+    return finished_with(step_folder) == key
+
+
+def mark_started(step_folder: Path, key: str) -> None:
+    """Record that the step starts with fingerprint ``key``, and remove its finished stamp.
+
+    A step that fails now must not look finished later.
+    """
+    stamp_of(step_folder).unlink(missing_ok=True)
+    started_of(step_folder).write_text(json.dumps({"fingerprint": key}))
+
+
+def mark_finished(step_folder: Path, key: str, seconds: float, params: dict[str, Any], **more: Any) -> None:
+    """The finished stamp: the fingerprint, how long the step took, its parameters and anything else worth keeping."""
+    stamp = {"fingerprint": key, "seconds": round(seconds, 1), "params": params, **more}
+    stamp_of(step_folder).write_text(json.dumps(stamp, indent=2))
+
+
+def copy_fingerprint(step_folder: Path, into: Path) -> None:
+    """A stamp holding only the fingerprint (parameters name local folders), for a record of a finished step."""
+    key = finished_with(step_folder)
+    if key is not None:
+        Path(into).mkdir(parents=True, exist_ok=True)
+        stamp_of(into).write_text(json.dumps({"fingerprint": key}) + "\n")

@@ -1,0 +1,240 @@
+"""The main job's command line: one parser, and its options checked once into typed values.
+
+Every option that can be checked alone is checked by its argparse ``type`` as it is parsed (a
+preset, a corpus, a device, seeds, GPUs, a vectors file). What needs several options together
+(a language the corpus lacks, folders that must be writable, the default figures folder) is
+checked right after, in :func:`parse_options`. Either way a mistake stops the job before any step
+runs, with one line that says what to do (:class:`pipeline.steps.JobError`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, NoReturn, Sequence, TypeVar
+
+from helpers.paper_values import LANGS as C4_PAPER_LANGS
+from helpers.presets import PRESET_HELP, check_preset
+from pipeline.data import CORPUS_HELP, EMBEDDED_FILES, CorpusSpec
+from pipeline.layout import DOCS_DIR, FIGURES_DIR, RUNS_DIR
+from pipeline.runinfo import device_argument
+from pipeline.steps import JobError, RunSettings
+
+README_PRESET = "demo"  # the preset of the README's main job: the only one that writes the committed figures/
+T = TypeVar("T")
+
+
+# --------------------------------------------------------------------------- one option each
+
+
+def checked(check: Callable[[str], T]) -> Callable[[str], T]:
+    """``check`` as an argparse type: its ValueError's message becomes the command line's error."""
+    def argument(text: str) -> T:
+        try:
+            return check(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+    argument.__name__ = check.__name__
+    return argument
+
+
+def names(text: str) -> tuple[str, ...]:
+    """'en,fr' -> ('en', 'fr'): at least one, each once."""
+    items = [part.strip() for part in str(text).split(",") if part.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError("needs at least one value, e.g. en,fr or 0,1,2")
+    duplicates = sorted({item for item in items if items.count(item) > 1})
+    if duplicates:
+        raise argparse.ArgumentTypeError(f"lists {', '.join(duplicates)} more than once")
+    return tuple(items)
+
+
+def indices(text: str) -> tuple[int, ...]:
+    """'0,1,2' -> (0, 1, 2) for --seeds and --gpus: non-negative integers, each once."""
+    items = names(text)
+    wrong = [item for item in items if not item.isdigit()]
+    if wrong:
+        raise argparse.ArgumentTypeError(f"takes non-negative integers such as 0,1,2, got {wrong[0]!r}")
+    return tuple(int(item) for item in items)
+
+
+def gpu_indices(text: str) -> tuple[int, ...]:
+    """'0,1' -> (0, 1), checked against the GPUs torch sees."""
+    gpus = indices(text)
+    import torch
+
+    available = torch.cuda.device_count()
+    missing = [g for g in gpus if g >= available]
+    if missing:
+        raise argparse.ArgumentTypeError(f"asks for GPU(s) {', '.join(map(str, missing))} but torch sees {available} "
+                                         "CUDA device(s); leave --gpus out to run on the CPU")
+    return gpus
+
+
+def positive_int(text: str) -> int:
+    if not str(text).isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return int(text)
+
+
+def corpus_argument(text: str) -> CorpusSpec:
+    """``--corpus``, parsed once: a ``files:`` corpus must exist."""
+    try:
+        spec = CorpusSpec.parse(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    if spec.path is not None and not spec.path.exists():
+        raise argparse.ArgumentTypeError(f"{spec.path} does not exist; give a text file or a folder of them")
+    return spec
+
+
+def vectors_file(text: str) -> Path:
+    path = Path(text).expanduser().resolve()
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text}: no such file; give a .vec, .vec.gz or .bin file")
+    return path
+
+
+def folder(text: str) -> Path:
+    """A folder path, resolved once, here, against the current directory."""
+    return Path(text).expanduser().resolve()
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise JobError(f"{message} (python -m pipeline.job --help lists the options)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m pipeline.job", description="Run notebooks 01 to 06 in order with papermill.")
+    parser.add_argument("--preset", default=README_PRESET, type=checked(check_preset), help=PRESET_HELP)
+    parser.add_argument("--lang", default="en", type=names,
+                        help="language code(s), comma-separated (offline: en, fr, es)")
+    parser.add_argument("--corpus", default="embedded", type=corpus_argument, help=CORPUS_HELP)
+    parser.add_argument("--vectors", default=None, type=vectors_file, help="a local .vec/.vec.gz/.bin file for "
+                        "notebook 03 (default: per the preset: trained here, or the published cc.LANG.300 for paper)")
+    parser.add_argument("--max-steps", type=positive_int, default=None, help="cap pretraining at N steps")
+    parser.add_argument("--seeds", default="0", type=indices,
+                        help="seeds, comma-separated; each language runs once per seed")
+    parser.add_argument("--out", default=str(RUNS_DIR), type=folder, help="folder for run folders (default: runs/)")
+    parser.add_argument("--figures", default=None, type=folder, help="folder for figures (default: figures/ for "
+                        "the README's demo job, else <out>/figures-<preset>)")
+    parser.add_argument("--docs", default=None, type=folder, help="folder for rendered notebooks (default: docs/ "
+                        "when writing figures/, else none)")
+    parser.add_argument("--device", default="auto", type=device_argument, help="auto, cpu, cuda or cuda:N")
+    parser.add_argument("--gpus", default=None, type=gpu_indices, help="GPU indices, comma-separated (e.g. 0,1,2,3):"
+                        " the independent runs (language x seed) are spread one per GPU, each in its own process")
+    parser.add_argument("--no-figures", action="store_true", help="run notebooks 01-05 only (for example to "
+                        "collect runs with different seeds per language, then --figures-from)")
+    parser.add_argument("--figures-from", nargs="+", default=None, type=folder, metavar="RUN_DIR",
+                        help="run only notebook 06, over these run folders (or saved records); needs --figures")
+    parser.add_argument("--records", default=None, type=folder, help="with --figures-from: first save each run's "
+                        "record (the small files 06 reads, pipeline.records) into this folder, then make the "
+                        "figures from them")
+    parser.add_argument("--force", action="store_true", help="rerun every step even if unchanged")
+    parser.add_argument("--check", action="store_true", help="run nothing: list, per run, the steps a run would "
+                        "execute now (exit status 1 if any), i.e. whose results do not come from the current code")
+    return parser
+
+
+# --------------------------------------------------------------------------- the options together
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """Notebooks 01-05 for every language and seed, then 06 over all of them (unless ``no_figures``)."""
+
+    preset: str
+    langs: tuple[str, ...]
+    seeds: tuple[int, ...]
+    corpus: CorpusSpec
+    device: str
+    vectors: Path | None
+    max_steps: int | None
+    out: Path
+    figures_dir: Path
+    docs: Path | None
+    gpus: tuple[int, ...] | None
+    no_figures: bool
+    force: bool
+    check: bool
+
+    def runs(self) -> list[RunSettings]:
+        """One run per language and seed, languages first."""
+        return [RunSettings(self.preset, lang, seed, self.corpus, self.device, self.vectors, self.max_steps)
+                for lang in self.langs for seed in self.seeds]
+
+
+@dataclass(frozen=True)
+class FiguresOptions:
+    """``--figures-from``: notebook 06 only, over existing run folders (through their records with ``records``)."""
+
+    run_dirs: tuple[Path, ...]
+    figures_dir: Path
+    out: Path
+    records: Path | None
+    docs: Path | None
+    force: bool
+
+
+def writable_folder(path: Path, option: str) -> Path:
+    """Create ``path`` if needed; refuse a file or a folder we cannot write."""
+    if path.exists() and not path.is_dir():
+        raise JobError(f"{option} {path} is a file, not a folder; give a folder path")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise JobError(f"{option} {path} cannot be created ({err.strerror}); choose a folder you can write") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise JobError(f"{option} {path} is not writable; choose a folder you can write")
+    return path
+
+
+def check_langs(langs: Sequence[str], corpus: CorpusSpec) -> None:
+    """Refuse a language the chosen corpus does not have (the files of a ``files:`` corpus may hold any)."""
+    known = {"embedded": tuple(EMBEDDED_FILES), "hub": C4_PAPER_LANGS}.get(corpus.source)
+    for lang in langs:
+        if known is not None and lang not in known:
+            hint = " (other languages need --corpus hub or --corpus files:PATH)" if corpus.source == "embedded" else ""
+            raise JobError(f"unknown language {lang!r} for the {corpus.source} corpus; "
+                           f"choose from {', '.join(known)}{hint}")
+
+
+def default_figures_dir(preset: str, corpus: CorpusSpec, max_steps: int | None, seeds: Sequence[int],
+                        out: Path) -> Path:
+    """figures/ only for the README's main job; any other run keeps its figures inside its runs folder."""
+    if preset == README_PRESET and corpus.source == "embedded" and max_steps is None and list(seeds) == [0]:
+        return FIGURES_DIR
+    return out / f"figures-{preset}"
+
+
+def _figures_options(args: argparse.Namespace) -> FiguresOptions:
+    if args.figures is None:
+        raise JobError("--figures-from needs --figures FOLDER (where the figures and tables go)")
+    absent = [str(d) for d in args.figures_from if not d.is_dir()]
+    if absent:
+        raise JobError(f"--figures-from: no such run folder: {', '.join(absent)}")
+    records = writable_folder(args.records, "--records") if args.records is not None else None
+    docs = writable_folder(args.docs, "--docs") if args.docs is not None else None
+    return FiguresOptions(tuple(args.figures_from), writable_folder(args.figures, "--figures"),
+                          writable_folder(args.out, "--out"), records, docs, args.force)
+
+
+def _job_options(args: argparse.Namespace) -> JobOptions:
+    if args.records is not None:
+        raise JobError("--records goes with --figures-from")
+    check_langs(args.lang, args.corpus)
+    out = writable_folder(args.out, "--out")
+    figures_dir = (writable_folder(args.figures, "--figures") if args.figures is not None
+                   else default_figures_dir(args.preset, args.corpus, args.max_steps, args.seeds, out))
+    docs = args.docs if args.docs is not None else DOCS_DIR if figures_dir == FIGURES_DIR else None
+    return JobOptions(args.preset, args.lang, args.seeds, args.corpus, args.device, args.vectors, args.max_steps,
+                      out, figures_dir, docs, args.gpus, args.no_figures, args.force, args.check)
+
+
+def parse_options(argv: Sequence[str] | None = None) -> JobOptions | FiguresOptions:
+    """The command line, checked: JobError on the first mistake."""
+    args = build_parser().parse_args(argv)
+    return _figures_options(args) if args.figures_from is not None else _job_options(args)

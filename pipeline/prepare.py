@@ -1,0 +1,176 @@
+"""Prepared pretraining data: tokenise once, write the sequences and a fixed masked evaluation set, load them back.
+
+:func:`prepare_data` writes a pretraining folder's ``data/`` (pipeline.layout.PreparedFiles): train and
+evaluation sequences as ``.npy`` (or the training rows as memory-mapped shards, pipeline.shards), the
+evaluation set masked once, the tokenizer and meta.json, so training needs nothing but these files
+(also on a GPU machine). :func:`load_data` reads them back as :class:`PreparedData`, the arrays
+helpers.pretrain's loop trains on plus what identifies them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from helpers.masking import IGNORE_INDEX
+from helpers.presets import check_shards
+from helpers.pretrain import TrainingData
+from helpers.static_vectors import vocab_fingerprint
+from pipeline import checkpoints as ck
+from pipeline import shards as S
+from pipeline.layout import PreparedFiles, PretrainFiles
+from pipeline.sequences import EVAL_MASK_SEED, fixed_eval_mask, make_sequences, tokenize_corpus
+
+
+def prepare_data(tokenizer: Any, train_texts: Iterable[str], eval_texts: Sequence[str], out_dir: str | Path,
+                 seq_len: int = 128, packing: bool = False, lang: str = "unknown",
+                 mlm_probability: float = 0.15, eval_mask_seed: int = EVAL_MASK_SEED,
+                 corpus: str = "unknown", shards: bool = False, shard_size: int | None = None,
+                 progress: bool = True) -> dict[str, Any]:
+    """Write ``out_dir/data/``: train/eval sequences, the masked evaluation set, the tokenizer, meta.json.
+
+    Returns the meta dictionary (counts, formats, where the files are). ``lang`` and ``corpus`` are
+    recorded there and become part of every run's identity. With ``shards`` the training documents
+    (any iterable, read once and lazily) go to memory-mapped shards in ``data/train_shards`` instead of
+    ``train_ids.npy``: one sequence per document, as without shards; an interrupted run resumes there
+    when called again with the same documents. meta.json's ``storage`` says which was written.
+    """
+    check_shards(shards, packing)
+    files = PretrainFiles(Path(out_dir)).data
+    files.folder.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    meta: dict[str, Any] = {"seq_len": seq_len, "packing": packing, "lang": lang, "corpus": corpus,
+                            "vocab_size": len(tokenizer),
+                            "mlm_probability": mlm_probability, "eval_mask_seed": eval_mask_seed,
+                            "pad_token_id": tokenizer.pad_token_id, "format": _format_note(packing, seq_len),
+                            "vocab_sha256": vocab_fingerprint(tokenizer)}
+    files.meta.unlink(missing_ok=True)  # the folder is incomplete until the new meta.json is written
+    if shards:
+        meta["train"], meta["storage"] = write_train_shards(tokenizer, train_texts, files, seq_len, shard_size,
+                                                            progress)
+    else:
+        shutil.rmtree(files.shards, ignore_errors=True)  # one training format per folder
+        meta["storage"] = {"train": "npy"}
+    for split, texts in (("train", train_texts), ("eval", eval_texts))[1 if shards else 0:]:
+        tokens = tokenize_corpus(tokenizer, texts)
+        ids, lengths = make_sequences(tokens, tokenizer, seq_len, packing)
+        np.save(files.array(f"{split}_ids"), ids)
+        np.save(files.array(f"{split}_lengths"), lengths)
+        meta[split] = split_summary(tokens.n_docs, int(tokens.ids.size), lengths, seq_len,
+                                    int(np.sum(np.diff(tokens.offsets) > seq_len - 2)))
+        if split == "eval":
+            masked, labels = fixed_eval_mask(tokenizer, ids, lengths, mlm_probability, eval_mask_seed)
+            np.save(files.array("eval_masked_ids"), masked)
+            np.save(files.array("eval_labels"), labels)
+            meta["eval"]["masked_positions"] = int((labels != IGNORE_INDEX).sum())
+    tokenizer.save_pretrained(str(files.tokenizer))
+    meta["seconds"] = round(time.perf_counter() - started, 2)
+    files.meta.write_text(json.dumps(meta, indent=2))
+    return meta
+
+
+def split_summary(documents: int, tokens: int, lengths: np.ndarray, seq_len: int, longer: int) -> dict[str, Any]:
+    """meta.json's counts of one split (``lengths`` of its sequences, ``longer``: documents cut by seq_len)."""
+    real = int(lengths.astype(np.int64).sum())
+    return {"documents": documents, "tokens": tokens, "sequences": len(lengths), "real_positions": real,
+            "padding_share": float(1 - real / (len(lengths) * seq_len)),
+            "docs_longer_than_seq": float(longer / documents)}
+
+
+def write_train_shards(tokenizer: Any, texts: Iterable[str], files: PreparedFiles, seq_len: int,
+                       shard_size: int | None, progress: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Stream the training documents into the shards folder; returns (meta's train counts, storage).
+
+    A finished folder belongs to an earlier preparation and is replaced (as the .npy files would be); an
+    unfinished one is continued, so the documents must be the same as in the interrupted call.
+    """
+    folder = files.shards
+    if (S.read_manifest(folder) or {}).get("complete"):
+        shutil.rmtree(folder)
+    shard_size = shard_size or S.DEFAULT_SHARD_SIZE
+    # Documents are tokenised 1,000 at a time (fewer for tiny shards): memory holds one shard and one batch.
+    manifest = S.write_shards(tokenizer, texts, folder, n_sequences=None, seq_len=seq_len, shard_size=shard_size,
+                              batch_size=min(1_000, shard_size), progress=progress)
+    if manifest["sequences"] == 0:
+        raise ValueError("no non-empty documents to tokenise; check the corpus (pipeline.data.load_corpus)")
+    for name in ("train_ids", "train_lengths"):  # one training format per folder
+        files.array(name).unlink(missing_ok=True)
+    lengths = np.asarray(S.open_shards(folder).lengths)  # 2 bytes a sequence: small even at the paper's scale
+    summary = split_summary(manifest["sequences"], manifest["tokens"], lengths, seq_len, manifest["docs_longer"])
+    storage = {"train": "shards", "folder": folder.name, "shards": len(manifest["shards"]),
+               "shard_size": manifest["shard_size"], "documents_read": manifest["documents_read"]}
+    return summary, storage
+
+
+def _format_note(packing: bool, seq_len: int) -> str:
+    if packing:
+        return f"packed: documents joined with [SEP] and cut into [CLS] + {seq_len - 1} token blocks"
+    return f"truncated per document (the paper): [CLS] doc[:{seq_len - 2}] [SEP], padded to {seq_len}"
+
+
+@dataclass
+class PreparedData(TrainingData):
+    """What :func:`prepare_data` wrote, loaded back: the arrays (moved to the device per batch), meta.json
+    and the folder they came from."""
+
+    meta: dict[str, Any]
+    directory: Path
+
+    def fingerprint(self) -> str:
+        """SHA-256 of every array and of meta.json (timings aside): the data part of a run's identity.
+
+        The same digest as pipeline.checkpoints.arrays_fingerprint, computed a block of rows at a time so
+        memory-mapped shards are never loaded whole; meta's ``storage`` (shards or .npy) is left out, so
+        the same rows give the same identity however they are stored.
+        """
+        arrays = {"train_ids": self.train_ids, "train_lengths": self.train_lengths,
+                  "eval_masked_ids": self.eval_masked_ids, "eval_lengths": self.eval_lengths,
+                  "eval_labels": self.eval_labels}
+        meta = {k: v for k, v in self.meta.items() if k != "storage"}
+        digest = hashlib.sha256(ck.sha256_json(ck.without_timings(meta)).encode())
+        for name in sorted(arrays):
+            array, rows = arrays[name], 1 << 16  # 16 MB of 128 uint16 ids at a time
+            digest.update(f"{name}:{np.dtype(array.dtype).str}:{tuple(array.shape)}".encode())
+            for start in range(0, len(array), rows):
+                digest.update(np.ascontiguousarray(array[start:start + rows]).tobytes())
+        return digest.hexdigest()
+
+
+def prepared_files(path: str | Path) -> PreparedFiles:
+    """Accept either the data folder itself or the pretraining folder that holds ``data/``."""
+    path = Path(path)
+    return PreparedFiles(path) if PreparedFiles(path).meta.exists() else PretrainFiles(path).data
+
+
+def load_data(path: str | Path) -> PreparedData:
+    """The prepared data of ``path`` (the data folder or the pretraining folder that holds it)."""
+    files = prepared_files(path)
+    if not files.meta.exists():
+        raise FileNotFoundError(f"no prepared data in {files.folder}; run pipeline.prepare.prepare_data first "
+                                "(notebook 04 does) and copy the data/ folder to this machine")
+    load = lambda name: np.load(files.array(name), allow_pickle=False)  # noqa: E731
+    meta = json.loads(files.meta.read_text())
+    if meta.get("storage", {}).get("train") == "shards":  # memory maps: rows are read from disk when picked
+        train = S.open_shards(files.shards)
+        train_ids, train_lengths = train.ids, train.lengths
+    else:
+        train_ids, train_lengths = load("train_ids"), load("train_lengths")
+    return PreparedData(train_ids, train_lengths, load("eval_masked_ids"), load("eval_lengths"), load("eval_labels"),
+                        meta, files.folder)
+
+
+def load_data_tokenizer(path: str | Path) -> Any:
+    """The tokenizer saved next to the data (so a GPU machine needs only the data folder)."""
+    from transformers import AutoTokenizer
+
+    folder = prepared_files(path).tokenizer
+    if not (folder / "tokenizer.json").exists():
+        raise FileNotFoundError(f"no tokenizer.json in {folder}; rerun prepare_data")
+    return AutoTokenizer.from_pretrained(str(folder))

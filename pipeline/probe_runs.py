@@ -1,0 +1,120 @@
+"""Notebook 05's inputs and outputs: the labelled data it probes on, the encoders notebook 04 saved, its results.
+
+The probe itself (features, the logistic regression, the intervals) is :mod:`helpers.probe` and works
+on arrays in memory; this module is what connects it to a corpus and to a run folder
+(:class:`pipeline.layout.RunLayout` names every file).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import numpy as np
+
+from helpers.presets import ProbeConfig
+from helpers.probe import PRETRAINED
+from pipeline.data import CorpusSpec, load_labelled
+from pipeline.layout import RunLayout
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from transformers import BertConfig, BertModel
+
+
+@dataclass
+class ProbeData:
+    """Train and test texts with integer labels, already cut to the preset's sizes."""
+
+    train_texts: list[str]
+    train_y: np.ndarray
+    test_texts: list[str]
+    test_y: np.ndarray
+    label_names: list[str]
+    name: str
+    licence: str = ""
+
+    def class_counts(self) -> pd.DataFrame:
+        """Documents per class in each split, largest class first (its share is the majority floor)."""
+        import pandas as pd
+
+        k = len(self.label_names)
+        table = pd.DataFrame({"train": np.bincount(self.train_y, minlength=k),
+                              "test": np.bincount(self.test_y, minlength=k)}, index=self.label_names)
+        table.index.name = "class"
+        return table.sort_values("train", ascending=False)
+
+
+def stratified_subset(labels: Sequence[int], n: int | None, seed: int = 0) -> np.ndarray:
+    """Indices of ``n`` examples keeping the class proportions (all of them when ``n`` is None).
+
+    The embedded splits are ordered by article key, so simply taking the first ``n`` would
+    follow the alphabet, not the topics.
+    """
+    labels = np.asarray(labels)
+    if n is None or n >= len(labels):
+        return np.arange(len(labels))
+    if n < 1:
+        raise ValueError(f"a subset needs at least one example, got n={n}")
+    from sklearn.model_selection import train_test_split
+
+    index = np.arange(len(labels))
+    try:
+        chosen, _ = train_test_split(index, train_size=n, stratify=labels, random_state=seed)
+    except ValueError:  # a class too rare to stratify at this size: fall back to a plain sample
+        chosen, _ = train_test_split(index, train_size=n, random_state=seed)
+    return np.sort(chosen)
+
+
+def load_probe_data(config: ProbeConfig, labelled: CorpusSpec, lang: str = "en", csv_format: str = "header",
+                    seed: int = 0) -> ProbeData:
+    """The labelled train and test splits, cut to stratified subsets of the preset's sizes.
+
+    ``csv_format`` is read for a files corpus only ('ag_news' for AG News-style CSVs).
+    """
+    options = {"csv_format": csv_format} if labelled.source == "files" else {}
+    train = load_labelled(labelled, lang, "train", **options)
+    test = load_labelled(labelled, lang, "test", **options)
+    tr = stratified_subset(train.labels, config.max_train, seed)
+    te = stratified_subset(test.labels, config.max_test, seed)
+    return ProbeData([train.texts[i] for i in tr], np.asarray(train.labels)[tr], [test.texts[i] for i in te],
+                     np.asarray(test.labels)[te], list(train.label_names), train.name, train.licence)
+
+
+def load_encoder(model_dir: str | Path) -> BertModel:
+    """The encoder of a saved BertForMaskedLM (its MLM head is not needed for probing)."""
+    from transformers import BertForMaskedLM
+
+    model_dir = Path(model_dir)
+    if not (model_dir / "config.json").is_file():
+        raise FileNotFoundError(f"no saved model in {model_dir}; run 04_pretraining first")
+    return BertForMaskedLM.from_pretrained(model_dir).bert
+
+
+def random_encoder(config: BertConfig, seed: int) -> BertModel:
+    """The untrained control: the same architecture with seeded random weights and no pretraining."""
+    from helpers.model import build_model  # torch and transformers load when a model is built, not before
+
+    model = build_model(init="random", seed=seed, config=config)
+    return getattr(model, "bert", model)
+
+
+def load_encoders(layout: RunLayout, seed: int = 0) -> dict[str, BertModel]:
+    """random init, BERT_TINY and BERT_FT of a run, in that order, all with the trained models' config."""
+    trained = {name: load_encoder(layout.model(model).model) for name, model in PRETRAINED.items()}
+    encoders = {"random init": random_encoder(trained["BERT_TINY"].config, seed)}
+    encoders.update(trained)
+    return encoders
+
+
+def save_probe_results(table: pd.DataFrame, paired: pd.DataFrame, layout: RunLayout,
+                 meta: Mapping[str, Any]) -> list[Path]:
+    """The results table (csv), the table with preset, lang, sizes and environment (json), the paired differences."""
+    layout.step("probe").mkdir(parents=True, exist_ok=True)
+    table.to_csv(layout.probe_table, index=False)
+    records = json.loads(table.to_json(orient="records"))  # plain floats and None for NaN
+    layout.probe_record.write_text(json.dumps({**meta, "results": records}, indent=2, default=str))
+    paired.to_csv(layout.probe_differences, index=False)
+    return [layout.probe_table, layout.probe_record, layout.probe_differences]

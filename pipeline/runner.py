@@ -1,0 +1,212 @@
+"""Running the main job's steps: one notebook with papermill, a language's steps 01-05, notebook 06, the docs.
+
+A step whose fingerprint (:mod:`pipeline.fingerprints`) is unchanged since its last successful run
+is skipped, so a rerun after a failure resumes where it stopped. One job at a time holds a run
+folder (:class:`folder_lock`). The tests run the same steps with ``preset='smoke'`` through
+:func:`run_step`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from pipeline import fingerprints as fp
+from pipeline.layout import DOCS_DIR, LOCK_NAME, OWNER_NAME, REPO_ROOT, RunLayout
+from pipeline.steps import (
+    FIGURES_STEP,
+    STEPS,
+    JobError,
+    RunSettings,
+    Step,
+    StepFailed,
+    check_parameters,
+    figures_parameters,
+    out_dir_of,
+    upstream_of,
+)
+
+Log = Callable[[str], Any]
+
+
+def execute_notebook(notebook: Path, executed: Path, params: dict[str, Any]) -> None:
+    """Run one notebook with papermill; on failure raise StepFailed naming the cell's error and the copy."""
+    import papermill as pm
+
+    check_parameters(notebook, params)
+    executed.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        pm.execute_notebook(str(notebook), str(executed), parameters=params, cwd=str(REPO_ROOT),
+                            kernel_name="python3", progress_bar={"desc": f"  {notebook.stem}", "leave": False},
+                            log_output=False, extra_arguments=["--IPKernelApp.log_level=ERROR"])
+    except pm.PapermillExecutionError as err:
+        raise StepFailed(
+            f"{notebook.name} failed in cell {err.exec_count}: {err.ename}: {err.evalue}\n"
+            f"the partially executed copy is {executed}"
+        ) from None
+
+
+def run_step(step: Step, run_dir: Path, params: dict[str, Any], upstream: Sequence[Path] = (),
+             force: bool = False, log: Log = print) -> bool:
+    """Execute ``step`` unless its stamp says nothing changed. Returns True if it ran.
+
+    A step rerun after a crash with the same inputs keeps its folder, so pretraining resumes from
+    its checkpoint. A step rerun because something changed (or with ``force``) starts from an empty
+    folder: a checkpoint or metrics file of the old inputs must never be resumed or reported as new.
+    """
+    out_dir = out_dir_of(step, params)
+    key = fp.fingerprint(step, params, upstream)
+    if not force and fp.is_up_to_date(out_dir, key):
+        log(f"[skip] {step.name}: unchanged since its last successful run")
+        return False
+    if step.owns_out_dir and out_dir.exists() and (force or fp.started_with(out_dir) != key):
+        log(f"[new ] {step.name}: inputs changed, so {out_dir} starts empty")
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fp.mark_started(out_dir, key)
+    log(f"[run ] {step.name} -> {out_dir}")
+    started = time.perf_counter()
+    execute_notebook(step.notebook, RunLayout(Path(run_dir)).executed(step.name), params)
+    seconds = time.perf_counter() - started
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fp.mark_finished(out_dir, key, seconds, params, modules=fp.project_modules(step))
+    log(f"[done] {step.name} in {seconds:.0f} s")
+    return True
+
+
+def run_language(settings: RunSettings, runs_dir: Path, force: bool = False, log: Log = print) -> Path:
+    """Steps 01 to 05 for one language and seed; returns the run folder."""
+    run_dir = settings.run_dir(runs_dir)
+    with folder_lock(run_dir):
+        for step in STEPS:
+            run_step(step, run_dir, settings.parameters(step, run_dir), upstream_of(step, run_dir), force, log)
+    return run_dir
+
+
+def stale_steps(settings: RunSettings, runs_dir: Path) -> list[str]:
+    """The steps a run of these settings would execute now (none: its results come from the current code)."""
+    run_dir = settings.run_dir(runs_dir)
+    stale: list[str] = []
+    for step in STEPS:
+        params = settings.parameters(step, run_dir)
+        if stale or not fp.is_up_to_date(out_dir_of(step, params), fp.fingerprint(step, params,
+                                                                                   upstream_of(step, run_dir))):
+            stale.append(step.name)  # everything after a stale step reruns too
+    return stale
+
+
+def _move_into(staging: Path, figures_dir: Path) -> None:
+    """Every file under ``staging`` into the same place under ``figures_dir``, each replaced in one step."""
+    figures_dir.mkdir(parents=True, exist_ok=True)
+    for path in sorted(p for p in staging.rglob("*") if p.is_file()):
+        target = figures_dir / path.relative_to(staging)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
+
+
+def run_figures(run_dirs: Sequence[Path], figures_dir: Path, executed_dir: Path, force: bool = False,
+                log: Log = print, solve_exercises: bool = False) -> bool:
+    """Run 06 into a temporary folder and move its files into ``figures_dir`` only once all are written.
+
+    A failure part-way therefore leaves ``figures_dir`` as it was: never new figures beside old
+    tables and an old provenance. Files in ``figures_dir`` that 06 does not write are kept.
+    """
+    figures_dir = Path(figures_dir).resolve()
+    params = figures_parameters(run_dirs, figures_dir, solve_exercises)
+    key = fp.fingerprint(FIGURES_STEP, params, [Path(d) / s.out for d in run_dirs for s in STEPS])
+    if not force and fp.is_up_to_date(figures_dir, key):
+        log(f"[skip] {FIGURES_STEP.name}: unchanged since its last successful run")
+        return False
+    staging = figures_dir.parent / f".{figures_dir.name}.incoming-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    log(f"[run ] {FIGURES_STEP.name} -> {figures_dir}")
+    started = time.perf_counter()
+    try:
+        executed = RunLayout(Path(executed_dir)).executed(FIGURES_STEP.name)
+        execute_notebook(FIGURES_STEP.notebook, executed, {**params, "out_dir": str(staging)})
+        _move_into(staging, figures_dir)
+        # The files now live in figures_dir: the executed copy (and the docs rendered from it) says so.
+        executed.write_text(executed.read_text(encoding="utf-8").replace(str(staging), str(figures_dir)),
+                            encoding="utf-8")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    seconds = time.perf_counter() - started
+    fp.mark_finished(figures_dir, key, seconds, params)
+    log(f"[done] {FIGURES_STEP.name} in {seconds:.0f} s")
+    return True
+
+
+class folder_lock:  # noqa: N801 - used as a context manager, reads like `with folder_lock(path):`
+    """Hold ``folder/.job.lock`` for the duration; a second job on the same folder stops at once.
+
+    The lock is an OS file lock (``filelock``), released when the process ends, even by ``kill -9``,
+    so no stale lock outlives its job. The holder writes who it is beside the lock for the message.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+
+    def __enter__(self) -> "folder_lock":
+        from filelock import FileLock, Timeout
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._lock = FileLock(str(self.folder / LOCK_NAME))
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            raise JobError(f"another job is using {self.folder} ({self._holder()}); wait for it to finish, "
+                           f"or give this one another --out") from None
+        owner = {"pid": os.getpid(), "host": socket.gethostname(), "argv": sys.argv,
+                 "since": time.strftime("%Y-%m-%d %H:%M:%S")}
+        (self.folder / OWNER_NAME).write_text(json.dumps(owner))
+        return self
+
+    def _holder(self) -> str:
+        try:
+            owner = json.loads((self.folder / OWNER_NAME).read_text())
+            return f"pid {owner['pid']} on {owner['host']} since {owner['since']}: {' '.join(owner['argv'])}"
+        except (OSError, ValueError, KeyError):
+            return "holder unknown"
+
+    def __exit__(self, *exc: Any) -> None:
+        (self.folder / OWNER_NAME).unlink(missing_ok=True)
+        self._lock.release()
+
+
+def render_notebook(executed: Path, out_dir: Path) -> Path:
+    """Markdown with its images beside it, paths made repository-relative, for readers on the web."""
+    from nbconvert import MarkdownExporter
+
+    files_dir_name = f"{executed.stem}_files"  # one images folder per notebook, so names never collide
+    body, resources = MarkdownExporter().from_filename(
+        str(executed), resources={"output_files_dir": files_dir_name, "unique_key": executed.stem})
+    out_dir.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(out_dir / files_dir_name, ignore_errors=True)
+    for name, data in resources.get("outputs", {}).items():
+        target = out_dir / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    body = body.replace(f"{REPO_ROOT}/", "").replace(str(REPO_ROOT), ".")
+    target = out_dir / f"{executed.stem}.md"
+    target.write_text(body, encoding="utf-8")
+    return target
+
+
+def render_docs(run_dirs: Sequence[Path], figures_executed: Path, docs_dir: Path = DOCS_DIR) -> list[Path]:
+    """Render every executed notebook into ``docs/<run folder>/`` and 06 into ``docs/figures/``."""
+    written = []
+    for run_dir in run_dirs:
+        for step in STEPS:
+            executed = RunLayout(Path(run_dir)).executed(step.name)
+            if executed.exists():
+                written.append(render_notebook(executed, docs_dir / Path(run_dir).name))
+    if figures_executed.exists():
+        written.append(render_notebook(figures_executed, docs_dir / "figures"))
+    return written

@@ -1,0 +1,92 @@
+"""Notebook 03's result on disk: the aligned embedding matrix, its found mask and its manifest.
+
+:func:`save_aligned` writes an in-memory :class:`helpers.static_vectors.Alignment` into a run's
+``static/`` folder (file names from :class:`pipeline.layout.StaticFiles`); :func:`load_aligned` reads
+it back for notebooks 04 and 05 and checks that the three files belong together. Only numpy and
+json are needed, so this runs on GPU machines without fasttext.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from helpers.static_vectors import Alignment
+from pipeline.layout import StaticFiles
+
+HINT = "run notebooks/03_static_vectors.ipynb to create it"
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with numpy scalars, paths and tuples turned into JSON types, and nan/inf into None."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def save_aligned(out_dir: str | Path, alignment: Alignment, manifest: Mapping[str, Any]) -> Path:
+    """Write the embeddings (float32), the found mask (bool) and the manifest into ``out_dir``; return it.
+
+    The manifest gets the alignment's report merged in (counts, shape, options); a caller's value
+    that contradicts the matrix (vocab_size, dim, n_found) is refused rather than saved, and so is
+    a matrix with a non-finite value (it would train to NaN).
+    """
+    matrix = np.asarray(alignment.matrix)
+    found = np.asarray(alignment.found)
+    _check_pair(matrix, found, "the alignment")
+    if not np.isfinite(matrix).all():
+        raise ValueError("the aligned matrix holds nan or inf values; check the vector file (vector_files.read_vec "
+                         "refuses such files) and the normalisation")
+    derived = {"vocab_size": int(matrix.shape[0]), "dim": int(matrix.shape[1]), "n_found": int(found.sum())}
+    for key, value in derived.items():
+        if key in manifest and manifest[key] != value:
+            raise ValueError(f"manifest says {key}={manifest[key]!r} but the alignment has {value}")
+    files = StaticFiles(Path(out_dir))
+    files.folder.mkdir(parents=True, exist_ok=True)
+    full = {**alignment.report, **manifest, **derived}
+    np.save(files.embeddings, matrix.astype(np.float32, copy=False))
+    np.save(files.found, found.astype(bool, copy=False))
+    files.manifest.write_text(json.dumps(jsonable(full), indent=2, ensure_ascii=False), encoding="utf-8")
+    return files.folder
+
+
+def _check_pair(matrix: np.ndarray, found: np.ndarray, where: str) -> None:
+    if matrix.ndim != 2:
+        raise ValueError(f"{where}: the embedding matrix must be 2-D (vocab_size x dim), got shape {matrix.shape}")
+    if found.ndim != 1 or found.shape[0] != matrix.shape[0]:
+        raise ValueError(f"{where}: the found mask has shape {found.shape} but the matrix has {matrix.shape[0]} rows")
+
+
+def load_aligned(directory: str | Path) -> Alignment:
+    """Read what :func:`save_aligned` wrote, checking that the three files agree."""
+    files = StaticFiles(Path(directory).expanduser())
+    if not files.folder.is_dir():
+        raise FileNotFoundError(f"no static-vector folder at {files.folder}; {HINT}")
+    for path in (files.embeddings, files.found, files.manifest):
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} is missing; {HINT}")
+    matrix = np.load(files.embeddings, allow_pickle=False)
+    found = np.load(files.found, allow_pickle=False)
+    manifest = json.loads(files.manifest.read_text(encoding="utf-8"))
+    _check_pair(matrix, found, str(files.folder))
+    if matrix.dtype != np.float32 or found.dtype != bool:
+        raise ValueError(f"{files.folder}: expected float32 embeddings and a bool mask, got {matrix.dtype} and "
+                         f"{found.dtype}")
+    actual = {"vocab_size": matrix.shape[0], "dim": matrix.shape[1], "n_found": int(found.sum())}
+    for key, value in actual.items():
+        if manifest.get(key) != value:
+            raise ValueError(f"{files.manifest} says {key}={manifest.get(key)!r} but the arrays give {value}; "
+                             f"the folder mixes files from different runs: {HINT} again")
+    return Alignment(matrix, found, manifest)

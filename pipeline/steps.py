@@ -1,0 +1,120 @@
+"""The main job's steps: which notebook each one runs, what it reads and writes, and its papermill parameters.
+
+Notebooks 01 to 05 run once per language and seed, each into its own folder of the run folder
+(:class:`pipeline.layout.RunLayout`); 06 draws from every run folder at once, so it runs after them.
+A step's parameters derive from one :class:`RunSettings` and the run folder, nothing else.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from pipeline import layout
+from pipeline.data import CorpusSpec
+from pipeline.notebook_sync import cell_source, notebook_cells
+
+NOTEBOOKS_DIR = layout.NOTEBOOKS_DIR
+
+
+class StepFailed(RuntimeError):
+    """A notebook raised: the message names the notebook, the failing cell's error and the executed copy."""
+
+
+class JobError(ValueError):
+    """A user error caught before or between steps: one line that says what to do."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One notebook, the folder it writes inside the run folder, and the steps it reads from."""
+
+    name: str  # notebook file stem, e.g. '02_tokenizer'
+    out: str  # output folder inside the run folder (one of layout.STEP_FOLDERS)
+    needs: tuple[str, ...] = ()  # names of steps whose outputs it reads
+    owns_out_dir: bool = True  # the job may empty out_dir before a rerun with other inputs
+
+    @property
+    def notebook(self) -> Path:
+        return NOTEBOOKS_DIR / f"{self.name}.ipynb"
+
+
+MASKING, TOKENIZER, STATIC, PRETRAIN, PROBE = layout.STEP_FOLDERS
+STEPS: tuple[Step, ...] = (
+    Step("01_masking", MASKING),
+    Step("02_tokenizer", TOKENIZER),
+    Step("03_static_vectors", STATIC, ("02_tokenizer",)),
+    Step("04_pretraining", PRETRAIN, ("02_tokenizer", "03_static_vectors")),
+    Step("05_probing", PROBE, ("02_tokenizer", "03_static_vectors", "04_pretraining")),
+)
+FIGURES_STEP = Step("06_figures", "figures", owns_out_dir=False)
+STEP_BY_NAME = {s.name: s for s in (*STEPS, FIGURES_STEP)}
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What one run of notebooks 01 to 05 is given: one language and seed of one preset."""
+
+    preset: str
+    lang: str
+    seed: int = 0
+    corpus: CorpusSpec = CorpusSpec("embedded")
+    device: str = "auto"
+    vectors: Path | None = None  # a local vectors file for notebook 03; None: as the preset says
+    max_steps: int | None = None
+    solve_exercises: bool = False
+
+    def run_dir(self, runs_dir: Path) -> Path:
+        """This run's folder inside ``runs_dir``, absolute."""
+        return layout.RunsFolder(Path(runs_dir)).run(self.preset, self.lang, self.seed).root.resolve()
+
+    def parameters(self, step: Step, run_dir: Path) -> dict[str, Any]:
+        """The papermill parameters of one per-language step; every folder derives from ``run_dir``."""
+        params: dict[str, Any] = {"preset": self.preset, "lang": self.lang, "seed": self.seed,
+                                  "corpus": str(self.corpus), "run_dir": str(Path(run_dir).resolve()),
+                                  "solve_exercises": self.solve_exercises}
+        if step.name in ("04_pretraining", "05_probing"):
+            params["device"] = self.device
+        if step.name == "03_static_vectors":
+            params["vectors"] = None if self.vectors is None else str(self.vectors)
+        if step.name == "04_pretraining":
+            params["max_steps"] = self.max_steps
+        return params
+
+
+def figures_parameters(run_dirs: Sequence[Path], figures_dir: Path, solve_exercises: bool = False) -> dict[str, Any]:
+    """Notebook 06's parameters: the run folders it draws from and the folder it writes."""
+    return {"run_dirs": [str(Path(d).resolve()) for d in run_dirs], "out_dir": str(Path(figures_dir).resolve()),
+            "solve_exercises": solve_exercises}
+
+
+def upstream_of(step: Step, run_dir: Path) -> list[Path]:
+    """The folders of the steps ``step`` reads, inside ``run_dir``."""
+    return [Path(run_dir) / STEP_BY_NAME[name].out for name in step.needs]
+
+
+def out_dir_of(step: Step, params: dict[str, Any]) -> Path:
+    """The folder a step writes: run_dir/<step folder>, or out_dir for the figures step."""
+    return Path(params["out_dir"]) if "out_dir" in params else Path(params["run_dir"]) / step.out
+
+
+def declared_parameters(notebook: Path) -> set[str]:
+    """The names assigned in a notebook's cell tagged ``parameters``."""
+    for cell in notebook_cells(notebook):
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            tree = ast.parse(cell_source(cell))
+            return {t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                    for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                    if isinstance(t, ast.Name)}
+    raise JobError(f"{Path(notebook).name} has no cell tagged 'parameters'")
+
+
+def check_parameters(notebook: Path, params: dict[str, Any]) -> None:
+    """Refuse parameters a notebook does not declare: papermill would only log them and run on defaults."""
+    declared = declared_parameters(notebook)
+    unknown = sorted(set(params) - declared)
+    if unknown:
+        raise JobError(f"{Path(notebook).name} does not take the parameter(s) {', '.join(unknown)}; "
+                       f"it takes {', '.join(sorted(declared))}")

@@ -1,0 +1,413 @@
+"""Pretrain one model from prepared files, with checkpoints, resume, run.json and metrics.csv (notebook 04, the CLI).
+
+:func:`train` sets up a run (the device, the threads, the processes under torchrun, the model and its
+step context, the run's identity) and hands helpers.pretrain.train_loop a :class:`RunFiles`, which
+resumes from this run's checkpoint, writes metrics.csv and the final per-position results, saves
+checkpoints and records run.json. :func:`compare_runs` then reads both models' metrics.csv and answers
+the paper's question: how many steps did BERT_FT need to reach BERT_TINY's final evaluation loss and
+accuracy? File names come from pipeline.layout (ModelFiles, PretrainFiles).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from helpers.crossing import crossing_step, fraction_of
+from helpers.model import InitSpec, build_model, count_parameters, use_attention
+from helpers.presets import TrainConfig, check_choice, check_count
+from helpers.pretrain import (
+    Evaluation,
+    RunningLoss,
+    StepContext,
+    TrainingDiverged,
+    make_step_context,
+    step_options,
+    train_loop,
+)
+from helpers.static_vectors import vocab_fingerprint
+from pipeline import checkpoints as ck
+from pipeline import distributed
+from pipeline.layout import MODEL_NAMES, ModelFiles, PretrainFiles
+from pipeline.prepare import PreparedData, load_data, load_data_tokenizer
+from pipeline.runinfo import environment, pick_device
+from pipeline.static_files import load_aligned
+
+try:  # tqdm is on every machine we know of, but a bar is not worth a crash
+    from tqdm.auto import tqdm
+except ImportError:  # pragma: no cover
+    tqdm = None
+
+# train_loss: mean over the steps since the previous row (NaN at step 0); lr: the rate the *next* step
+# uses (read after the scheduler stepped), so it is 0.0 on the last row of a finished run.
+METRIC_COLUMNS = ("step", "train_loss", "eval_loss", "eval_accuracy", "lr", "elapsed_s")
+
+
+# --------------------------------------------------------------------------------------------
+# Checks made before any step
+# --------------------------------------------------------------------------------------------
+
+
+def check_model_init(model_name: str, init: InitSpec) -> None:
+    """BERT_TINY starts from random embeddings and BERT_FT from static vectors; anything else is mislabelled."""
+    check_choice("model name", model_name, MODEL_NAMES)
+    random = isinstance(init, str) and init == "random"
+    if model_name == "bert_ft" and random:
+        raise ValueError("bert_ft needs static vectors: pass init (--init) = the static/ folder notebook 03 wrote")
+    if model_name == "bert_tiny" and not random:
+        raise ValueError(f"bert_tiny starts from random embeddings, but init={str(init)!r} was given; "
+                         "use --model bert_ft for static vectors, or --init random")
+
+
+def check_same_vocabulary(init: InitSpec, meta: Mapping[str, Any]) -> None:
+    """Refuse a static matrix aligned to another tokenizer than the data's (same size, other tokens or order).
+
+    Folders written before fingerprints were recorded carry none; they pass, as the shape check alone did.
+    """
+    manifest = ck.init_record(init)["manifest"] or {}
+    built_for, data_for = manifest.get("vocab_sha256"), meta.get("vocab_sha256")
+    if built_for and data_for and built_for != data_for:
+        raise ValueError("the static vectors were aligned to a different vocabulary than the one the data was "
+                         "prepared with (same size, other tokens or order); rerun notebook 03 with the tokenizer "
+                         "saved in the data folder, or prepare the data with the tokenizer notebook 03 used")
+
+
+def load_training_data(data_dir: str | Path, cfg: TrainConfig, tokenizer: Any,
+                       init: InitSpec) -> tuple[PreparedData, Any]:
+    """The prepared data and its tokenizer, checked against the config and the static vectors."""
+    data = load_data(data_dir)
+    if data.seq_len != cfg.seq_len or bool(data.meta["packing"]) != cfg.packing:
+        raise ValueError(f"the prepared data has seq_len={data.seq_len}, packing={data.meta['packing']} but the "
+                         f"config asks for seq_len={cfg.seq_len}, packing={cfg.packing}; rerun prepare_data")
+    tokenizer = tokenizer if tokenizer is not None else load_data_tokenizer(data.directory)
+    if len(tokenizer) != data.meta["vocab_size"]:
+        raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but the data was prepared with "
+                         f"{data.meta['vocab_size']}; use the tokenizer saved with the data in {data.directory}")
+    check_same_vocabulary(init, data.meta)
+    return data, tokenizer
+
+
+# --------------------------------------------------------------------------------------------
+# Training one model
+# --------------------------------------------------------------------------------------------
+
+
+def train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Path, out_dir: str | Path,
+          tokenizer: Any = None, device: str = "auto", seed: int = 0, resume: bool = True,
+          stop_at: int | None = None, progress: bool = True,
+          model_overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Pretrain one model; write metrics.csv, run.json, model/, eval_positions.npz (and checkpoint.pt)
+    under ``out_dir/model_name``.
+
+    ``init`` is 'random' (BERT_TINY) or a static-vector folder / Alignment (BERT_FT). ``stop_at``
+    ends the call after that step with a checkpoint (the next call with ``resume=True`` continues);
+    it exists for time-boxed sessions and for the resume test. ``model_overrides`` change the Table 4
+    config (the unit tests use a tiny model). Returns run.json's content. A non-finite loss or
+    gradient norm raises TrainingDiverged after run.json records ``finished: false`` and the step.
+    Started by torchrun, each process trains on its share of every batch (pipeline.distributed) and
+    process 0 alone writes the files.
+    """
+    world = distributed.from_environment()
+    dev = distributed.process_device(pick_device(device), world)
+    threads = torch.get_num_threads()
+    if cfg.cpu_threads and dev.type == "cpu":
+        torch.set_num_threads(cfg.cpu_threads)
+    try:
+        with distributed.process_group(dev, world):
+            return _train(model_name, init, cfg, data_dir, out_dir, tokenizer, dev, world, seed, resume, stop_at,
+                          progress, model_overrides)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Path, out_dir: str | Path,
+           tokenizer: Any, dev: torch.device, world: distributed.World, seed: int, resume: bool,
+           stop_at: int | None, progress: bool, model_overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Everything checked before the first step, then helpers.pretrain.train_loop with this run's files."""
+    check_model_init(model_name, init)
+    if stop_at is not None:
+        check_count("stop_at", stop_at)
+    data, tokenizer = load_training_data(data_dir, cfg, tokenizer, init)
+    files = PretrainFiles(Path(out_dir)).model(model_name)
+    if world.is_main:
+        files.folder.mkdir(parents=True, exist_ok=True)
+    overrides = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id, **(model_overrides or {})}
+    ctx = make_run_context(init, cfg, tokenizer, dev, world, seed, overrides)
+    record = run_record(model_name, init, cfg, seed, data, tokenizer, ctx.model, dev)
+    record.update(world_size=world.world_size, step_options=asdict(ctx.options))
+    key = {"model_name": model_name, "identity": record["identity"], "init": record["init"],
+           "model_overrides": overrides, "world_size": world.world_size}
+    run = RunFiles(files, record, key, world, resume=resume, progress=progress)
+    try:
+        step = train_loop(ctx, data, run, seed, cfg.steps if stop_at is None else min(cfg.steps, stop_at))
+    except TrainingDiverged as err:
+        run.stopped(err)
+        raise
+    finally:
+        run.close()
+    return run.finish(step, ctx)
+
+
+def static_init(init: InitSpec) -> InitSpec:
+    """What helpers.model.build_model takes: 'random' or an Alignment (a static/ folder is read here)."""
+    if (isinstance(init, str) and init == "random") or hasattr(init, "matrix") or isinstance(init, np.ndarray):
+        return init
+    return load_aligned(init)
+
+
+def make_run_context(init: InitSpec, cfg: TrainConfig, tokenizer: Any, dev: torch.device, world: distributed.World,
+                     seed: int, overrides: Mapping[str, Any]) -> StepContext:
+    """The model on its device and the step context of this process (inside DDP with several processes)."""
+    model = build_model(static_init(init), seed=seed, **overrides)
+    use_attention(model, step_options(cfg, dev, world).attention)
+    model.to(dev).train()
+    # Every process draws the same masks (the collator's seed) but its own dropout (a stream per process);
+    # the dropout stream starts in the same place for both models.
+    torch.manual_seed(distributed.dropout_seed(seed, world))
+    ctx = make_step_context(model, cfg, tokenizer, str(dev), seed)
+    if world.distributed:
+        world.my_rows(cfg.batch_size)  # refuse a batch that does not split evenly, before any step
+        ctx = replace(ctx, world=world)  # __post_init__ sizes the options and builds the loss for this world
+    return ctx
+
+
+def run_record(model_name: str, init: InitSpec, cfg: TrainConfig, seed: int, data: PreparedData, tokenizer: Any,
+               model: torch.nn.Module, device: torch.device) -> dict[str, Any]:
+    """run.json: the run's identity and init first, then what a reader wants to know about it."""
+    init_info = ck.init_record(init)
+    identity = ck.run_identity(data.meta.get("lang"), seed, cfg, data.meta.get("corpus"), data.fingerprint(),
+                               vocab_fingerprint(tokenizer))
+    return {
+        "model_name": model_name, "identity": identity,
+        "init": {k: init_info[k] for k in ("kind", "manifest_sha256", "embeddings_sha256", "source")},
+        "preset": cfg.name, "lang": data.meta.get("lang"), "corpus": data.meta.get("corpus"), "steps": cfg.steps,
+        "max_steps": cfg.max_steps, "batch_size": cfg.batch_size, "seq_len": cfg.seq_len, "seed": seed,
+        "init_manifest": init_info["manifest"], "parameters": count_parameters(model),
+        "attention": model.config._attn_implementation, "train_config": asdict(cfg),
+        "model_config": model.config.to_dict(), "data": data.meta, "data_dir": str(data.directory),
+        "environment": environment(str(device)),
+    }
+
+
+class RunFiles:
+    """The ``run`` helpers.pretrain.train_loop reports to, kept on disk in one model's folder (ModelFiles).
+
+    Process 0 alone writes; every process reads its own random streams back from the checkpoint.
+    """
+
+    def __init__(self, files: ModelFiles, record: dict[str, Any], key: dict[str, Any], world: distributed.World,
+                 resume: bool, progress: bool) -> None:
+        self.files, self.record, self.key, self.world = files, record, key, world
+        self.may_resume = resume
+        self.show_progress = progress and world.is_main and tqdm is not None
+        self.rows: list[dict[str, Any]] = []
+        self.started = time.perf_counter()
+        self.bar: Any = None
+
+    def resume(self, ctx: StepContext) -> tuple[int, RunningLoss]:
+        """Where this run's checkpoint stopped (weights, optimiser, schedule, random streams, metrics), or step 0.
+
+        Process 0 reads the checkpoint and hands it to the others, so several machines need no shared disk.
+        """
+        step, train_loss = 0, RunningLoss(ctx.device)
+        saved = read_checkpoint_on_main(self.files.checkpoint, self.may_resume, self.world)
+        if saved is not None:
+            ck.check_resumable(self.files.checkpoint, saved["key"], self.key, saved.get("train_config"),
+                               asdict(ctx.cfg))
+            ctx.model.load_state_dict(saved["model"])  # onto the parameters' device
+            ctx.optimizer.load_state_dict(saved["optimizer"])
+            ctx.scheduler.load_state_dict(saved["scheduler"])
+            rng = saved.get("process_rng", [saved["rng"]])[self.world.rank]
+            ck.set_rng_state(rng, ctx.collator.generator(ctx.device), ctx.device)
+            step, self.rows = saved["step"], saved["metrics"]
+            self.started -= saved["elapsed_s"]
+            train_loss = RunningLoss(ctx.device, *saved["running_loss"])
+        self.record.update(finished=False, steps_done=step)
+        self.write_record()
+        return step, train_loss
+
+    def progress(self, steps: range) -> Iterable[int]:
+        """The steps, behind a progress bar on process 0 (updated at most every 10 s)."""
+        if not self.show_progress:
+            return steps
+        self.bar = tqdm(steps, total=self.record["steps"], initial=steps.start - 1, desc=self.record["model_name"],
+                        mininterval=10, dynamic_ncols=True)
+        return self.bar
+
+    def log(self, step: int, train_loss: float, evaluation: Evaluation, lr: float) -> None:
+        """One metrics.csv row; after the final evaluation also each masked position's result."""
+        self.rows.append({"step": step, "train_loss": train_loss, "eval_loss": evaluation.loss,
+                          "eval_accuracy": evaluation.accuracy, "lr": lr,
+                          "elapsed_s": round(time.perf_counter() - self.started, 2)})
+        write_metrics(self.files.metrics, self.rows)
+        if evaluation.positions is not None:
+            np.savez(self.files.positions, **evaluation.positions)
+        if self.bar is not None:
+            self.bar.set_postfix(train=f"{train_loss:.3f}", eval=f"{evaluation.loss:.3f}",
+                                 acc=f"{evaluation.accuracy:.3f}", refresh=False)
+
+    def checkpoint(self, step: int, ctx: StepContext, train_loss: RunningLoss, batches: dict[str, Any]) -> None:
+        """Process 0 writes the checkpoint, with every process's random streams (each draws its own dropout)."""
+        payload = {"key": self.key, "train_config": asdict(ctx.cfg), "step": step, "metrics": self.rows,
+                   "sampler": batches, "running_loss": train_loss.state(),
+                   "elapsed_s": time.perf_counter() - self.started}
+        rng = ck.rng_state(ctx.collator.generator(ctx.device), ctx.device)
+        process_rng = distributed.gather_to_main(rng, self.world)
+        if self.world.is_main:
+            ck.save_checkpoint(self.files.checkpoint, {
+                **payload, "model": ctx.model.state_dict(), "optimizer": ctx.optimizer.state_dict(),
+                "scheduler": ctx.scheduler.state_dict(), "rng": rng, "process_rng": process_rng})
+
+    def stopped(self, err: TrainingDiverged) -> None:
+        self.record.update(finished=False, steps_done=err.step, stopped=str(err))
+        self.write_record()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+    def finish(self, step: int, ctx: StepContext) -> dict[str, Any]:
+        """Record how far the run got; a finished run also saves its model. Returns run.json's content."""
+        finished = step >= ctx.cfg.steps
+        self.record.update(finished=finished, steps_done=step,
+                           train_seconds=round(time.perf_counter() - self.started, 2))
+        if self.world.is_main and finished:
+            ctx.model.save_pretrained(str(self.files.model))
+        self.write_record()
+        return self.record
+
+    def write_record(self) -> None:
+        if self.world.is_main:
+            ck.write_run_json(self.files.run_json, self.record)
+
+
+def read_checkpoint_on_main(path: Path, resume: bool, world: distributed.World) -> dict[str, Any] | None:
+    """The checkpoint to resume from (None: start afresh), read by process 0 and handed to every process;
+    an unreadable file raises the same error in every process."""
+    payload: Any = None
+    if world.is_main and resume and path.exists():
+        try:
+            payload = ck.load_checkpoint(path)
+        except ck.CheckpointError as err:
+            payload = err
+    payload = distributed.broadcast_from_main(payload, world)
+    if isinstance(payload, Exception):
+        raise payload
+    return payload
+
+
+# --------------------------------------------------------------------------------------------
+# Metrics, and comparing the two runs
+# --------------------------------------------------------------------------------------------
+
+
+def write_metrics(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=METRIC_COLUMNS)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: row[k] for k in METRIC_COLUMNS})
+
+
+def read_metrics(path: str | Path) -> list[dict[str, float]]:
+    """metrics.csv as a list of rows (numbers as float, step as int), without pandas."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no metrics file at {path}; train the model first (pipeline.training.train)")
+    with open(path, newline="") as handle:
+        rows = []
+        for row in csv.DictReader(handle):
+            parsed = {k: (float(v) if v not in ("", "nan") else float("nan")) for k, v in row.items()}
+            parsed["step"] = int(parsed["step"])
+            rows.append(parsed)
+    return rows
+
+
+def _rows(metrics: str | Path | Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return read_metrics(metrics) if isinstance(metrics, (str, Path)) else list(metrics)
+
+
+def _identity_beside(metrics: Any) -> dict[str, Any] | None:
+    """The identity in the run.json next to a metrics.csv path (None for rows given directly)."""
+    if not isinstance(metrics, (str, Path)):
+        return None
+    record = ck.read_run_json(ModelFiles(Path(metrics).parent).run_json)
+    return record.get("identity") if record else None
+
+
+def compare_runs(tiny_metrics: str | Path | Sequence[Mapping[str, Any]],
+                 ft_metrics: str | Path | Sequence[Mapping[str, Any]],
+                 tiny_identity: Mapping[str, Any] | None = None,
+                 ft_identity: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The paper's comparison: final numbers of both models and when BERT_FT reached BERT_TINY's final ones.
+
+    Refuses runs whose identities differ (read from the run.json beside each metrics.csv, or given).
+    A crossing is helpers.crossing's: the first evaluation after step 0 that is strictly better.
+    """
+    tiny_identity = tiny_identity if tiny_identity is not None else _identity_beside(tiny_metrics)
+    ft_identity = ft_identity if ft_identity is not None else _identity_beside(ft_metrics)
+    ck.check_same_experiment(tiny_identity, ft_identity)
+    tiny, ft = _rows(tiny_metrics), _rows(ft_metrics)
+    if not tiny or not ft:
+        raise ValueError("both metrics tables need at least one row")
+    # A run stopped early (stop_at) must not be compared with a longer one: both end at the last
+    # step they share, so "final" means the same step for both models.
+    shared = min(int(tiny[-1]["step"]), int(ft[-1]["step"]))
+    tiny = [r for r in tiny if int(r["step"]) <= shared]
+    ft = [r for r in ft if int(r["step"]) <= shared]
+    final = lambda rows: {k: rows[-1][k] for k in ("step", "train_loss", "eval_loss", "eval_accuracy")}  # noqa: E731
+    t, f = final(tiny), final(ft)
+    steps = [r["step"] for r in ft]
+    loss_step = crossing_step(steps, [r["eval_loss"] for r in ft], t["eval_loss"], lower_is_better=True)
+    acc_step = crossing_step(steps, [r["eval_accuracy"] for r in ft], t["eval_accuracy"], lower_is_better=False)
+    return {
+        "bert_tiny_final": t, "bert_ft_final": f,
+        "ft_steps_to_tiny_final_eval_loss": loss_step,
+        "ft_steps_to_tiny_final_eval_accuracy": acc_step,
+        "ft_fraction_to_tiny_final_eval_loss": fraction_of(loss_step, t["step"]),
+        "ft_fraction_to_tiny_final_eval_accuracy": fraction_of(acc_step, t["step"]),
+        "eval_loss_difference": f["eval_loss"] - t["eval_loss"],
+        "eval_accuracy_difference": f["eval_accuracy"] - t["eval_accuracy"],
+        "ft_ahead": bool(f["eval_loss"] < t["eval_loss"] and f["eval_accuracy"] > t["eval_accuracy"]),
+    }
+
+
+def write_comparison(out_dir: str | Path) -> dict[str, Any]:
+    """compare_runs on out_dir/bert_tiny and out_dir/bert_ft, written to out_dir/comparison.json."""
+    folder = PretrainFiles(Path(out_dir))
+    result = compare_runs(folder.model("bert_tiny").metrics, folder.model("bert_ft").metrics)
+    folder.comparison.write_text(json.dumps(result, indent=2))
+    return result
+
+
+def describe_comparison(result: Mapping[str, Any]) -> str:
+    """A few sentences, written from the numbers, on whether BERT_FT came out ahead."""
+    t, f = result["bert_tiny_final"], result["bert_ft_final"]
+    steps = t["step"]
+    lines = [f"After {steps:,} steps BERT_TINY reached evaluation loss {t['eval_loss']:.3f} and accuracy "
+             f"{t['eval_accuracy']:.3f}; BERT_FT reached {f['eval_loss']:.3f} and {f['eval_accuracy']:.3f}."]
+    for what, key in (("evaluation loss", "ft_steps_to_tiny_final_eval_loss"),
+                      ("accuracy", "ft_steps_to_tiny_final_eval_accuracy")):
+        reached = result[key]
+        if reached is None:
+            lines.append(f"BERT_FT never reached BERT_TINY's final {what} within the run.")
+        else:
+            lines.append(f"BERT_FT reached BERT_TINY's final {what} at step {reached:,} "
+                         f"({reached / max(steps, 1):.0%} of the run).")
+    if result["ft_ahead"]:
+        lines.append("So at this scale the static initialisation helped, in the direction the paper reports.")
+    elif f["eval_loss"] < t["eval_loss"] or f["eval_accuracy"] > t["eval_accuracy"]:
+        lines.append("The result is mixed: BERT_FT is ahead on one measure and behind on the other, so this run "
+                     "neither confirms nor contradicts the paper.")
+    else:
+        lines.append("At this scale BERT_FT did **not** come out ahead: this run does not reproduce the paper's "
+                     "advantage. It is one seed of a very short run on a small corpus, so it is weak evidence "
+                     "either way.")
+    return " ".join(lines)

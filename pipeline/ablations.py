@@ -40,7 +40,7 @@ from helpers.presets import TrainConfig, VectorsConfig
 from helpers.pretrain import cap_steps
 from pipeline.data import CorpusSpec
 from pipeline.fasttext_training import FastTextSettings
-from pipeline.figure_plots import FIGURE_FORMATS
+from pipeline.figure_plots import FIGURE_FORMATS, figure_metadata
 from pipeline.figures import to_markdown
 from pipeline.layout import AblationLayout, ModelFiles, RunLayout, VariantFiles
 from pipeline.results import Run, display_path, load_run, metrics_frame, pair_mismatch, read_positions
@@ -363,7 +363,7 @@ def write_outputs(table: pd.DataFrame, out_dir: str | Path, sources: dict[str, A
     fig = plot_ablations(table)
     written = [out_dir / f"{TABLE_NAME}.csv", out_dir / f"{TABLE_NAME}.md"]
     for fmt in FIGURE_FORMATS:
-        fig.savefig(out_dir / f"{TABLE_NAME}.{fmt}", dpi=150)
+        fig.savefig(out_dir / f"{TABLE_NAME}.{fmt}", dpi=150, metadata=figure_metadata(fmt, "Ablations of BERT_FT"))
         written.append(out_dir / f"{TABLE_NAME}.{fmt}")
     provenance = {**sources, "variants": {n: v.changes for n, v in VARIANTS.items()},
                   "environment": environment()}

@@ -168,10 +168,15 @@ def draw_figures(runset: RunSet, lang: str | None) -> dict[str, Figure]:
     return figures
 
 
+def figure_metadata(fmt: str, title: str) -> dict[str, Any]:
+    """The file's metadata without a creation date (PDF), so the same figure gives the same bytes every time."""
+    return {"Title": title, "CreationDate": None} if fmt == "pdf" else {"Title": title}
+
+
 def save_figure(fig: Figure, out_dir: Path, name: str, metadata_title: str) -> list[Path]:
     paths = []
     for fmt in FIGURE_FORMATS:
         path = out_dir / f"{name}.{fmt}"
-        fig.savefig(path, dpi=150, metadata={"Title": metadata_title})
+        fig.savefig(path, dpi=150, metadata=figure_metadata(fmt, metadata_title))
         paths.append(path)
     return paths

@@ -15,7 +15,6 @@ others (listed in ``__all__``).
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import math
 from dataclasses import dataclass
@@ -49,7 +48,7 @@ from pipeline.results import (
     resolve_path,
     sort_runs,
 )
-from pipeline.runinfo import RECORDED_PACKAGES, git_commit, package_versions
+from pipeline.runinfo import RECORDED_PACKAGES, code_version, package_versions
 
 __all__ = [
     # notebook 06's set-up, the tables and the outputs, defined here
@@ -314,7 +313,11 @@ def featured_lang(runset: RunSet) -> str | None:
 
 
 def provenance(runset: RunSet, files: Sequence[Path], lang: str | None) -> dict[str, Any]:
-    """Which runs (paths, presets, seeds, steps, commits, devices, dates) and which code produced the outputs."""
+    """Which runs (paths, presets, seeds, steps, code, devices) and which code produced the outputs.
+
+    Nothing here changes when the same code draws the same runs again (no dates, no commit hashes: the code is
+    named by runinfo.code_version), so `make figures` on a fresh clone leaves the committed figures as they are.
+    """
     runs = []
     for run in sort_runs(runset.runs):
         models = {}
@@ -325,18 +328,16 @@ def provenance(runset: RunSet, files: Sequence[Path], lang: str | None) -> dict[
             models[name] = {"steps": model.steps, "last_evaluated_step": model.last_step,
                             "batch_size": info.get("batch_size"), "seq_len": info.get("seq_len"),
                             "seed": info.get("seed"), "corpus": info.get("corpus"),
-                            "max_steps": info.get("max_steps"), "git_commit": env.get("git_commit"),
-                            "device": env.get("device"), "device_name": env.get("device_name"),
-                            "date": env.get("date")}
+                            "max_steps": info.get("max_steps"), "code_version": env.get("code_version"),
+                            "device": env.get("device"), "device_name": env.get("device_name")}
         static = {k: (run.manifest or {}).get(k) for k in ("source", "vectors_path", "top_n", "n_found", "vocab_size")}
         runs.append({"run_dir": display_path(run.run_dir), "lang": run.lang, "preset": run.preset, "seed": run.seed,
                      "steps": run.steps, "pair": pair_problem(run) or "ok", "models": models, "static": static,
                      "unigram_baseline": run.baseline.as_dict() if run.baseline else run.baseline_problem,
                      "missing": run.missing})
     return {
-        "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "generated_by": "pipeline.figures.write_outputs (notebooks/06_figures.ipynb)",
-        "git_commit": git_commit(),
+        "code_version": code_version(),
         "packages": package_versions((*RECORDED_PACKAGES, "pandas")),
         "paper": paper.CITATION,
         "paper_setting": {"steps": paper.STEPS, "batch_size": paper.BATCH_SIZE, "eval_every": paper.EVAL_EVERY,

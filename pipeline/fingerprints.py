@@ -3,7 +3,8 @@
 A step's fingerprint covers its notebook's cell sources (never outputs or metadata, so a notebook
 saved by JupyterLab reruns nothing), its parameters without absolute folders (so a moved runs folder
 reruns nothing), the code of every project module the notebook imports, followed through the
-imports of those modules, and the fingerprints of the steps it reads. A finished step leaves its
+imports of those modules, the content of the input files its parameters name (a ``files:`` corpus, a
+vectors file: pipeline.content_hash), and the fingerprints of the steps it reads. A finished step leaves its
 fingerprint in ``.step.json``; one that started leaves it in ``.step-started.json``.
 """
 
@@ -15,6 +16,8 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from pipeline.content_hash import changed_inputs as compare_inputs
+from pipeline.content_hash import input_digests
 from pipeline.layout import PROJECT_PACKAGES, REPO_ROOT, stamp_of, started_of
 from pipeline.notebook_sync import cell_source, notebook_cells
 from pipeline.steps import Step
@@ -86,9 +89,19 @@ def fingerprint(step: Step, params: dict[str, Any], upstream: Sequence[Path] = (
     for module in project_modules(step):
         digest.update(module.encode())
         digest.update(module_file(module).read_bytes())
+    digest.update(json.dumps(input_digests(params), sort_keys=True).encode())
     for folder in upstream:
         digest.update(f"{Path(folder).name}:{finished_with(folder) or 'missing'}".encode())
     return digest.hexdigest()
+
+
+def changed_inputs(step_folder: Path, params: dict[str, Any]) -> list[str]:
+    """Why a step would rerun because of its input files: one line per file whose content is not the one it ran on."""
+    try:
+        recorded = json.loads(stamp_of(step_folder).read_text(encoding="utf-8")).get("inputs", {})
+    except (OSError, ValueError):
+        return []
+    return compare_inputs(recorded, input_digests(params))
 
 
 def _read_fingerprint(path: Path) -> str | None:

@@ -18,11 +18,13 @@ from typing import Callable, NoReturn, Sequence, TypeVar
 from helpers.paper_values import LANGS as C4_PAPER_LANGS
 from helpers.presets import PRESET_HELP, check_preset
 from pipeline.data import CORPUS_HELP, EMBEDDED_FILES, CorpusSpec
-from pipeline.layout import DOCS_DIR, FIGURES_DIR, RUNS_DIR
-from pipeline.runinfo import device_argument
+from pipeline.layout import FIGURES_DIR, RUNS_DIR, check_lang
+from pipeline.runinfo import check_seed, device_argument
 from pipeline.steps import JobError, RunSettings
 
-README_PRESET = "demo"  # the preset of the README's main job: the only one that writes the committed figures/
+# The README's main job (`make figures`): the only configuration that writes the committed figures/.
+README_PRESET = "demo"
+README_LANGS = ("en", "fr", "es")
 T = TypeVar("T")
 
 
@@ -52,12 +54,30 @@ def names(text: str) -> tuple[str, ...]:
 
 
 def indices(text: str) -> tuple[int, ...]:
-    """'0,1,2' -> (0, 1, 2) for --seeds and --gpus: non-negative integers, each once."""
+    """'0,1,2' -> (0, 1, 2) for --seeds and --gpus: non-negative integers, each once ('1,01' names 1 twice)."""
     items = names(text)
     wrong = [item for item in items if not item.isdigit()]
     if wrong:
         raise argparse.ArgumentTypeError(f"takes non-negative integers such as 0,1,2, got {wrong[0]!r}")
-    return tuple(int(item) for item in items)
+    numbers = [int(item) for item in items]
+    twice = sorted({n for n in numbers if numbers.count(n) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(f"lists {', '.join(map(str, twice))} more than once ({text})")
+    return tuple(numbers)
+
+
+def each(split: Callable[[str], tuple[T, ...]], check: Callable[[T], object]) -> Callable[[str], tuple[T, ...]]:
+    """An argparse type: ``split`` the text into items (each once), then ``check`` every item."""
+    def argument(text: str) -> tuple[T, ...]:
+        found = split(text)
+        for item in found:
+            try:
+                check(item)
+            except ValueError as err:
+                raise argparse.ArgumentTypeError(str(err)) from None
+        return found
+    argument.__name__ = split.__name__
+    return argument
 
 
 def gpu_indices(text: str) -> tuple[int, ...]:
@@ -110,19 +130,19 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m pipeline.job", description="Run notebooks 01 to 06 in order with papermill.")
     parser.add_argument("--preset", default=README_PRESET, type=checked(check_preset), help=PRESET_HELP)
-    parser.add_argument("--lang", default="en", type=names,
+    parser.add_argument("--lang", default=",".join(README_LANGS), type=each(names, check_lang),
                         help="language code(s), comma-separated (offline: en, fr, es)")
     parser.add_argument("--corpus", default="embedded", type=corpus_argument, help=CORPUS_HELP)
     parser.add_argument("--vectors", default=None, type=vectors_file, help="a local .vec/.vec.gz/.bin file for "
                         "notebook 03 (default: per the preset: trained here, or the published cc.LANG.300 for paper)")
     parser.add_argument("--max-steps", type=positive_int, default=None, help="cap pretraining at N steps")
-    parser.add_argument("--seeds", default="0", type=indices,
+    parser.add_argument("--seeds", default="0", type=each(indices, check_seed),
                         help="seeds, comma-separated; each language runs once per seed")
     parser.add_argument("--out", default=str(RUNS_DIR), type=folder, help="folder for run folders (default: runs/)")
     parser.add_argument("--figures", default=None, type=folder, help="folder for figures (default: figures/ for "
                         "the README's demo job, else <out>/figures-<preset>)")
-    parser.add_argument("--docs", default=None, type=folder, help="folder for rendered notebooks (default: docs/ "
-                        "when writing figures/, else none)")
+    parser.add_argument("--docs", default=None, type=folder, help="also render every executed notebook as "
+                        "Markdown into this folder (make docs: docs/); renders hold timings, so by default none")
     parser.add_argument("--device", default="auto", type=device_argument, help="auto, cpu, cuda or cuda:N")
     parser.add_argument("--gpus", default=None, type=gpu_indices, help="GPU indices, comma-separated (e.g. 0,1,2,3):"
                         " the independent runs (language x seed) are spread one per GPU, each in its own process")
@@ -202,12 +222,14 @@ def check_langs(langs: Sequence[str], corpus: CorpusSpec) -> None:
                            f"choose from {', '.join(known)}{hint}")
 
 
-def default_figures_dir(preset: str, corpus: CorpusSpec, max_steps: int | None, seeds: Sequence[int],
-                        out: Path) -> Path:
-    """figures/ only for the README's main job; any other run keeps its figures inside its runs folder."""
-    if preset == README_PRESET and corpus.source == "embedded" and max_steps is None and list(seeds) == [0]:
+def default_figures_dir(preset: str, langs: Sequence[str], corpus: CorpusSpec, max_steps: int | None,
+                        seeds: Sequence[int], out: Path) -> Path:
+    """figures/ only for exactly the README's main job, whose output is what figures/ holds; any other run (one
+    language, a step cap, other seeds) keeps its figures in its runs folder and never replaces the committed ones."""
+    if (preset == README_PRESET and tuple(langs) == README_LANGS and corpus.source == "embedded" and max_steps is None
+            and list(seeds) == [0]):
         return FIGURES_DIR
-    return out / f"figures-{preset}"
+    return out / f"figures-{preset}-{'-'.join(langs)}"
 
 
 def _figures_options(args: argparse.Namespace) -> FiguresOptions:
@@ -228,8 +250,8 @@ def _job_options(args: argparse.Namespace) -> JobOptions:
     check_langs(args.lang, args.corpus)
     out = writable_folder(args.out, "--out")
     figures_dir = (writable_folder(args.figures, "--figures") if args.figures is not None
-                   else default_figures_dir(args.preset, args.corpus, args.max_steps, args.seeds, out))
-    docs = args.docs if args.docs is not None else DOCS_DIR if figures_dir == FIGURES_DIR else None
+                   else default_figures_dir(args.preset, args.lang, args.corpus, args.max_steps, args.seeds, out))
+    docs = writable_folder(args.docs, "--docs") if args.docs is not None else None
     return JobOptions(args.preset, args.lang, args.seeds, args.corpus, args.device, args.vectors, args.max_steps,
                       out, figures_dir, docs, args.gpus, args.no_figures, args.force, args.check)
 

@@ -163,6 +163,11 @@ class RunLayout:
         return self.root / f"{notebook}.ipynb"
 
     @property
+    def identity(self) -> Path:
+        """What this run folder holds (preset, language, seed, corpus, ...), fixed by its first step."""
+        return self.root / "identity.json"
+
+    @property
     def lock(self) -> Path:
         return self.root / LOCK_NAME
 
@@ -180,12 +185,34 @@ def started_of(step_folder: Path) -> Path:
     return Path(step_folder) / STARTED_NAME
 
 
-RUN_FOLDER_NAME = re.compile(r"^(?P<preset>.+?)-(?P<lang>[^-]+?)(?:-seed(?P<seed>\d+))?$")
+# A language is a code, never a path: 2 or 3 lower-case letters (ISO 639), optionally a region after '_'.
+LANG_CODE = re.compile(r"[a-z]{2,3}(?:_[a-z]{2,4})?")
 
 
-def run_folder_name(preset: str, lang: str, seed: int = 0) -> str:
-    """``<preset>-<lang>`` for seed 0, ``<preset>-<lang>-seed<N>`` otherwise."""
-    return f"{preset}-{lang}" + ("" if seed == 0 else f"-seed{seed}")
+def check_lang(lang: object) -> str:
+    """``lang`` if it is a language code, else a ValueError: a language becomes part of folder names."""
+    if not isinstance(lang, str) or not LANG_CODE.fullmatch(lang):
+        raise ValueError(f"{lang!r} is not a language code: use 2 or 3 lower-case letters, optionally with a region "
+                         "after '_' (en, fra, pt_br); a language names a run folder, so it can never be a path")
+    return lang
+
+
+def inside(path: Path, root: Path, what: str) -> Path:
+    """``path`` resolved, if it lies inside ``root``; checked before anything is written there or removed."""
+    resolved, boundary = Path(path).resolve(), Path(root).resolve()
+    if not resolved.is_relative_to(boundary):
+        raise ValueError(f"{what} {resolved} lies outside {boundary}; nothing was written or removed there")
+    return resolved
+
+
+RUN_FOLDER_NAME = re.compile(r"^(?P<preset>.+?)-(?P<lang>[^-]+?)(?:-seed(?P<seed>\d+))?(?:-max(?P<max_steps>\d+))?$")
+
+
+def run_folder_name(preset: str, lang: str, seed: int = 0, max_steps: int | None = None) -> str:
+    """``<preset>-<lang>`` for seed 0, ``<preset>-<lang>-seed<N>`` otherwise, and ``-max<N>`` for a trial capped at
+    N pretraining steps, so a cheap trial never lands in (and never empties) the folder of a full run."""
+    return (f"{preset}-{lang}" + ("" if seed == 0 else f"-seed{seed}")
+            + ("" if max_steps is None else f"-max{max_steps}"))
 
 
 def split_run_folder_name(name: str) -> tuple[str | None, str | None, int | None]:
@@ -202,8 +229,10 @@ class RunsFolder:
 
     root: Path
 
-    def run(self, preset: str, lang: str, seed: int = 0) -> RunLayout:
-        return RunLayout(self.root / run_folder_name(preset, lang, seed))
+    def run(self, preset: str, lang: str, seed: int = 0, max_steps: int | None = None) -> RunLayout:
+        """The run folder of one preset, language, seed and step cap, checked to lie inside this folder."""
+        folder = self.root / run_folder_name(preset, check_lang(lang), seed, max_steps)
+        return RunLayout(inside(folder, self.root, f"the run folder of --lang {lang!r}"))
 
     def figures_notebooks(self, name: str) -> Path:
         """Where notebook 06's executed copy goes, e.g. ``<out>/demo-figures/``."""

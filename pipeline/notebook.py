@@ -31,9 +31,10 @@ from helpers.presets import check_preset
 from pipeline.data import CorpusSpec, load_corpus, partition_record
 from pipeline.documents import Corpus
 from pipeline.fasttext_training import train_fasttext, vectors_from_model
-from pipeline.layout import INTERACTIVE_DIR, REPO_ROOT, RunLayout
+from pipeline.layout import INTERACTIVE_DIR, REPO_ROOT, RunLayout, check_lang
 from pipeline.probe_runs import load_encoders, load_probe_data, save_probe_results
-from pipeline.runinfo import environment, pick_device, set_seed
+from pipeline.run_identity import claim_identity
+from pipeline.runinfo import check_seed, environment, pick_device, set_seed
 from pipeline.static_files import load_aligned, save_aligned
 from pipeline.vector_files import obtain_vectors
 from pipeline.wordsim import word_similarity, word_similarity_rows
@@ -117,16 +118,15 @@ def start(preset: str, lang: str, seed: int = 0, run_dir: str | Path | None = No
           corpus: str = "embedded", device: str = "cpu", quiet: bool = True) -> Setup:
     """Check the parameters, seed everything, pick the device and say in one line what this run uses."""
     check_preset(preset)
-    if not isinstance(lang, str) or not lang.strip() or "," in lang:
-        raise ValueError(f"lang must be one language code such as 'en', got {lang!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    check_lang(lang)
+    check_seed(seed)
     spec = CorpusSpec.parse(corpus, base=REPO_ROOT)
     if quiet:
         quiet_libraries()
     set_seed(seed)
     folder = resolve(run_dir) if run_dir else default_run_dir(preset, lang)
     setup = Setup(preset, lang, seed, spec, folder, pick_device(device))
+    claim_identity(setup.layout, {"preset": preset, "lang": lang, "seed": seed, "corpus": str(spec)})
     where = "interactive" if folder.is_relative_to(INTERACTIVE_DIR) else "main job"
     shown = folder.relative_to(REPO_ROOT) if folder.is_relative_to(REPO_ROOT) else folder
     print(f"preset={preset} lang={lang} seed={seed} corpus={spec} device={setup.device}\n"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import hashlib
 import importlib.metadata
 import os
 import platform
@@ -21,6 +22,17 @@ RECORDED_PACKAGES = (
     "torch", "transformers", "tokenizers", "numpy", "datasets", "fasttext", "scikit-learn",
     "matplotlib", "papermill",
 )
+
+
+SEED_LIMIT = 2**32  # numpy's and torch's seeds are below it
+
+
+def check_seed(seed: object) -> int:
+    """``seed`` if it is an integer in [0, 2**32), the range every generator here accepts, else a ValueError."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < SEED_LIMIT:
+        raise ValueError(f"a seed must be an integer from 0 to {SEED_LIMIT - 1:,} (numpy's and torch's range), "
+                         f"got {seed!r}")
+    return seed
 
 
 def set_seed(seed: int) -> None:
@@ -49,9 +61,10 @@ def check_device(name: str) -> str:
 
 
 def device_argument(text: str) -> str:
-    """:func:`check_device` as an argparse ``type``: a wrong ``--device`` stops the command line at once."""
+    """:func:`check_device` as an argparse ``type``, plus a GPU that is really there: a wrong ``--device`` stops
+    the command line at once, not in notebook 04 after an hour of notebooks 01-03."""
     try:
-        return check_device(text)
+        return pick_device(text) if check_device(text).startswith("cuda") else text
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 
@@ -64,7 +77,11 @@ def pick_device(prefer: str = "auto") -> str:
     if prefer == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if prefer.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError(f"device {prefer!r} was asked for but torch sees no CUDA GPU; use 'cpu' or 'auto'")
+        raise ValueError(f"device {prefer!r} was asked for but torch sees no CUDA GPU on this machine; use --device "
+                         "cpu or auto, or install the CUDA build of torch (README, 'GPU installs')")
+    if prefer.startswith("cuda:") and int(prefer[5:]) >= torch.cuda.device_count():
+        raise ValueError(f"device {prefer!r} was asked for but torch sees {torch.cuda.device_count()} GPU(s), "
+                         "numbered from 0")
     return prefer
 
 
@@ -79,6 +96,27 @@ def git_commit() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return sha + ("+dirty" if dirty else "")
+
+
+CODE_PATHS = ("helpers", "plots", "exercises", "pipeline", "notebooks", "pyproject.toml")
+
+
+def code_version() -> str | None:
+    """A hash of the project's code as committed (the git objects of CODE_PATHS at HEAD), '+dirty' when any of it
+    has uncommitted changes; None outside git.
+
+    Unlike the commit, it stays the same in every later commit that leaves the code alone, so outputs that
+    name it (figures/provenance.json) regenerate byte for byte from a fresh clone of a later commit.
+    """
+    try:
+        listing = subprocess.run(["git", "ls-tree", "HEAD", "--", *CODE_PATHS], cwd=REPO_ROOT, capture_output=True,
+                                 text=True, check=True, timeout=10).stdout
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", *CODE_PATHS], cwd=REPO_ROOT,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    digest = hashlib.sha256(listing.encode()).hexdigest()[:16]
+    return digest + ("+dirty" if dirty else "")
 
 
 def package_versions(names: tuple[str, ...] = RECORDED_PACKAGES) -> dict[str, str | None]:
@@ -106,6 +144,7 @@ def environment(device: str | None = None) -> dict[str, Any]:
     info: dict[str, Any] = {
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "git_commit": git_commit(),
+        "code_version": code_version(),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from pipeline import fingerprints as fp
-from pipeline.layout import DOCS_DIR, LOCK_NAME, OWNER_NAME, REPO_ROOT, RunLayout
+from pipeline.content_hash import input_digests
+from pipeline.layout import DOCS_DIR, LOCK_NAME, OWNER_NAME, REPO_ROOT, RunLayout, inside
+from pipeline.run_identity import claim_identity
 from pipeline.steps import (
     FIGURES_STEP,
     STEPS,
@@ -67,7 +69,7 @@ def run_step(step: Step, run_dir: Path, params: dict[str, Any], upstream: Sequen
         return False
     if step.owns_out_dir and out_dir.exists() and (force or fp.started_with(out_dir) != key):
         log(f"[new ] {step.name}: inputs changed, so {out_dir} starts empty")
-        shutil.rmtree(out_dir)
+        shutil.rmtree(inside(out_dir, run_dir, f"{step.name}'s folder"))
     out_dir.mkdir(parents=True, exist_ok=True)
     fp.mark_started(out_dir, key)
     log(f"[run ] {step.name} -> {out_dir}")
@@ -75,7 +77,7 @@ def run_step(step: Step, run_dir: Path, params: dict[str, Any], upstream: Sequen
     execute_notebook(step.notebook, RunLayout(Path(run_dir)).executed(step.name), params)
     seconds = time.perf_counter() - started
     out_dir.mkdir(parents=True, exist_ok=True)
-    fp.mark_finished(out_dir, key, seconds, params, modules=fp.project_modules(step))
+    fp.mark_finished(out_dir, key, seconds, params, modules=fp.project_modules(step), inputs=input_digests(params))
     log(f"[done] {step.name} in {seconds:.0f} s")
     return True
 
@@ -84,20 +86,23 @@ def run_language(settings: RunSettings, runs_dir: Path, force: bool = False, log
     """Steps 01 to 05 for one language and seed; returns the run folder."""
     run_dir = settings.run_dir(runs_dir)
     with folder_lock(run_dir):
+        claim_identity(RunLayout(run_dir), settings.identity(), force)
         for step in STEPS:
             run_step(step, run_dir, settings.parameters(step, run_dir), upstream_of(step, run_dir), force, log)
     return run_dir
 
 
 def stale_steps(settings: RunSettings, runs_dir: Path) -> list[str]:
-    """The steps a run of these settings would execute now (none: its results come from the current code)."""
+    """The steps a run of these settings would execute now (none: its results come from the current code and
+    inputs), each with why when an input file changed: 'name (input vectors /v.vec changed (sha256 ...))'."""
     run_dir = settings.run_dir(runs_dir)
     stale: list[str] = []
     for step in STEPS:
         params = settings.parameters(step, run_dir)
-        if stale or not fp.is_up_to_date(out_dir_of(step, params), fp.fingerprint(step, params,
-                                                                                   upstream_of(step, run_dir))):
-            stale.append(step.name)  # everything after a stale step reruns too
+        out_dir = out_dir_of(step, params)
+        if stale or not fp.is_up_to_date(out_dir, fp.fingerprint(step, params, upstream_of(step, run_dir))):
+            reasons = fp.changed_inputs(out_dir, params)  # everything after a stale step reruns too
+            stale.append(f"{step.name} ({'; '.join(reasons)})" if reasons else step.name)
     return stale
 
 

@@ -68,7 +68,12 @@ class RunSettings:
 
     def run_dir(self, runs_dir: Path) -> Path:
         """This run's folder inside ``runs_dir``, absolute."""
-        return layout.RunsFolder(Path(runs_dir)).run(self.preset, self.lang, self.seed).root.resolve()
+        return layout.RunsFolder(Path(runs_dir)).run(self.preset, self.lang, self.seed, self.max_steps).root
+
+    def identity(self) -> dict[str, Any]:
+        """What makes this run a different experiment from another (pipeline.run_identity)."""
+        return {"preset": self.preset, "lang": self.lang, "seed": self.seed, "corpus": str(self.corpus),
+                "max_steps": self.max_steps, "vectors": self.vectors}
 
     def parameters(self, step: Step, run_dir: Path) -> dict[str, Any]:
         """The papermill parameters of one per-language step; every folder derives from ``run_dir``."""

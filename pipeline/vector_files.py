@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import mmap
 import re
+import struct
 import time
 import urllib.request
 import zlib
@@ -29,6 +31,7 @@ import numpy as np
 
 from helpers.presets import PAPER_TOP_N, FastTextSettings, VectorsConfig
 from helpers.static_vectors import WordVectors
+from pipeline.content_hash import content_digest
 from pipeline.data import CorpusSpec, load_corpus
 from pipeline.fasttext_training import clean_bucket, has_subwords, train_fasttext, vectors_from_model
 from pipeline.layout import REPO_ROOT
@@ -236,6 +239,47 @@ def cached_prefix_info(path: Path) -> dict[str, Any] | None:
 # --------------------------------------------------------------------------------------------
 
 
+FASTTEXT_MAGIC = 793712314  # the first int32 of every fastText .bin
+ARGS_END = 8 + 12 * 4 + 8  # magic and version, then Args: 12 int32 settings and one double
+
+
+def check_bin_complete(path: Path) -> None:
+    """Refuse a .bin that is cut short or whose header cannot be true, before fastText reads it.
+
+    fasttext.load_model reads a truncated file without a word (the missing rows come back as zeros) and
+    turns an impossible dictionary size into std::bad_alloc. The layout walked here is fastText 0.9's
+    FastText::saveModel: header, Args, the dictionary (size, nwords, nlabels, ntokens, prune size, then
+    each entry as word, NUL, int64 count, int8 type), prune pairs, then the input and output matrices
+    (a quantisation flag, int64 rows, int64 columns, float32 data).
+    """
+    size = path.stat().st_size
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        if size < ARGS_END + 28 or struct.unpack_from("<i", data, 0)[0] != FASTTEXT_MAGIC:
+            raise ValueError(f"{path} is not a fastText .bin model (no fastText header); give a .bin written by "
+                             "fastText's save_model, or a .vec/.vec.gz file")
+        words, _, _, _, pruned = struct.unpack_from("<iiiqq", data, ARGS_END)
+        if not 0 < words <= size // 11 or not -1 <= pruned <= size // 8:  # -1: never pruned
+            raise ValueError(f"{path}: its header claims {words:,} dictionary entries, which cannot fit in a file of "
+                             f"{size:,} bytes; the file is damaged: download or save it again")
+        position = ARGS_END + 28
+        for _ in range(words):
+            end = data.find(b"\0", position)
+            position = end + 10 if end >= 0 else size + 1  # NUL, int64 count, int8 type
+        position += 8 * max(pruned, 0)
+        for _ in range(2):  # input, then output matrix
+            if position + 17 > size:
+                position = size + 1
+                break
+            rows, columns = struct.unpack_from("<qq", data, position + 1)
+            position += 17 + 4 * rows * columns
+    if position > size:
+        raise ValueError(f"{path} is cut short: its {size:,} bytes end before the matrices its header describes; "
+                         "download or save it again (fastText would load it with zero vectors, without a word)")
+    if position < size:
+        raise ValueError(f"{path} is damaged: its header describes {position:,} bytes but the file holds {size:,}; "
+                         "download or save it again")
+
+
 def read_bin(path: str | Path, expected_dim: int | None = None) -> Any:
     """A fastText ``.bin`` model: unlike a .vec it also gives vectors to unseen strings (subwords)."""
     import fasttext
@@ -244,6 +288,7 @@ def read_bin(path: str | Path, expected_dim: int | None = None) -> Any:
     if not path.is_file():
         raise FileNotFoundError(f"no fastText model at {path}; download cc.LANG.300.bin.gz from {CC_PAGE} "
                                 "and gunzip it, or train one (preset 'demo')")
+    check_bin_complete(path)
     try:
         model = fasttext.load_model(str(path))
     except ValueError as err:
@@ -282,7 +327,9 @@ def obtain_vectors(config: VectorsConfig, lang: str, corpus: CorpusSpec, seed: i
     """
     if vectors_path is not None:
         path = Path(vectors_path).expanduser()
-        info = {"source": "file", "vectors_path": str(path), "top_n": config.top_n}
+        # The file's content, not only its path, goes into the manifest: a file replaced later is told apart.
+        info = {"source": "file", "vectors_path": str(path), "vectors_sha256": content_digest(path, {}),
+                "top_n": config.top_n}
         if path.suffix == ".bin":
             model = read_bin(path, expected_dim=config.fasttext.dim)
             return VectorsSource(vectors_from_model(model, config.top_n), model, info)

@@ -49,7 +49,7 @@ def write_run(root: Path, preset: str, lang: str, metrics: dict[str, pd.DataFram
         model_dir = run_dir / "pretrain" / name
         model_dir.mkdir(parents=True)
         table.to_csv(model_dir / "metrics.csv", index=False)
-        env = {"date": "2025-01-01T00:00:00+00:00", "git_commit": f"abc-{lang}", "device": "cpu",
+        env = {"date": "2025-01-01T00:00:00+00:00", "code_version": f"abc-{lang}", "device": "cpu",
                "device_name": "cpu (test)", "packages": {}}
         record = {"model": name, "preset": preset, "lang": lang, "steps": steps, "batch_size": 4, "seq_len": 32,
                   "seed": seed, "init": "random" if name == "bert_tiny" else "static", "environment": env,
@@ -248,7 +248,8 @@ def test_write_outputs_creates_every_file(runset: results.RunSet, tmp_path: Path
     runs = {r["lang"]: r for r in prov["runs"]}
     assert set(runs) == {"en", "fr", "es"}
     assert runs["en"]["preset"] == "demo" and runs["en"]["steps"] == 40
-    assert runs["fr"]["models"]["bert_ft"]["git_commit"] == "abc-fr"
+    assert runs["fr"]["models"]["bert_ft"]["code_version"] == "abc-fr"
+    assert "generated" not in prov and "date" not in runs["fr"]["models"]["bert_ft"]  # reproducible byte for byte
     assert runs["es"]["missing"]
     assert "cs" in prov["paper_languages_without_run"] and prov["packages"]["pandas"]
     t3 = pd.read_csv(out / "table3_accuracy.csv")

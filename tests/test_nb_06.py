@@ -56,7 +56,7 @@ def test_provenance_lists_the_smoke_run(smoke_figures: Path, smoke_run_dir: Path
     run = runs[0]
     assert run["preset"] == "smoke" and run["lang"] == "en"
     assert Path(run["run_dir"]).resolve() == smoke_run_dir.resolve()
-    assert run["steps"] and run["models"]["bert_ft"]["date"]
+    assert run["steps"] and run["models"]["bert_ft"]["code_version"] and "generated" not in prov
     assert prov["figures_1_2_language"] == "en"
     assert set(prov["files"]) >= {"table3_accuracy.csv", "fig1a_train_loss.png"}
 

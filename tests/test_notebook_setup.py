@@ -34,9 +34,9 @@ def test_a_relative_run_dir_is_taken_from_the_repository_root(tmp_path: Path) ->
     ("files:/data/c4", CorpusSpec("files", Path("/data/c4"))),
     ("files:data/c4", CorpusSpec("files", REPO_ROOT / "data" / "c4")),
 ])
-def test_the_corpus_is_parsed_once_relative_paths_from_the_repository_root(corpus: str,
-                                                                           expected: CorpusSpec) -> None:
-    assert nbs.start("smoke", "en", corpus=corpus, device="cpu").corpus == expected
+def test_the_corpus_is_parsed_once_relative_paths_from_the_repository_root(corpus: str, expected: CorpusSpec,
+                                                                           tmp_path: Path) -> None:
+    assert nbs.start("smoke", "en", run_dir=tmp_path, corpus=corpus, device="cpu").corpus == expected
 
 
 def test_the_setup_loads_its_own_corpus_in_its_language() -> None:
@@ -68,8 +68,8 @@ def test_notebooks_reach_the_machinery_through_this_module_only() -> None:
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"preset": "huge"}, "unknown preset"),
-    ({"lang": "en,fr"}, "one language code"),
-    ({"seed": -1}, "non-negative integer"),
+    ({"lang": "en,fr"}, "is not a language code"),
+    ({"seed": -1}, "a seed must be an integer from 0"),
     ({"corpus": "files:"}, "unknown corpus"),
     ({"device": "tpu"}, "unknown device"),
 ])

@@ -69,7 +69,7 @@ def paper_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                "--figures", str(figures), "--device", "cpu"]
     done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1500)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return {"corpus": corpus, "vectors": vectors, "run_dir": out / "paper-fr", "figures": figures}
+    return {"corpus": corpus, "vectors": vectors, "run_dir": out / "paper-fr-max20", "figures": figures}
 
 
 def test_every_step_ran_on_the_given_corpus_without_touching_the_embedded_one(paper_run: dict[str, Path]) -> None:

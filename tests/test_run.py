@@ -284,11 +284,13 @@ def test_a_zero_max_steps_is_refused_by_the_parser() -> None:
 def test_only_the_readme_job_writes_the_committed_figures(tmp_path: Path) -> None:
     figures_dir = job_options.default_figures_dir
     embedded, hub = CorpusSpec("embedded"), CorpusSpec("hub")
-    assert figures_dir("demo", embedded, None, [0], tmp_path) == layout.FIGURES_DIR
-    assert figures_dir("smoke", embedded, None, [0], tmp_path) == tmp_path / "figures-smoke"
-    assert figures_dir("demo", embedded, 20, [0], tmp_path) == tmp_path / "figures-demo"
-    assert figures_dir("demo", hub, None, [0], tmp_path) == tmp_path / "figures-demo"
-    assert figures_dir("demo", embedded, None, [0, 1], tmp_path) == tmp_path / "figures-demo"
+    readme = job_options.README_LANGS
+    assert figures_dir("demo", readme, embedded, None, [0], tmp_path) == layout.FIGURES_DIR
+    assert figures_dir("smoke", readme, embedded, None, [0], tmp_path) == tmp_path / "figures-smoke-en-fr-es"
+    assert figures_dir("demo", ("en",), embedded, None, [0], tmp_path) == tmp_path / "figures-demo-en"
+    assert figures_dir("demo", readme, embedded, 20, [0], tmp_path) == tmp_path / "figures-demo-en-fr-es"
+    assert figures_dir("demo", readme, hub, None, [0], tmp_path) == tmp_path / "figures-demo-en-fr-es"
+    assert figures_dir("demo", readme, embedded, None, [0, 1], tmp_path) == tmp_path / "figures-demo-en-fr-es"
 
 
 def test_run_folders_name_their_seed(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import urllib.error
 import urllib.request
@@ -258,7 +259,8 @@ def test_a_given_vector_file_wins_over_the_preset(vec_file: Path) -> None:
     config = VectorsConfig(source="train", fasttext=FastTextSettings(dim=DIM), top_n=3)
     source = vf.obtain_vectors(config, "en", EMBEDDED, vectors_path=vec_file)
     assert source.vectors.words == WORDS[:3] and source.model is None and source.subword_model is None
-    assert source.info == {"source": "file", "vectors_path": str(vec_file), "top_n": 3}
+    assert source.info == {"source": "file", "vectors_path": str(vec_file), "top_n": 3,
+                           "vectors_sha256": hashlib.sha256(vec_file.read_bytes()).hexdigest()}
 
 
 def test_training_reads_the_corpus_it_is_given(tmp_path: Path) -> None:

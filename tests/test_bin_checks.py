@@ -1,0 +1,59 @@
+"""Issue 21, case 4 and item 9: a damaged fastText .bin is refused with its file named, never read as zeros."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from helpers.presets import FastTextSettings
+from pipeline.data import CorpusSpec, load_corpus
+from pipeline.fasttext_training import train_fasttext
+from pipeline.vector_files import check_bin_complete, read_bin
+
+
+@pytest.fixture(scope="module")
+def model_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real fastText .bin trained here on 300 embedded articles (8 dimensions; about 67 MB of n-gram rows)."""
+    folder = tmp_path_factory.mktemp("bin")
+    texts = load_corpus(CorpusSpec("embedded"), "en", "train", max_docs=300).texts
+    model = train_fasttext(texts, FastTextSettings(dim=8, epochs=2, min_count=2, bucket=1000), progress=False)
+    model.save_model(str(folder / "model.bin"))
+    return folder / "model.bin"
+
+
+def test_a_whole_bin_passes_the_check_and_loads(model_bin: Path) -> None:
+    check_bin_complete(model_bin)
+    assert read_bin(model_bin, expected_dim=8).get_dimension() == 8
+
+
+def test_a_truncated_bin_is_refused_naming_the_file(model_bin: Path, tmp_path: Path) -> None:
+    cut = tmp_path / "cut.bin"
+    cut.write_bytes(model_bin.read_bytes()[: model_bin.stat().st_size * 2 // 3])
+    with pytest.raises(ValueError, match=rf"{cut} is cut short: .* download or save it again"):
+        read_bin(cut)
+
+
+def test_a_bin_with_bytes_past_its_matrices_is_refused(model_bin: Path, tmp_path: Path) -> None:
+    longer = tmp_path / "longer.bin"
+    longer.write_bytes(model_bin.read_bytes() + b"\0" * 64)
+    with pytest.raises(ValueError, match="is damaged: its header describes"):
+        check_bin_complete(longer)
+
+
+def test_an_impossible_dictionary_size_is_refused_before_fasttext_allocates_it(model_bin: Path,
+                                                                               tmp_path: Path) -> None:
+    damaged = bytearray(model_bin.read_bytes())
+    struct.pack_into("<i", damaged, 64, 2**31 - 1)  # the dictionary's size, right after Args
+    path = tmp_path / "huge.bin"
+    path.write_bytes(bytes(damaged))
+    with pytest.raises(ValueError, match=r"claims 2,147,483,647 dictionary entries, which cannot fit"):
+        read_bin(path)
+
+
+def test_a_file_that_is_not_a_bin_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.bin"
+    path.write_text("3 2\nthe 0.1 0.2\n")
+    with pytest.raises(ValueError, match="is not a fastText .bin model"):
+        read_bin(path)

@@ -1,0 +1,177 @@
+"""Issue 21: a run never writes outside its folder, never replaces a run of another configuration, and the
+options that would fail late fail when they are parsed. Each test fails on 0cc080c's behaviour."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline import job_options, layout, run_identity
+from pipeline.data import CorpusSpec
+from pipeline.job_options import JobError, parse_options
+from pipeline.layout import REPO_ROOT, RunLayout, RunsFolder
+from pipeline.notebook import start
+from pipeline.runner import run_language
+from pipeline.steps import RunSettings
+
+
+def _job(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    return subprocess.run([sys.executable, "-m", "pipeline.job", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+# ---------------------------------------------------------------- case 1: a language is a code, not a path
+
+
+def test_a_language_that_is_a_path_is_refused_and_nothing_outside_out_is_touched(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "text.txt").write_text("A first document of real words.\nA second one, just as real.\n")
+    victim = tmp_path / "victim" / "masking"
+    victim.mkdir(parents=True)
+    (victim / "mine.txt").write_text("a user's file")
+    done = _job("--preset", "smoke", "--lang", "x/../../victim", "--corpus", f"files:{corpus}",
+                "--out", str(tmp_path / "o"), "--no-figures")
+    assert done.returncode == 1 and "is not a language code" in done.stderr and "--lang" in done.stderr
+    assert (victim / "mine.txt").read_text() == "a user's file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus", "victim"]  # not even --out was made
+
+
+@pytest.mark.parametrize("lang", ["../x", "en/../../x", "EN", "e", "english", "en-us", "", "en,fr"])
+def test_run_folders_and_notebooks_refuse_anything_but_a_language_code(tmp_path: Path, lang: str) -> None:
+    with pytest.raises(ValueError, match="is not a language code"):
+        RunsFolder(tmp_path).run("demo", lang)
+    with pytest.raises(ValueError, match="is not a language code"):
+        start("smoke", lang, run_dir=tmp_path / "r", quiet=False)
+    assert not (tmp_path / "r").exists()
+
+
+def test_codes_with_a_region_name_a_folder_inside_the_runs_folder(tmp_path: Path) -> None:
+    assert RunsFolder(tmp_path).run("demo", "pt_br").root == (tmp_path / "demo-pt_br").resolve()
+    assert layout.split_run_folder_name("demo-pt_br-seed2") == ("demo", "pt_br", 2)
+
+
+def test_a_folder_outside_its_root_is_refused_before_anything_is_removed(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="lies outside"):
+        layout.inside(tmp_path / "runs" / ".." / "elsewhere", tmp_path / "runs", "a step folder")
+    assert layout.inside(tmp_path / "runs" / "a", tmp_path / "runs", "x") == (tmp_path / "runs" / "a").resolve()
+
+
+# ---------------------------------------------------------------- cases 2 and 5: one run per folder
+
+
+def test_a_capped_trial_gets_its_own_folder_beside_the_full_run(tmp_path: Path) -> None:
+    full = RunSettings("reference", "en").run_dir(tmp_path)
+    trial = RunSettings("reference", "en", max_steps=2).run_dir(tmp_path)
+    assert full.name == "reference-en" and trial.name == "reference-en-max2" and full != trial
+    assert layout.split_run_folder_name("reference-en-seed1-max2") == ("reference", "en", 1)
+
+
+def _finished_run(tmp_path: Path, settings: RunSettings) -> Path:
+    run_dir = settings.run_dir(tmp_path)
+    run_identity.claim_identity(RunLayout(run_dir), settings.identity())
+    model = RunLayout(run_dir).model("bert_tiny")
+    model.folder.mkdir(parents=True)
+    model.metrics.write_text("step,train_loss\n1200,5.0\n")
+    return run_dir
+
+
+def test_a_run_of_another_configuration_is_refused_and_the_finished_run_kept(tmp_path: Path) -> None:
+    _finished_run(tmp_path, RunSettings("smoke", "en"))
+    other = RunSettings("smoke", "en", corpus=CorpusSpec.parse(f"files:{tmp_path}"))
+    with pytest.raises(run_identity.IdentityMismatch, match=r"holds another run .*corpus=embedded.*--force") as err:
+        run_language(other, tmp_path, log=lambda _: None)
+    assert f"corpus=files:{tmp_path}" in str(err.value)
+    assert RunLayout(other.run_dir(tmp_path)).model("bert_tiny").metrics.exists()
+
+
+def test_force_replaces_the_recorded_identity_on_purpose(tmp_path: Path) -> None:
+    run_dir = _finished_run(tmp_path, RunSettings("smoke", "en"))
+    other = RunSettings("smoke", "en", vectors=tmp_path / "v.vec")
+    run_identity.claim_identity(RunLayout(run_dir), other.identity(), force=True)
+    assert run_identity.read_identity(RunLayout(run_dir))["vectors"] == str(tmp_path / "v.vec")
+
+
+def test_a_notebook_run_by_hand_cannot_mix_languages_in_one_folder(tmp_path: Path) -> None:
+    start("smoke", "fr", run_dir=tmp_path / "r", quiet=False)
+    with pytest.raises(run_identity.IdentityMismatch, match=r"lang=fr.*asks for lang=en"):
+        start("smoke", "en", run_dir=tmp_path / "r", quiet=False)
+    start("smoke", "fr", run_dir=tmp_path / "r", quiet=False)  # the same run again is fine
+    assert json.loads(RunLayout(tmp_path / "r").identity.read_text())["lang"] == "fr"
+
+
+# ---------------------------------------------------------------- case 9: options that failed late
+
+
+def test_repeated_seeds_are_refused_even_when_written_differently() -> None:
+    with pytest.raises(JobError, match=r"--seeds: lists 1 more than once"):
+        parse_options(["--seeds", "1,01"])
+
+
+def test_a_seed_outside_numpys_range_is_refused_when_parsed() -> None:
+    with pytest.raises(JobError, match=r"--seeds: a seed must be an integer from 0 to 4,294,967,295"):
+        parse_options(["--seeds", "4294967296"])
+    assert parse_options(["--seeds", "4294967295", "--no-figures"]).seeds == (4_294_967_295,)
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="needs a machine without a CUDA GPU")
+def test_asking_for_cuda_on_a_machine_without_one_fails_before_any_notebook() -> None:
+    with pytest.raises(JobError, match=r"--device: device 'cuda' was asked for but torch sees no CUDA GPU"):
+        parse_options(["--device", "cuda"])
+
+
+def test_relative_corpus_and_vectors_paths_are_both_taken_from_the_working_folder(tmp_path: Path,
+                                                                                   monkeypatch) -> None:
+    (tmp_path / "corp").mkdir()
+    (tmp_path / "corp" / "a.txt").write_text("some text\n")
+    (tmp_path / "v.vec").write_text("1 2\nword 0.1 0.2\n")
+    monkeypatch.chdir(tmp_path)
+    options = parse_options(["--corpus", "files:corp", "--vectors", "v.vec", "--no-figures"])
+    assert options.corpus.path == (tmp_path / "corp").resolve() and options.vectors == (tmp_path / "v.vec").resolve()
+
+
+# ---------------------------------------------------------------- case 7: the README's job is what figures/ holds
+
+
+def test_the_readmes_main_job_runs_exactly_the_committed_figures_languages_and_preset() -> None:
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    default = lambda name: re.search(rf"^{name} \?= (\S+)$", makefile, re.M).group(1)  # noqa: E731
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert "\nmake figures\n" in readme  # the command, with the Makefile's defaults
+    provenance = json.loads((REPO_ROOT / "figures" / layout.PROVENANCE_NAME).read_text())
+    committed = sorted({(run["preset"], run["lang"], run["seed"]) for run in provenance["runs"]})
+    wanted = sorted((default("PRESET"), lang, 0) for lang in default("LANGS").split(","))
+    assert wanted == committed
+    options = parse_options(["--preset", default("PRESET"), "--lang", default("LANGS")])
+    assert options.figures_dir == layout.FIGURES_DIR and options.docs is None
+    assert tuple(default("LANGS").split(",")) == job_options.README_LANGS
+
+
+def test_a_job_that_is_not_the_readmes_never_writes_the_committed_figures() -> None:
+    for argv in (["--lang", "en"], ["--max-steps", "5"], ["--seeds", "0,1"], ["--preset", "reference"]):
+        assert parse_options(argv).figures_dir != layout.FIGURES_DIR, argv
+
+
+def test_a_figure_saved_twice_gives_the_same_bytes(tmp_path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pipeline.figure_plots import save_figure
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = save_figure(fig, tmp_path / "a", "f", "title")
+    second = save_figure(fig, tmp_path / "b", "f", "title")
+    plt.close(fig)
+    assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]  # no creation date in the PDF

@@ -50,12 +50,15 @@ reference: $(STAMP)
 	  --figures $(REFERENCE_DIR)
 	$(PY) -m pipeline.ablations --runs $(addprefix runs/,$(ABLATION_RUNS)) --out runs/reference-ablations \
 	  --records $(REFERENCE_DIR)/ablations --figures $(REFERENCE_DIR)
+	$(PY) -m pipeline.records $(REFERENCE_DIR)
 
 reference-figures: $(STAMP)
 	$(PY) -m pipeline.job --figures-from $(addprefix $(REFERENCE_DIR)/runs/,$(REFERENCE_RUNS)) --figures $(REFERENCE_DIR) \
 	  --docs $(REFERENCE_DOCS)
 	$(PY) -m pipeline.ablations --table-only --run-records $(REFERENCE_DIR)/runs \
 	  --records $(REFERENCE_DIR)/ablations --figures $(REFERENCE_DIR)
+	@# The hash manifest that tests/test_reference_records.py checks: a record edited by hand fails the tests.
+	$(PY) -m pipeline.records $(REFERENCE_DIR)
 
 test: $(STAMP) lint
 	$(PY) -m pytest

@@ -39,6 +39,7 @@ MODEL_ORDER = ("majority", "static vectors (mean)", "random init", "BERT_TINY", 
 # The encoders 04_pretraining trains: the name in tables -> the model name (its folder in a run).
 PRETRAINED = {"BERT_TINY": "bert_tiny", "BERT_FT": "bert_ft"}
 TABLE_COLUMNS = ("model", "feature", "accuracy", "ci_low", "ci_high", "best_C", "n_train", "n_test")
+PAIRED_COLUMNS = ("a", "b", "difference", "ci_low", "ci_high", "clear")
 
 
 # --------------------------------------------------------------------------------------------
@@ -206,7 +207,7 @@ def paired_table(results: Mapping[tuple[str, str], ProbeResult], test_y: np.ndar
         diff, low, high = paired_difference(results[a], results[b], test_y, n_boot=n_boot, seed=seed)
         rows.append({"a": " / ".join(a).removesuffix(" / -"), "b": " / ".join(b).removesuffix(" / -"),
                      "difference": diff, "ci_low": low, "ci_high": high, "clear": bool(low > 0 or high < 0)})
-    return pd.DataFrame(rows, columns=["a", "b", "difference", "ci_low", "ci_high", "clear"])
+    return pd.DataFrame(rows, columns=list(PAIRED_COLUMNS))
 
 
 def check_probe_inputs(train_X: np.ndarray, train_y: np.ndarray, test_X: np.ndarray, test_y: np.ndarray,

@@ -334,7 +334,9 @@ def plot_ablations(table: pd.DataFrame) -> Any:
         mean = rows[f"{short}_vs_paper"].to_numpy(float)
         low, high = rows[f"{short}_ci_low"].to_numpy(float), rows[f"{short}_ci_high"].to_numpy(float)
         y = np.arange(len(rows))
-        err = np.vstack([mean - low, high - mean])
+        # An interval that does not hold its mean (rounded records, or a record edited by hand) would make
+        # matplotlib refuse negative error bars half-way through the outputs: such a bar stops at the mean.
+        err = np.clip(np.vstack([mean - low, high - mean]), 0, None)
         ax.errorbar(mean, y, xerr=np.where(np.isfinite(err), err, 0), fmt="o", color="tab:orange", capsize=3,
                     label="mean over seeds, 95 % interval")
         seeds = [[float(v) for v in str(text).split(" / ")] for text in rows[f"{short}_per_seed"]]

@@ -12,6 +12,7 @@ Only the standard library, numpy, torch and pipeline.layout: this runs on the GP
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -133,10 +134,18 @@ def set_rng_state(state: Mapping[str, Any], mask_generator: torch.Generator | No
 
 
 def save_checkpoint(path: Path, payload: Mapping[str, Any]) -> None:
-    """Write to a temporary file, then rename: a crash mid-write never leaves half a checkpoint."""
+    """Write to a temporary file, then rename: a crash mid-write never leaves half a checkpoint, and a failed
+    write (a full disk) removes its temporary file and says which folder needs space."""
     tmp = path.with_suffix(".tmp")
-    torch.save(dict(payload), tmp)
-    os.replace(tmp, path)
+    try:
+        torch.save(dict(payload), tmp)
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        if err.errno == errno.ENOSPC:
+            raise OSError(err.errno, f"no space left to save the checkpoint {path}: free space on that disk, then "
+                                     "run the same command again; training resumes from the last checkpoint") from err
+        raise
 
 
 CHECKPOINT_KEYS = ("key", "step", "model", "optimizer", "scheduler", "rng", "metrics", "running_loss", "elapsed_s")

@@ -21,6 +21,7 @@ import itertools
 import json
 import math
 import re
+import sys
 import zlib
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -39,8 +40,9 @@ from pipeline.documents import (
 )
 
 # File kinds, matched on the end of the name ('c4-train.00000-of-01024.json.gz' is gzipped JSON lines).
-FILE_SUFFIXES = (".txt", ".jsonl", ".csv", ".parquet", ".json.gz", ".jsonl.gz")
-JSON_LINES = (".jsonl", ".json.gz", ".jsonl.gz")
+# C4's shards come gzipped (.json.gz) or, unpacked, as .json: JSON lines either way.
+FILE_SUFFIXES = (".txt", ".jsonl", ".csv", ".parquet", ".json.gz", ".jsonl.gz", ".json")
+JSON_LINES = (".jsonl", ".json.gz", ".jsonl.gz", ".json")
 CSV_FORMATS = ("header", "ag_news")
 
 
@@ -57,8 +59,14 @@ def data_files(path: str | Path) -> list[Path]:
         raise FileNotFoundError(f"no such file or folder: {p}; give files:PATH an existing {'/'.join(FILE_SUFFIXES)} "
                                 "file or a folder of them")
     if p.is_dir():
-        files = sorted(f for f in p.rglob("*") if f.is_file() and file_kind(f)
-                       and not any(part.startswith(".") for part in f.relative_to(p).parts))
+        visible = sorted(f for f in p.rglob("*") if f.is_file()
+                         and not any(part.startswith(".") for part in f.relative_to(p).parts))
+        files = [f for f in visible if file_kind(f)]
+        skipped = [f.relative_to(p).as_posix() for f in visible if not file_kind(f)]
+        if skipped:  # never silently: a file the user meant as text would otherwise just be missing
+            print(f"warning: {p}: {len(skipped)} file(s) of other kinds are not read ({', '.join(skipped[:5])}"
+                  f"{', ...' if len(skipped) > 5 else ''}); text is read from {', '.join(FILE_SUFFIXES)}",
+                  file=sys.stderr)
         if not files:
             raise ValueError(f"the folder {p} holds no {', '.join(FILE_SUFFIXES)} files")
     else:
@@ -69,6 +77,16 @@ def data_files(path: str | Path) -> list[Path]:
         if f.stat().st_size == 0:
             raise ValueError(f"{f} is empty; put one document per line (.txt) or one record per row")
     return files
+
+
+UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def _encoding_hint(raw: bytes) -> str:
+    """How to convert the file: UTF-16 (a byte-order mark or NUL bytes) is told apart from Latin-1."""
+    if raw.startswith(UTF16_MARKS) or b"\x00" in raw:
+        return "it looks like UTF-16: convert it with `iconv -f UTF-16 -t UTF-8 IN > OUT`"
+    return "save the file as UTF-8, e.g. `iconv -f latin1 -t utf-8 IN > OUT` for a Latin-1 file"
 
 
 def text_lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -83,10 +101,10 @@ def text_lines(path: Path) -> Iterator[tuple[int, str]]:
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as err:
-                    raise ValueError(
-                        f"{path}:{n} is not UTF-8 text (byte 0x{raw[err.start]:02x} at column {err.start + 1}); "
-                        "save the file as UTF-8, e.g. `iconv -f latin1 -t utf-8 IN > OUT` for a Latin-1 file"
-                    ) from None
+                    raise ValueError(f"{path}:{n} is not UTF-8 text (byte 0x{raw[err.start]:02x} at column "
+                                     f"{err.start + 1}); {_encoding_hint(raw)}") from None
+                if "\x00" in line:  # UTF-16 without a byte-order mark decodes, as garbage with NULs
+                    raise ValueError(f"{path}:{n} holds NUL bytes, so it is not UTF-8 text; {_encoding_hint(raw)}")
                 yield n, line.removeprefix("\ufeff") if n == 1 else line
     except (EOFError, gzip.BadGzipFile, zlib.error) as err:
         raise ValueError(f"{path} is not a complete gzip file ({err}); write or download it again") from None

@@ -13,11 +13,12 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 from pipeline.content_hash import changed_inputs as compare_inputs
-from pipeline.content_hash import input_digests
+from pipeline.content_hash import content_digest, input_digests
 from pipeline.layout import PROJECT_PACKAGES, REPO_ROOT, stamp_of, started_of
 from pipeline.notebook_sync import cell_source, notebook_cells
 from pipeline.steps import Step
@@ -95,6 +96,16 @@ def fingerprint(step: Step, params: dict[str, Any], upstream: Sequence[Path] = (
     return digest.hexdigest()
 
 
+def with_contents(key: str, files: Sequence[Path]) -> str:
+    """``key`` extended by the content of ``files`` (absent ones count as absent): for notebook 06, whose inputs
+    are the record files of every run, so a record edited by hand reruns the figures."""
+    digest = hashlib.sha256(key.encode())
+    cache: dict[str, Any] = {}
+    for path in files:
+        digest.update(f"{Path(path).name}:{content_digest(Path(path), cache)}".encode())
+    return digest.hexdigest()
+
+
 def changed_inputs(step_folder: Path, params: dict[str, Any]) -> list[str]:
     """Why a step would rerun because of its input files: one line per file whose content is not the one it ran on."""
     try:
@@ -105,7 +116,16 @@ def changed_inputs(step_folder: Path, params: dict[str, Any]) -> list[str]:
 
 
 def _read_fingerprint(path: Path) -> str | None:
-    return json.loads(path.read_text(encoding="utf-8")).get("fingerprint") if path.is_file() else None
+    """The fingerprint in a stamp; None if there is none, or if the stamp cannot be read (then the step reruns)."""
+    if not path.is_file():
+        return None
+    try:
+        stamp = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        print(f"warning: the stamp {path} cannot be read ({err}); the step counts as not finished and reruns",
+              file=sys.stderr)
+        return None
+    return stamp.get("fingerprint") if isinstance(stamp, dict) else None
 
 
 def finished_with(step_folder: Path) -> str | None:

@@ -26,7 +26,7 @@ from typing import Callable, Sequence, TypeVar
 from pipeline.job_options import FiguresOptions, JobOptions, parse_options
 from pipeline.layout import REPO_ROOT, RunLayout, RunsFolder
 from pipeline.notebook import quiet_libraries
-from pipeline.runner import folder_lock, render_docs, run_figures, run_language, stale_steps
+from pipeline.runner import figures_stale, folder_lock, render_docs, run_figures, run_language, stale_steps
 from pipeline.steps import FIGURES_STEP, JobError, RunSettings, StepFailed
 
 Job = TypeVar("Job")
@@ -61,6 +61,8 @@ def worker_command(settings: RunSettings, out: Path, force: bool) -> list[str]:
         command += ["--vectors", str(settings.vectors)]
     if settings.max_steps:
         command += ["--max-steps", str(settings.max_steps)]
+    if settings.labelled.kind != "auto":
+        command += ["--labelled", str(settings.labelled)]
     if force:
         command.append("--force")
     return command
@@ -91,6 +93,11 @@ def check_runs(options: JobOptions) -> int:
     stale = {run.run_dir(options.out).name: stale_steps(run, options.out) for run in options.runs()}
     for name, steps in stale.items():
         print(f"{name}: {'would rerun ' + ', '.join(steps) if steps else 'up to date'}")
+    if not options.no_figures:  # notebook 06 too: a kill during it, or an edited record, leaves old figures
+        figures = any(stale.values()) or figures_stale([run.run_dir(options.out) for run in options.runs()],
+                                                       options.figures_dir)
+        print(f"{options.figures_dir}: {'would rerun ' + FIGURES_STEP.name if figures else 'up to date'}")
+        stale["figures"] = [FIGURES_STEP.name] if figures else []
     return 1 if any(stale.values()) else 0
 
 

@@ -18,6 +18,7 @@ from typing import Callable, NoReturn, Sequence, TypeVar
 from helpers.paper_values import LANGS as C4_PAPER_LANGS
 from helpers.presets import PRESET_HELP, check_preset
 from pipeline.data import CORPUS_HELP, EMBEDDED_FILES, CorpusSpec
+from pipeline.labelled import LABELLED_HELP, LabelledSpec
 from pipeline.layout import FIGURES_DIR, RUNS_DIR, check_lang
 from pipeline.runinfo import check_seed, device_argument
 from pipeline.steps import JobError, RunSettings
@@ -110,6 +111,18 @@ def corpus_argument(text: str) -> CorpusSpec:
     return spec
 
 
+def labelled_argument(text: str) -> LabelledSpec:
+    """``--labelled``, parsed once: the path of files:PATH or sib200:PATH must exist."""
+    try:
+        spec = LabelledSpec.parse(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    if spec.path is not None and not spec.path.exists():
+        raise argparse.ArgumentTypeError(f"{spec.path} does not exist; give a labelled file or folder "
+                                         f"({spec.kind}:PATH)")
+    return spec
+
+
 def vectors_file(text: str) -> Path:
     path = Path(text).expanduser().resolve()
     if not path.is_file():
@@ -133,6 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--lang", default=",".join(README_LANGS), type=each(names, check_lang),
                         help="language code(s), comma-separated (offline: en, fr, es)")
     parser.add_argument("--corpus", default="embedded", type=corpus_argument, help=CORPUS_HELP)
+    parser.add_argument("--labelled", default=LabelledSpec("auto"), type=labelled_argument,
+                        help=f"notebook 05's labelled set for the probe: {LABELLED_HELP}")
     parser.add_argument("--vectors", default=None, type=vectors_file, help="a local .vec/.vec.gz/.bin file for "
                         "notebook 03 (default: per the preset: trained here, or the published cc.LANG.300 for paper)")
     parser.add_argument("--max-steps", type=positive_int, default=None, help="cap pretraining at N steps")
@@ -180,10 +195,12 @@ class JobOptions:
     no_figures: bool
     force: bool
     check: bool
+    labelled: LabelledSpec = LabelledSpec("auto")
 
     def runs(self) -> list[RunSettings]:
         """One run per language and seed, languages first."""
-        return [RunSettings(self.preset, lang, seed, self.corpus, self.device, self.vectors, self.max_steps)
+        return [RunSettings(self.preset, lang, seed, self.corpus, self.device, self.vectors, self.max_steps,
+                            labelled=self.labelled)
                 for lang in self.langs for seed in self.seeds]
 
 
@@ -222,6 +239,15 @@ def check_langs(langs: Sequence[str], corpus: CorpusSpec) -> None:
                            f"choose from {', '.join(known)}{hint}")
 
 
+def check_labelled(labelled: LabelledSpec, langs: Sequence[str]) -> None:
+    """Refuse a labelled set that lacks one of the languages (``auto`` finds one per language, or none)."""
+    for lang in langs:
+        try:
+            labelled.check(lang)
+        except ValueError as err:
+            raise JobError(f"--labelled {labelled}: {err}") from None
+
+
 def default_figures_dir(preset: str, langs: Sequence[str], corpus: CorpusSpec, max_steps: int | None,
                         seeds: Sequence[int], out: Path) -> Path:
     """figures/ only for exactly the README's main job, whose output is what figures/ holds; any other run (one
@@ -248,12 +274,13 @@ def _job_options(args: argparse.Namespace) -> JobOptions:
     if args.records is not None:
         raise JobError("--records goes with --figures-from")
     check_langs(args.lang, args.corpus)
+    check_labelled(args.labelled, args.lang)
     out = writable_folder(args.out, "--out")
     figures_dir = (writable_folder(args.figures, "--figures") if args.figures is not None
                    else default_figures_dir(args.preset, args.lang, args.corpus, args.max_steps, args.seeds, out))
     docs = writable_folder(args.docs, "--docs") if args.docs is not None else None
     return JobOptions(args.preset, args.lang, args.seeds, args.corpus, args.device, args.vectors, args.max_steps,
-                      out, figures_dir, docs, args.gpus, args.no_figures, args.force, args.check)
+                      out, figures_dir, docs, args.gpus, args.no_figures, args.force, args.check, args.labelled)
 
 
 def parse_options(argv: Sequence[str] | None = None) -> JobOptions | FiguresOptions:

@@ -31,8 +31,15 @@ from helpers.presets import check_preset
 from pipeline.data import CorpusSpec, load_corpus, partition_record
 from pipeline.documents import Corpus
 from pipeline.fasttext_training import train_fasttext, vectors_from_model
+from pipeline.labelled import LabelledSpec, how_to_give_one, no_labelled_set
 from pipeline.layout import INTERACTIVE_DIR, REPO_ROOT, RunLayout, check_lang
-from pipeline.probe_runs import load_encoders, load_probe_data, save_probe_results
+from pipeline.probe_runs import (
+    load_encoders,
+    load_probe_data,
+    record_no_labelled_set,
+    save_probe_results,
+    skip_remaining_cells,
+)
 from pipeline.run_identity import claim_identity
 from pipeline.runinfo import check_seed, environment, pick_device, set_seed
 from pipeline.static_files import load_aligned, save_aligned
@@ -40,7 +47,7 @@ from pipeline.vector_files import obtain_vectors
 from pipeline.wordsim import word_similarity, word_similarity_rows
 
 __all__ = [
-    "INTERACTIVE_DIR", "REPO_ROOT", "Setup", "default_run_dir", "environment", "labelled_corpus",
+    "INTERACTIVE_DIR", "REPO_ROOT", "Setup", "default_run_dir", "environment",
     "load_aligned", "load_encoders", "load_probe_data", "obtain_vectors", "partition_record", "quiet_libraries",
     "resolve", "save_aligned", "save_probe_results", "start", "train_fasttext", "vectors_from_model",
     "word_similarity", "word_similarity_rows",
@@ -55,19 +62,6 @@ def resolve(path: str | Path) -> Path:
 
 def default_run_dir(preset: str, lang: str) -> Path:
     return INTERACTIVE_DIR / f"{preset}-{lang}"
-
-
-def labelled_corpus(source: str, path: str | Path | None = None) -> CorpusSpec:
-    """Notebook 05's labelled set from its parameters: 'embedded', 'hub' (AG News), or 'files' and a path."""
-    if source == "files":
-        if path is None:
-            raise ValueError("labelled_source='files' needs labelled_path (a .csv, .jsonl or .parquet file with "
-                             "a label column, or a folder of them)")
-        return CorpusSpec("files", resolve(path))
-    if path is not None:
-        raise ValueError(f"labelled_path is only read when labelled_source is 'files', not {source!r}; "
-                         "set labelled_path = None or labelled_source = 'files'")
-    return CorpusSpec(source)
 
 
 def quiet_libraries() -> None:
@@ -187,3 +181,29 @@ def compare_pretraining(setup: Setup) -> tuple[dict[str, Any], str]:
 
     comparison = write_comparison(setup.folder("pretrain"))
     return comparison, describe_comparison(comparison)
+
+
+# ============================================================================================ notebook 05
+# Which labelled set notebook 05 probes (pipeline.labelled), and what it does without one.
+
+__all__ += ["LabelledSpec", "labelled_set", "skip_without_labelled_set"]
+
+
+def labelled_set(labelled: str, setup: Setup) -> LabelledSpec:
+    """Notebook 05's ``labelled`` parameter, parsed once (a relative path from the repository root) and made
+    concrete: 'auto' becomes the default for this run's language and corpus. A set without the language is refused."""
+    spec = LabelledSpec.parse(labelled, base=REPO_ROOT).resolve(setup.lang, setup.corpus)
+    spec.check(setup.lang)
+    return spec
+
+
+def skip_without_labelled_set(setup: Setup) -> list[Path]:
+    """No labelled set for this run's language: record "no labelled set for <lang>" in probe/results.json (the
+    tables empty), say how to give one, and skip every later cell of the notebook; the job goes on to 06."""
+    how = how_to_give_one(setup.lang)
+    meta = {"preset": setup.preset, "lang": setup.lang, "seed": setup.seed, "corpus": str(setup.corpus),
+            "labelled": "none", "environment": environment(setup.device)}
+    written = record_no_labelled_set(setup.layout, meta, setup.lang, how)
+    print(f"{how}\nwrote {', '.join(path.name for path in written)} in {setup.folder('probe')}")
+    skip_remaining_cells(no_labelled_set(setup.lang))
+    return written

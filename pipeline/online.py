@@ -1,4 +1,4 @@
-"""The Hub loaders (WikiText-103, ``allenai/c4`` per language, AG News) and what happens without a network.
+"""The Hub loaders (WikiText-103, ``allenai/c4`` per language, AG News, SIB-200) and what happens without a network.
 
 ``pipeline.data.load_corpus`` and ``load_labelled`` of the ``hub`` corpus end up here. The
 loaders stream or download through ``datasets``; when the Hub cannot be reached they fail at once
@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import socket
 import urllib.parse
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from pipeline.documents import AG_NEWS_LABELS, Corpus, LabelledSet, check_choice, check_max_docs, take
@@ -27,10 +28,27 @@ AG_NEWS_ID = "fancyzhx/ag_news"
 C4_LANGS = ("en", "de", "cs", "pl", "it", "es", "fr")  # the paper's languages (Mištera & Král)
 C4_EVAL_DOCS = 100_000  # the paper's evaluation set size (Czech's validation split is smaller)
 HUB_CORPORA = ("c4", "wikitext-103")
-HUB_LABELLED = ("ag_news",)
+HUB_LABELLED = ("ag_news", "sib200")
 HUB_SPLITS = {"train": "train", "eval": "validation", "test": "test"}
 HUB_PROBE_TIMEOUT_S = 3.0
 PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+
+
+# Davlan/sib200 (CC BY-SA 4.0; Adelani et al. 2023, arXiv 2309.07445): topic classification of Flores-200
+# sentences, the same sentences and splits in every language. Its repository on huggingface.co holds one folder
+# per language in FLORES codes, data/<code>/{train,dev,test}.tsv (701, 99 and 204 rows), each with the header
+# index_id, category, text and CSV-style quoting (checked against the repository's file listing and a copy of
+# data/deu_Latn/train.tsv). The repository's loading script (sib200.py) reads exactly these files, and
+# datasets >= 4 refuses loading scripts, so the files are read directly with datasets' packaged csv builder:
+# from the Hub (hf://datasets/Davlan/sib200/...) or from a local copy in the same layout.
+SIB200_ID = "Davlan/sib200"
+SIB200_HUB_ROOT = f"hf://datasets/{SIB200_ID}"
+SIB200_CONFIGS = {"en": "eng_Latn", "de": "deu_Latn", "cs": "ces_Latn", "pl": "pol_Latn", "it": "ita_Latn",
+                  "es": "spa_Latn", "fr": "fra_Latn"}  # the paper's seven languages
+SIB200_FILES = {"train": "train.tsv", "validation": "dev.tsv", "test": "test.tsv"}
+SIB200_COLUMNS = ("index_id", "category", "text")
+SIB200_LABELS = ("entertainment", "geography", "health", "politics", "science/technology", "sports", "travel")
+SIB200_LICENCE = "CC BY-SA 4.0 (SIB-200, Adelani et al. 2023, over Flores-200; Davlan/sib200)"
 
 
 class HubUnavailableError(ConnectionError):
@@ -42,8 +60,14 @@ class HubUnavailableError(ConnectionError):
 # --------------------------------------------------------------------------------------------
 
 
-def offline_hint(dataset: str, offline_mode: bool = False) -> str:
-    """The one message every Hub failure carries: what failed and the offline way on."""
+def offline_hint(dataset: str, offline_mode: bool = False, instead: str | None = None) -> str:
+    """The one message every Hub failure carries: what failed and the offline way on.
+
+    ``instead`` names that way for a dataset that is always streamed (so never cached); by default it is
+    the offline corpus, or the copy ``datasets`` cached.
+    """
+    if instead is not None:
+        return f"Could not reach the Hugging Face Hub for {dataset}. Offline, use {instead}."
     cache = ("HF_HUB_OFFLINE is set and no cached copy was found." if offline_mode else
              "If you loaded this dataset before without streaming, set HF_HUB_OFFLINE=1 to use the cached copy.")
     return (
@@ -133,7 +157,7 @@ def is_network_error(err: BaseException, offline: bool = False) -> bool:
     return False
 
 
-def hub_call(fn: Callable[[], Any], dataset: str) -> Any:
+def hub_call(fn: Callable[[], Any], dataset: str, instead: str | None = None) -> Any:
     """Run a ``datasets`` call; turn a network failure into one HubUnavailableError.
 
     Any other error (a wrong config name, say) passes through unchanged. The chain is cut
@@ -147,7 +171,8 @@ def hub_call(fn: Callable[[], Any], dataset: str) -> Any:
         offline = offline_mode()
         if not is_network_error(err, offline):
             raise
-        error = HubUnavailableError(f"{offline_hint(dataset, offline)} (underlying error: {type(err).__name__}: {err})")
+        error = HubUnavailableError(f"{offline_hint(dataset, offline, instead)} "
+                                    f"(underlying error: {type(err).__name__}: {err})")
         error.original = err  # type: ignore[attr-defined]
     raise error from None
 
@@ -161,6 +186,13 @@ def import_datasets() -> Any:
     return datasets
 
 
+def check_hub_reachable(dataset: str, instead: str | None = None) -> None:
+    """Fail at once, naming the offline way on, when the Hub's host does not answer (unless in offline mode)."""
+    if not offline_mode() and not hub_reachable():
+        raise HubUnavailableError(f"{offline_hint(dataset, instead=instead)} (no connection to the Hub's host within "
+                                  f"{HUB_PROBE_TIMEOUT_S:g} s)")
+
+
 def hub_dataset(path: str, config: str | None, split: str, streaming: bool) -> Any:
     """``datasets.load_dataset`` called once, after a quick reachability check.
 
@@ -169,9 +201,7 @@ def hub_dataset(path: str, config: str | None, split: str, streaming: bool) -> A
     """
     datasets = import_datasets()
     dataset = f"{path}" + (f" ({config})" if config else "")
-    if not offline_mode() and not hub_reachable():
-        raise HubUnavailableError(f"{offline_hint(dataset)} (no connection to the Hub's host within "
-                                  f"{HUB_PROBE_TIMEOUT_S:g} s)")
+    check_hub_reachable(dataset)
     return hub_call(lambda: datasets.load_dataset(path, config, split=split, streaming=streaming), dataset)
 
 
@@ -281,9 +311,18 @@ def hub_corpus(lang: str, split: str, name: str = "c4", max_docs: int | None = N
 
 
 def hub_labelled(lang: str, split: str, name: str = "ag_news", max_docs: int | None = None,
-                 streaming: bool = False) -> LabelledSet:
-    """AG News (English, 4 classes) as a LabelledSet."""
+                 streaming: bool = False, root: str | Path | None = None) -> LabelledSet:
+    """AG News (English, 4 classes) or SIB-200 (``name='sib200'``: 7 topics in the paper's seven languages).
+
+    ``root`` is read for SIB-200 only: a local copy of its repository (``data/<code>/train.tsv`` ...)
+    instead of the Hub.
+    """
     check_choice("hub labelled set", name, HUB_LABELLED)
+    if name == "sib200":
+        return sib200_labelled(lang, split, root=root, max_docs=max_docs)
+    if root is not None:
+        raise ValueError("root (a local copy) is read for SIB-200 only; AG News from local files is the "
+                         "labelled set 'files:PATH' with csv_format='ag_news'")
     if lang != "en":
         raise ValueError(f"AG News is English only, got lang={lang!r}; the embedded corpus has labelled fr and es")
     ds = hub_dataset(AG_NEWS_ID, None, HUB_SPLITS[split], streaming=streaming)
@@ -291,3 +330,81 @@ def hub_labelled(lang: str, split: str, name: str = "ag_news", max_docs: int | N
     return LabelledSet(texts, labels, list(AG_NEWS_LABELS), lang, "hub", split, "ag_news",
                        "AG's corpus of news articles (academic, non-commercial use)",
                        meta={"hub_id": AG_NEWS_ID, "hub_split": HUB_SPLITS[split], "max_docs": max_docs})
+
+
+# --------------------------------------------------------------------------------------------
+# SIB-200: the same topic labels in all seven of the paper's languages
+# --------------------------------------------------------------------------------------------
+
+
+def sib200_config(lang: str) -> str:
+    """The FLORES code of ``lang``'s SIB-200 configuration ('de' -> 'deu_Latn')."""
+    check_choice("SIB-200 language", lang, tuple(SIB200_CONFIGS),
+                 " (the paper's languages; give another labelled set as files:PATH)")
+    return SIB200_CONFIGS[lang]
+
+
+def sib200_file(lang: str, split: str, root: str | Path | None = None) -> str:
+    """Where one split of ``lang`` lies: on the Hub (``root`` None) or in a local copy of the repository."""
+    base = SIB200_HUB_ROOT if root is None else str(Path(root))
+    return f"{base}/data/{sib200_config(lang)}/{SIB200_FILES[HUB_SPLITS[split]]}"
+
+
+def sib200_offline_hint(lang: str) -> str:
+    """The offline way on for SIB-200: a local copy, another labelled set, or no probe."""
+    return (f"a local copy of the dataset's repository (git clone https://huggingface.co/datasets/{SIB200_ID}), "
+            f"given as --labelled sib200:PATH (notebook 05: labelled = 'sib200:PATH'), PATH holding "
+            f"data/{sib200_config(lang)}/train.tsv and test.tsv; or files:PATH with your own labelled set; "
+            "or --labelled none to skip the probe")
+
+
+def sib200_records(records: Iterable[dict[str, Any]], where: str,
+                   max_docs: int | None = None) -> tuple[list[str], list[int]]:
+    """SIB-200 rows (``index_id``, ``category``, ``text``) into texts and labels (the index of SIB200_LABELS)."""
+    check_max_docs(max_docs)
+    texts, labels = [], []
+    for n, record in enumerate(records, 2):  # line 1 is the header
+        if max_docs is not None and len(texts) >= max_docs:
+            break
+        missing = [k for k in SIB200_COLUMNS if k not in record]
+        if missing:
+            raise ValueError(f"{where}: a SIB-200 row has the columns {', '.join(SIB200_COLUMNS)}; this one lacks "
+                             f"{', '.join(missing)} (columns: {', '.join(map(str, record))}); is it a SIB-200 file?")
+        category = str(record["category"]).strip()
+        if category not in SIB200_LABELS:
+            raise ValueError(f"{where}:{n}: unknown SIB-200 category {category!r}; "
+                             f"its 7 categories are {', '.join(SIB200_LABELS)}")
+        texts.append("" if record["text"] is None else str(record["text"]))
+        labels.append(SIB200_LABELS.index(category))
+    return texts, labels
+
+
+def _sib200_rows(file: str) -> Any:
+    """The rows of one SIB-200 file as a lazy stream (nothing is cached); every cell is text, 'NA' included."""
+    datasets = import_datasets()
+    return datasets.load_dataset("csv", data_files=file, split="train", streaming=True, delimiter="\t",
+                                 keep_default_na=False)
+
+
+def sib200_labelled(lang: str, split: str, root: str | Path | None = None,
+                    max_docs: int | None = None) -> LabelledSet:
+    """One split of SIB-200 in ``lang``, from the Hub or from a local copy of its repository (``root``).
+
+    Without a network the Hub fails at once with one HubUnavailableError that names the local copy.
+    """
+    config = sib200_config(lang)
+    file = sib200_file(lang, split, root)
+    if root is None:
+        dataset = f"{SIB200_ID} ({config})"
+        check_hub_reachable(dataset, sib200_offline_hint(lang))
+        texts, labels = hub_call(lambda: sib200_records(_sib200_rows(file), file, max_docs), dataset,
+                                 sib200_offline_hint(lang))
+    else:
+        if not Path(file).is_file():
+            raise FileNotFoundError(f"{file} is missing: a local copy of SIB-200 holds data/<code>/train.tsv, dev.tsv "
+                                    f"and test.tsv as in the repository (git clone https://huggingface.co/datasets/"
+                                    f"{SIB200_ID}); give the folder that holds data/")
+        texts, labels = sib200_records(_sib200_rows(file), file, max_docs)
+    return LabelledSet(texts, labels, list(SIB200_LABELS), lang, "hub" if root is None else "files", split,
+                       f"sib200-{config}", SIB200_LICENCE,
+                       meta={"hub_id": SIB200_ID, "config": config, "file": file, "max_docs": max_docs})

@@ -1,12 +1,15 @@
 """Notebook 05's inputs and outputs: the labelled data it probes on, the encoders notebook 04 saved, its results.
 
 The probe itself (features, the logistic regression, the intervals) is :mod:`helpers.probe` and works
-on arrays in memory; this module is what connects it to a corpus and to a run folder
-(:class:`pipeline.layout.RunLayout` names every file).
+on arrays in memory; this module is what connects it to a labelled set (:mod:`pipeline.labelled`) and
+to a run folder (:class:`pipeline.layout.RunLayout` names every file). A run without a labelled set
+records that in the same files (:func:`record_no_labelled_set`) and skips the rest of the notebook
+(:func:`skip_remaining_cells`), so the probe never stops the paper's experiment.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from helpers.presets import ProbeConfig
-from helpers.probe import PRETRAINED
-from pipeline.data import CorpusSpec, load_labelled
+from helpers.probe import PAIRED_COLUMNS, PRETRAINED, TABLE_COLUMNS
+from pipeline.labelled import LabelledSpec, no_labelled_set
 from pipeline.layout import RunLayout
 
 if TYPE_CHECKING:
@@ -68,15 +71,15 @@ def stratified_subset(labels: Sequence[int], n: int | None, seed: int = 0) -> np
     return np.sort(chosen)
 
 
-def load_probe_data(config: ProbeConfig, labelled: CorpusSpec, lang: str = "en", csv_format: str = "header",
+def load_probe_data(config: ProbeConfig, labelled: LabelledSpec, lang: str = "en", csv_format: str = "header",
                     seed: int = 0) -> ProbeData:
     """The labelled train and test splits, cut to stratified subsets of the preset's sizes.
 
-    ``csv_format`` is read for a files corpus only ('ag_news' for AG News-style CSVs).
+    ``csv_format`` is read for a files set only ('ag_news' for AG News-style CSVs).
     """
-    options = {"csv_format": csv_format} if labelled.source == "files" else {}
-    train = load_labelled(labelled, lang, "train", **options)
-    test = load_labelled(labelled, lang, "test", **options)
+    options = {"csv_format": csv_format} if labelled.kind == "files" else {}
+    train = labelled.load(lang, "train", **options)
+    test = labelled.load(lang, "test", **options)
     tr = stratified_subset(train.labels, config.max_train, seed)
     te = stratified_subset(test.labels, config.max_test, seed)
     return ProbeData([train.texts[i] for i in tr], np.asarray(train.labels)[tr], [test.texts[i] for i in te],
@@ -118,3 +121,70 @@ def save_probe_results(table: pd.DataFrame, paired: pd.DataFrame, layout: RunLay
     layout.probe_record.write_text(json.dumps({**meta, "results": records}, indent=2, default=str))
     paired.to_csv(layout.probe_differences, index=False)
     return [layout.probe_table, layout.probe_record, layout.probe_differences]
+
+
+def record_no_labelled_set(layout: RunLayout, meta: Mapping[str, Any], lang: str, how: str) -> list[Path]:
+    """A run without a labelled set: its results files say "no labelled set for <lang>" and how to give one.
+
+    The tables keep their columns and hold no row, so whatever reads a run's probe files (its record,
+    notebook 06) finds them, and finds them empty rather than stale.
+    """
+    import pandas as pd
+
+    status = {**meta, "status": no_labelled_set(lang), "how_to_give_one": how}
+    return save_probe_results(pd.DataFrame(columns=list(TABLE_COLUMNS)), pd.DataFrame(columns=list(PAIRED_COLUMNS)),
+                              layout, status)
+
+
+SKIPPED_MARK = "skipped: "
+
+
+def runs_anyway(source: str) -> str | None:
+    """'start' for a cell that calls ``start(...)`` (the notebook begins again), 'parameters' for a cell that only
+    assigns constants (the parameters cell), None for every other cell (skipped)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    if any(isinstance(node, ast.Call) and getattr(node.func, "id", None) == "start" for node in ast.walk(tree)):
+        return "start"
+    assignments = [node for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))]
+    constants = tree.body and len(assignments) == len(tree.body) and all(
+        node.value is not None and _is_constant(node.value) for node in assignments)
+    return "parameters" if constants else None
+
+
+def _is_constant(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError):  # something computed, not a literal
+        return False
+    return True
+
+
+def skip_remaining_cells(reason: str) -> None:
+    """Every later cell of this notebook only prints that it was skipped, and why.
+
+    Papermill runs every cell, and a notebook has no way to stop early other than an error, which would stop
+    the main job. An IPython input transformer sees each cell before it runs; this one replaces the cell with
+    one ``print``. Two kinds of cell still run, so that one can change the parameters and start again: a cell
+    of constant assignments (the parameters cell), and a cell that calls ``start(...)``, which ends the skipping.
+    Outside IPython (a plain script) there are no later cells, and nothing happens.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with the kernel
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    transformers = shell.input_transformers_post
+
+    def skip_cell(lines: list[str]) -> list[str]:
+        kind = runs_anyway("".join(lines))
+        if kind == "start" and skip_cell in transformers:
+            transformers.remove(skip_cell)
+        return lines if kind else [f"print({SKIPPED_MARK + reason!r})\n"]
+
+    transformers[:] = [t for t in transformers if getattr(t, "__name__", "") != "skip_cell"]  # one at a time
+    transformers.append(skip_cell)

@@ -11,6 +11,7 @@ local folders) goes along, so the figures step knows when a record changed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -65,3 +66,49 @@ def save_records(run_dirs: Sequence[str | Path], records_dir: str | Path) -> lis
     for run_dir in run_dirs:
         check_finished(run_dir)
     return [save_record(run_dir, records_dir) for run_dir in run_dirs]
+
+
+# --------------------------------------------------------------------------------------------
+# The hash manifest of committed records
+# --------------------------------------------------------------------------------------------
+
+MANIFEST_NAME = "records.sha256"  # in a figures folder whose records are committed (figures/reference/)
+MANIFEST_FOLDERS = ("runs", "ablations")  # the records; the tables and their notes beside them count too
+MANIFEST_SUFFIXES = (".csv", ".md")
+
+
+def manifest_files(figures_dir: Path) -> list[Path]:
+    """Every record file under ``figures_dir``'s record folders, and the tables drawn from them, sorted."""
+    figures_dir = Path(figures_dir)
+    records = [p for folder in MANIFEST_FOLDERS for p in (figures_dir / folder).rglob("*") if p.is_file()]
+    tables = [p for p in figures_dir.iterdir() if p.is_file() and p.suffix in MANIFEST_SUFFIXES]
+    return sorted(records + tables)
+
+
+def manifest_lines(figures_dir: Path) -> list[str]:
+    """``sha256  relative/path`` per file, as sha256sum writes them (``sha256sum -c`` reads the file too)."""
+    return [f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.relative_to(figures_dir).as_posix()}"
+            for p in manifest_files(figures_dir)]
+
+
+def write_manifest(figures_dir: Path) -> Path:
+    """Record what the committed records and tables hold now (``make reference-figures`` calls this)."""
+    path = Path(figures_dir) / MANIFEST_NAME
+    path.write_text("\n".join(manifest_lines(Path(figures_dir))) + "\n", encoding="utf-8")
+    return path
+
+
+def manifest_differences(figures_dir: Path) -> list[str]:
+    """Files whose content differs from the manifest, or that it lacks or lists in vain ([] when all agree)."""
+    recorded = set((Path(figures_dir) / MANIFEST_NAME).read_text(encoding="utf-8").splitlines())
+    current = set(manifest_lines(Path(figures_dir)))
+    return sorted({line.split("  ", 1)[1] for line in recorded ^ current})
+
+
+if __name__ == "__main__":
+    import sys
+
+    folder = Path(sys.argv[1]) if len(sys.argv) == 2 else None
+    if folder is None or not folder.is_dir():
+        sys.exit("usage: python -m pipeline.records FIGURES_DIR  (writes FIGURES_DIR/records.sha256)")
+    print(f"wrote {write_manifest(folder)}")

@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 from pipeline import fingerprints as fp
 from pipeline.content_hash import input_digests
 from pipeline.layout import DOCS_DIR, LOCK_NAME, OWNER_NAME, REPO_ROOT, RunLayout, inside
+from pipeline.records import record_files
 from pipeline.run_identity import claim_identity
 from pipeline.steps import (
     FIGURES_STEP,
@@ -115,6 +116,37 @@ def _move_into(staging: Path, figures_dir: Path) -> None:
         os.replace(path, target)
 
 
+def figures_key(run_dirs: Sequence[Path], figures_dir: Path, solve_exercises: bool = False) -> str:
+    """Notebook 06's fingerprint: its own, the steps' stamps, and the content of every record file it reads."""
+    params = figures_parameters(run_dirs, Path(figures_dir).resolve(), solve_exercises)
+    key = fp.fingerprint(FIGURES_STEP, params, [Path(d) / s.out for d in run_dirs for s in STEPS])
+    layouts = [RunLayout(Path(d)) for d in run_dirs]
+    return fp.with_contents(key, [path for run in layouts for path in (*record_files(run), run.baseline)])
+
+
+def figures_stale(run_dirs: Sequence[Path], figures_dir: Path) -> bool:
+    """Whether notebook 06 would run again over ``run_dirs`` (for --check)."""
+    return not fp.is_up_to_date(Path(figures_dir).resolve(), figures_key(run_dirs, figures_dir))
+
+
+def remove_abandoned_staging(figures_dir: Path) -> None:
+    """Staging folders that a killed notebook 06 left beside ``figures_dir`` (their process is gone)."""
+    for staging in figures_dir.parent.glob(f".{figures_dir.name}.incoming-*"):
+        pid = staging.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _process_alive(int(pid)):
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def run_figures(run_dirs: Sequence[Path], figures_dir: Path, executed_dir: Path, force: bool = False,
                 log: Log = print, solve_exercises: bool = False) -> bool:
     """Run 06 into a temporary folder and move its files into ``figures_dir`` only once all are written.
@@ -124,10 +156,11 @@ def run_figures(run_dirs: Sequence[Path], figures_dir: Path, executed_dir: Path,
     """
     figures_dir = Path(figures_dir).resolve()
     params = figures_parameters(run_dirs, figures_dir, solve_exercises)
-    key = fp.fingerprint(FIGURES_STEP, params, [Path(d) / s.out for d in run_dirs for s in STEPS])
+    key = figures_key(run_dirs, figures_dir, solve_exercises)
     if not force and fp.is_up_to_date(figures_dir, key):
         log(f"[skip] {FIGURES_STEP.name}: unchanged since its last successful run")
         return False
+    remove_abandoned_staging(figures_dir)
     staging = figures_dir.parent / f".{figures_dir.name}.incoming-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)

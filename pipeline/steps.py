@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 from pipeline import layout
 from pipeline.data import CorpusSpec
+from pipeline.labelled import LabelledSpec
 from pipeline.notebook_sync import cell_source, notebook_cells
 
 NOTEBOOKS_DIR = layout.NOTEBOOKS_DIR
@@ -65,6 +66,7 @@ class RunSettings:
     vectors: Path | None = None  # a local vectors file for notebook 03; None: as the preset says
     max_steps: int | None = None
     solve_exercises: bool = False
+    labelled: LabelledSpec = LabelledSpec("auto")  # notebook 05's labelled set; 'auto': as the language has one
 
     def run_dir(self, runs_dir: Path) -> Path:
         """This run's folder inside ``runs_dir``, absolute."""
@@ -86,6 +88,8 @@ class RunSettings:
             params["vectors"] = None if self.vectors is None else str(self.vectors)
         if step.name == "04_pretraining":
             params["max_steps"] = self.max_steps
+        if step.name == "05_probing":
+            params["labelled"] = str(self.labelled.resolve(self.lang, self.corpus))
         return params
 
 

@@ -99,6 +99,10 @@ def iter_vec(fh: IO[str], where: str, top_n: int | None = PAPER_TOP_N,
             raise ValueError(f"{where}, line {lineno}: got {len(fields)} fields, expected {dim + 1} "
                              f"(a word and {dim} numbers); the file is damaged or not a .vec file")
         yield fields[0], line
+    if n_read == n_words and fh.readline().strip():
+        raise ValueError(f"{where}: its header says {n_words:,} words but the file goes on past line {n_words + 1}; "
+                         "the header is wrong (fastText writes the true count): correct it to the number of word "
+                         "lines, or write the file again")
 
 
 def _vectors_from_lines(lines: Iterator[Any], where: str) -> WordVectors:

@@ -138,3 +138,13 @@ def test_the_figure_marks_each_seeds_own_difference(ablated: Path) -> None:
     for ax, column in zip(fig.axes, ("loss_per_seed", "accuracy_per_seed")):
         seeds = next(line for line in ax.get_lines() if line.get_label() == "each seed")
         assert list(seeds.get_xdata()) == pytest.approx([float(v) for v in rows[column].iloc[::-1]])
+
+
+def test_an_interval_that_misses_its_mean_draws_instead_of_failing_half_way(ablated: Path) -> None:
+    """Issue 21: after a record edit the table's mean lay outside its interval and matplotlib refused the
+    negative error bar after the .csv and .md were already written."""
+    table = pd.read_csv(ablated / "figures" / "ablations.csv", dtype=PER_SEED_AS_TEXT)
+    moved = table.copy()
+    moved.loc[moved["variant"] != "paper", "accuracy_vs_paper"] += 1.0  # far above every interval
+    fig = A.plot_ablations(moved)
+    assert len(fig.axes) == 2

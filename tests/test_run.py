@@ -376,8 +376,10 @@ def test_check_lists_the_steps_whose_results_do_not_come_from_the_current_code(
         key = fingerprints.fingerprint(step, params, steps.upstream_of(step, run_dir))
         (out_dir / layout.STAMP_NAME).write_text(json.dumps({"fingerprint": key}))
     assert runner.stale_steps(settings, tmp_path) == []
-    assert job.main(["--preset", "smoke", "--lang", "en", "--out", str(tmp_path), "--check"]) == 0
+    assert job.main(["--preset", "smoke", "--lang", "en", "--out", str(tmp_path), "--check", "--no-figures"]) == 0
     assert "smoke-en: up to date" in capsys.readouterr().out
+    assert job.main(["--preset", "smoke", "--lang", "en", "--out", str(tmp_path), "--check"]) == 1  # 06 counts too
+    assert "would rerun 06_figures" in capsys.readouterr().out
     (run_dir / "tokenizer" / layout.STAMP_NAME).write_text(json.dumps({"fingerprint": "older code"}))
     assert runner.stale_steps(settings, tmp_path) == names[1:]  # 02 and everything after it
-    assert job.main(["--preset", "smoke", "--lang", "en", "--out", str(tmp_path), "--check"]) == 1
+    assert job.main(["--preset", "smoke", "--lang", "en", "--out", str(tmp_path), "--check", "--no-figures"]) == 1

@@ -1,0 +1,108 @@
+"""Which labelled set notebook 05 probes, parsed once from ``--labelled`` or the notebook's ``labelled`` parameter.
+
+The probe is this collection's addition to the paper, so it must never stop the paper's experiment. A
+language without a labelled set gets ``none``: notebook 05 then records "no labelled set for <lang>" in
+its results file, says how to give one, and skips the probe (:func:`pipeline.probe_runs.record_no_labelled_set`).
+
+* ``auto`` (the default): ``sib200`` with the hub corpus (the same topics in all seven of the paper's
+  languages); otherwise ``embedded`` for en, fr and es; otherwise ``none``.
+* ``embedded``: the topics of the embedded Wikipedia summaries (en, fr, es), tested on articles no model read.
+* ``sib200``: SIB-200 (``Davlan/sib200``, CC BY-SA 4.0) from the Hub; ``sib200:PATH`` reads a local copy of
+  its repository (``PATH/data/deu_Latn/train.tsv`` ...), so it works offline (:mod:`pipeline.online`).
+* ``ag_news``: AG News from the Hub (English).
+* ``files:PATH``: a local ``.csv``, ``.jsonl`` or ``.parquet`` file, or a folder of them, with a ``text`` and a
+  ``label`` column (:mod:`pipeline.files`).
+* ``none``: no probe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline.data import EMBEDDED, EMBEDDED_FILES, HUB, CorpusSpec, load_labelled
+from pipeline.documents import LabelledSet, check_choice
+from pipeline.online import SIB200_CONFIGS
+
+KINDS = ("auto", "embedded", "sib200", "ag_news", "files", "none")
+WITH_PATH = ("files", "sib200")  # the kinds that take a path: files:PATH, sib200:PATH
+LABELLED_HELP = ("auto (embedded for en, fr, es; sib200 with --corpus hub; else none), embedded, sib200 (the Hub), "
+                 "sib200:PATH (a local copy of Davlan/sib200), ag_news (the Hub, English), files:PATH (.csv, .jsonl "
+                 "or .parquet with text and label columns) or none (no probe)")
+
+
+@dataclass(frozen=True)
+class LabelledSpec:
+    """A labelled set; ``str(spec)`` gives the canonical text back (paths absolute), which the main job passes on."""
+
+    kind: str  # one of KINDS
+    path: Path | None = None  # files: the file or folder; sib200: a local copy (None: the Hub)
+
+    @classmethod
+    def parse(cls, text: str | LabelledSpec, base: Path | None = None) -> LabelledSpec:
+        """One of :data:`LABELLED_HELP`; a relative PATH is taken from ``base`` (default: the working folder)."""
+        if isinstance(text, LabelledSpec):
+            return text
+        value = str(text).strip()
+        kind, colon, rest = value.partition(":")
+        if colon and kind in WITH_PATH:
+            if not rest.strip():
+                raise ValueError(f"the labelled set {value!r} names no path; write {kind}:PATH")
+            path = Path(rest.strip()).expanduser()
+            return cls(kind, (path if path.is_absolute() else (base or Path.cwd()) / path).resolve())
+        if value in KINDS and value != "files":
+            return cls(value)
+        raise ValueError(f"unknown labelled set {text!r}; choose {LABELLED_HELP}")
+
+    def __post_init__(self) -> None:
+        check_choice("labelled set", self.kind, KINDS)
+        if self.kind == "files" and self.path is None:
+            raise ValueError("a files labelled set needs a path; write files:PATH")
+        if self.path is not None and self.kind not in WITH_PATH:
+            raise ValueError(f"the labelled set {self.kind!r} takes no path; only files:PATH and sib200:PATH do")
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.path}" if self.path is not None else self.kind
+
+    def resolve(self, lang: str, corpus: CorpusSpec) -> LabelledSpec:
+        """``auto`` made concrete for one language and corpus; any other choice as it is."""
+        if self.kind != "auto":
+            return self
+        if corpus.source == "hub" and lang in SIB200_CONFIGS:
+            return LabelledSpec("sib200")
+        return LabelledSpec("embedded") if lang in EMBEDDED_FILES else LabelledSpec("none")
+
+    def check(self, lang: str) -> None:
+        """Refuse a set that has no ``lang`` (a ValueError that names the choices that have it)."""
+        has = {"embedded": tuple(EMBEDDED_FILES), "sib200": tuple(SIB200_CONFIGS), "ag_news": ("en",)}.get(self.kind)
+        if has is not None and lang not in has:
+            raise ValueError(f"the labelled set {self.kind!r} has no {lang!r} (it has {', '.join(has)}); "
+                             f"for {lang} choose sib200 (the paper's seven languages), files:PATH or none")
+
+    def load(self, lang: str, split: str, **options: Any) -> LabelledSet:
+        """The 'train' or 'test' split in ``lang`` (options as :func:`pipeline.data.load_labelled` takes them)."""
+        self.check(lang)
+        if self.kind == "embedded":
+            return load_labelled(EMBEDDED, lang, split, **options)
+        if self.kind in ("sib200", "ag_news"):
+            root = {"root": self.path} if self.kind == "sib200" else {}
+            return load_labelled(HUB, lang, split, name=self.kind, **root, **options)
+        if self.kind == "files":
+            return load_labelled(CorpusSpec("files", self.path), lang, split, **options)
+        raise ValueError(f"the labelled set {self}: there is nothing to load; resolve 'auto' first, and skip the "
+                         "probe for 'none'")
+
+
+def no_labelled_set(lang: str) -> str:
+    """The status a run without a labelled set records."""
+    return f"no labelled set for {lang}"
+
+
+def how_to_give_one(lang: str) -> str:
+    """What a run without a labelled set says: that the probe was skipped, and how to give one."""
+    return (f"{no_labelled_set(lang)}: the probe (notebook 05) is skipped and the run goes on. To probe {lang}, "
+            f"give a labelled set: to the main job, --labelled sib200 (SIB-200 from the Hub, 7 topics), "
+            f"--labelled sib200:PATH (a local copy of Davlan/sib200) or --labelled files:PATH (a .csv, .jsonl or "
+            f".parquet file with text and label columns); to notebook 05, the parameter labelled "
+            f"(papermill: -p labelled files:PATH).")

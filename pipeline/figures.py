@@ -330,6 +330,8 @@ def provenance(runset: RunSet, files: Sequence[Path], lang: str | None) -> dict[
                             "seed": info.get("seed"), "corpus": info.get("corpus"),
                             "max_steps": info.get("max_steps"), "code_version": env.get("code_version"),
                             "device": env.get("device"), "device_name": env.get("device_name")}
+            if not env.get("code_version"):  # recorded before code versions: the commit it names is all we know
+                models[name]["git_commit"] = env.get("git_commit")
         static = {k: (run.manifest or {}).get(k) for k in ("source", "vectors_path", "top_n", "n_found", "vocab_size")}
         runs.append({"run_dir": display_path(run.run_dir), "lang": run.lang, "preset": run.preset, "seed": run.seed,
                      "steps": run.steps, "pair": pair_problem(run) or "ok", "models": models, "static": static,

@@ -20,12 +20,13 @@ BLOCK = 1 << 20
 
 
 def input_files(params: Mapping[str, Any]) -> dict[str, Path]:
-    """The files or folders a step's parameters name as inputs: a ``files:`` corpus, a vectors file, a labelled set."""
+    """The files or folders a step's parameters name as inputs: a ``files:`` corpus, a vectors file, a labelled set
+    (``files:PATH``, or ``sib200:PATH``, a local copy of SIB-200)."""
     found: dict[str, Path] = {}
     for name in ("corpus", "labelled"):
         value = params.get(name)
-        if isinstance(value, str) and value.startswith("files:"):
-            found[name] = Path(value[len("files:"):])
+        if isinstance(value, str) and value.startswith(("files:", "sib200:")):
+            found[name] = Path(value.split(":", 1)[1])
     if params.get("vectors"):
         found["vectors"] = Path(params["vectors"])
     return found

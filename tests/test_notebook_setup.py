@@ -47,12 +47,16 @@ def test_the_setup_loads_its_own_corpus_in_its_language() -> None:
 
 
 def test_the_labelled_set_of_notebook_05_is_parsed_from_its_parameters(tmp_path: Path) -> None:
-    assert nbs.labelled_corpus("embedded") == CorpusSpec("embedded")
-    assert nbs.labelled_corpus("files", "data/news.csv") == CorpusSpec("files", REPO_ROOT / "data" / "news.csv")
-    with pytest.raises(ValueError, match="labelled_path is only read when labelled_source is 'files'"):
-        nbs.labelled_corpus("embedded", tmp_path / "set.csv")
-    with pytest.raises(ValueError, match="needs labelled_path"):
-        nbs.labelled_corpus("files")
+    english, czech = nbs.start("smoke", "en", device="cpu"), nbs.start("smoke", "cs", run_dir=tmp_path, corpus="hub",
+                                                                        device="cpu")
+    assert nbs.labelled_set("auto", english) == nbs.LabelledSpec("embedded")
+    assert nbs.labelled_set("auto", czech) == nbs.LabelledSpec("sib200")  # the README's paper run for cs finishes
+    news = nbs.LabelledSpec("files", REPO_ROOT / "data" / "news.csv")
+    assert nbs.labelled_set("files:data/news.csv", english) == news
+    with pytest.raises(ValueError, match="has no 'cs'"):
+        nbs.labelled_set("embedded", czech)
+    with pytest.raises(ValueError, match="write files:PATH"):
+        nbs.labelled_set("files:", english)
 
 
 def test_notebooks_reach_the_machinery_through_this_module_only() -> None:

@@ -252,7 +252,8 @@ _REAL_HUB_SCRIPT = """
 import json
 from pipeline.data import HUB, load_corpus, load_labelled
 out = []
-for call in (lambda: load_corpus(HUB, "cs", "eval"), lambda: load_labelled(HUB, "en", "train")):
+for call in (lambda: load_corpus(HUB, "cs", "eval"), lambda: load_labelled(HUB, "en", "train"),
+             lambda: load_labelled(HUB, "de", "test", name="sib200")):
     try:
         call()
         out.append(["no error", ""])
@@ -275,8 +276,9 @@ def test_real_datasets_without_network(tmp_path: Path, mode: str) -> None:
                          timeout=60, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     results = json.loads(run.stdout)
-    assert [kind for kind, _ in results] == ["HubUnavailableError", "HubUnavailableError"]
-    assert all("the corpus 'embedded'" in message for _, message in results)
+    assert [kind for kind, _ in results] == ["HubUnavailableError"] * 3
+    assert all("the corpus 'embedded'" in message for _, message in results[:2])
+    assert "Davlan/sib200 (deu_Latn)" in results[2][1] and "--labelled sib200:PATH" in results[2][1]
     assert "Retrying" not in run.stderr
     cache = tmp_path / "hf_home"
     assert not cache.exists() or not [p for p in cache.rglob("*") if p.is_file()]
@@ -295,3 +297,86 @@ def test_hub_bad_requests() -> None:
         load_labelled(HUB, "de", "train")
 
 
+
+
+# --------------------------------------------------------------------------------------------
+# SIB-200: the real datasets csv builder on a local copy in the repository's layout
+# --------------------------------------------------------------------------------------------
+
+# Real rows of Davlan/sib200's data/deu_Latn/train.tsv (CC BY-SA 4.0), as the file holds them: a header, tabs,
+# CSV-style quoting (the fourth row).
+SIB200_DEU = """index_id\tcategory\ttext
+431\tgeography\tDie Türkei ist auf drei Seiten von Meeren umgeben – von der Ägäis im Westen, dem Schwarze Meer im \
+Norden und dem Mittelmeer im Süden.
+403\tscience/technology\tZu Beginn des Krieges bewegten sie sich meist an der Meeresoberfläche, aber als sich das \
+Radar weiterentwickelte und immer genauer wurde, waren die U-Boote zum Abtauchen gezwungen, um nicht gesehen zu werden.
+993\tentertainment\tAllerdings verfügen sie im Winter über eine andere Art von Schönheit und Zauber.
+76\tpolitics\t\"\"\"Allerdings wiederholte er seine vorherige Erklärung, dass Roe v. Wade \"\"\"\"geltende \
+Rechtsprechung des Landes\"\"\"\" sei.\"\"\"
+1205\thealth\tDanielle Lantagne, ein UN-Experte für die Krankheit, stellte fest, dass der Ausbruch vermutlich von \
+den Blauhelmen verursacht wurde.
+195\tsports\tMassa wird für den Rest der Saison 2009 ausfallen.
+688\ttravel\tBesucher, die nur begrenzte Zeit zur Verfügung haben, sollten diese lieber anderswo verbringen.
+"""
+
+
+def write_sib200_copy(root: Path, code: str = "deu_Latn") -> Path:
+    """A local copy in the layout of the dataset's repository: data/<code>/{train,dev,test}.tsv and labels.txt."""
+    folder = root / "data" / code
+    folder.mkdir(parents=True)
+    for name in ("train.tsv", "dev.tsv", "test.tsv"):
+        (folder / name).write_text(SIB200_DEU, encoding="utf-8")
+    (folder / "labels.txt").write_text("\n".join(online.SIB200_LABELS) + "\n", encoding="utf-8")
+    return root
+
+
+def test_sib200_has_every_language_of_the_paper() -> None:
+    from helpers.paper_values import LANGS
+
+    assert set(online.SIB200_CONFIGS) == set(LANGS) and len(online.SIB200_LABELS) == 7
+    assert online.sib200_file("cs", "test") == "hf://datasets/Davlan/sib200/data/ces_Latn/test.tsv"
+
+
+def test_sib200_reads_a_local_copy_in_the_repositorys_layout(tmp_path: Path) -> None:
+    root = write_sib200_copy(tmp_path / "sib200")
+    test = load_labelled(HUB, "de", "test", name="sib200", root=root)
+    assert len(test) == 7 and (test.lang, test.split, test.name) == ("de", "test", "sib200-deu_Latn")
+    assert test.label_names == list(online.SIB200_LABELS)
+    assert [test.label_names[y] for y in test.labels] == ["geography", "science/technology", "entertainment",
+                                                           "politics", "health", "sports", "travel"]
+    assert test.texts[3] == ('"Allerdings wiederholte er seine vorherige Erklärung, dass Roe v. Wade ""geltende '
+                             'Rechtsprechung des Landes"" sei."')  # the quoting undone as pandas reads the file
+    assert "CC BY-SA 4.0" in test.licence and test.meta["file"].endswith("data/deu_Latn/test.tsv")
+    assert load_labelled(HUB, "de", "train", name="sib200", root=root, max_docs=2).texts == test.texts[:2]
+
+
+def test_sib200_from_the_hub_reads_the_same_files_there(hub_up: None, monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    import datasets
+
+    real_load = datasets.load_dataset
+    rows = [{"index_id": 1, "category": "sports", "text": "Ein Tor."}, {"index_id": 2, "category": "travel",
+                                                                         "text": "Eine Reise."}]
+    fake = FakeLoad(result=iter(rows))
+    _patch_load(monkeypatch, fake)
+    labelled = load_labelled(HUB, "pl", "train", name="sib200")
+    assert (labelled.texts, labelled.labels, labelled.source) == (["Ein Tor.", "Eine Reise."], [5, 6], "hub")
+    assert fake.calls == [("csv", None, {"data_files": "hf://datasets/Davlan/sib200/data/pol_Latn/train.tsv",
+                                          "split": "train", "streaming": True, "delimiter": "\t",
+                                          "keep_default_na": False})]
+    # the real builder, the Hub's address swapped for a local copy: the very call the Hub path makes
+    monkeypatch.setattr(datasets, "load_dataset", real_load)
+    monkeypatch.setattr(online, "SIB200_HUB_ROOT", str(write_sib200_copy(tmp_path / "hub", "ita_Latn")))
+    assert len(load_labelled(HUB, "it", "test", name="sib200")) == 7
+
+
+def test_sib200_errors_name_the_file_and_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"data/deu_Latn/test.tsv is missing.*git clone"):
+        load_labelled(HUB, "de", "test", name="sib200", root=tmp_path)
+    with pytest.raises(ValueError, match="unknown SIB-200 language 'ja'"):
+        load_labelled(HUB, "ja", "test", name="sib200", root=tmp_path)
+    with pytest.raises(ValueError, match=r"x.tsv:3: unknown SIB-200 category 'weather'"):
+        online.sib200_records([{"index_id": 1, "category": "sports", "text": "a"},
+                               {"index_id": 2, "category": "weather", "text": "b"}], "x.tsv")
+    with pytest.raises(ValueError, match="lacks category.*is it a SIB-200 file"):
+        online.sib200_records([{"index_id": 1, "label": "sports", "text": "a"}], "x.tsv")

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from helpers import probe
-from pipeline.data import CorpusSpec
+from pipeline.labelled import LabelledSpec
 from pipeline.layout import RunLayout
 from pipeline.probe_runs import load_probe_data, save_probe_results, stratified_subset
 
@@ -268,7 +268,7 @@ def test_load_probe_data_from_files_takes_stratified_subsets(tmp_path):
                              for i in range(400)]
     (tmp_path / "set.csv").write_text("\n".join(rows) + "\n")
     config = probe.ProbeConfig(max_train=100, max_test=40, Cs=(1.0,), n_boot=10, batch_size=8)
-    data = load_probe_data(config, CorpusSpec("files", tmp_path / "set.csv"))
+    data = load_probe_data(config, LabelledSpec.parse(f"files:{tmp_path / 'set.csv'}"))
     assert data.label_names == ["a", "b"]
     assert len(data.train_texts) == len(data.train_y) == 100 and len(data.test_texts) == len(data.test_y) == 40
     assert np.bincount(data.train_y).tolist() == [75, 25] and np.bincount(data.test_y).tolist() == [30, 10]

@@ -290,7 +290,18 @@ def print_table(summary: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> int:
+def batch_plan(lengths: np.ndarray, args: argparse.Namespace) -> tuple[dict, dict, dict]:
+    """Random and bucketed samplers, the steps each recipe times, and the warm-up steps (never timed ones)."""
+    samplers = {False: P.BatchSampler(len(lengths), args.batch_size, args.seed),
+                True: BucketedBatchSampler(lengths, args.batch_size, args.seed)}
+    k = args.rounds * max(args.steps, args.baseline_steps)
+    timed = {b: stratified_steps(samplers[b], lengths, k, args.seed) for b in samplers}
+    # Warm-up batches come from the second epoch, so they are never the timed ones.
+    warm = {b: [samplers[b].per_epoch + i for i in range(args.warmup)] for b in samplers}
+    return samplers, timed, warm
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto")
     parser.add_argument("--data", help="a folder written by pipeline.prepare.prepare_data (default: the demo data)")
@@ -307,6 +318,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, help="torch.set_num_threads (CPU)")
     parser.add_argument("--json", help="also write the numbers to this file")
     parser.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def report(args: argparse.Namespace, argv: list[str] | None, summary: dict, source: str, device: torch.device,
+           vocab: int, done: int, load_before: tuple[float, float, float], wall: float) -> None:
+    """Print the load, write the JSON record if asked, and end with the ratio line the README quotes."""
+    print(f"load average (1, 5, 15 min) before {load_before}, after {os.getloadavg()}")
+    ratio = summary["recipes"][args.ratio_recipe]["speedup_vs_baseline"]["overall"]
+    result = {
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": "python benchmarks/throughput.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "data": source, "device": str(device), "threads": torch.get_num_threads(),
+        "allocator": os.environ.get("LD_PRELOAD") or "default (glibc malloc)",
+        "load_average_before_after": [load_before, os.getloadavg()],
+        "batch_size": args.batch_size, "seq_len": args.seq_len, "vocab_size": vocab,
+        "rounds": done, "steps_per_round": args.steps, "baseline_steps_per_round": args.baseline_steps,
+        "warmup_steps": args.warmup,
+        "ratio_recipe": args.ratio_recipe, "ratio": ratio, **summary,
+        "seconds_total": round(time.perf_counter() - wall, 1), "environment": environment(str(device)),
+    }
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(result, indent=2))
+    print(f"\nratio = real tokens/s of {args.ratio_recipe} / real tokens/s of {BASELINE} "
+          f"({done} rounds of {args.steps} steps, {args.baseline_steps} for the baseline; "
+          f"{result['seconds_total']:.0f} s in all)")
+    print(f"ratio: {ratio:.2f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
 
     wall = time.perf_counter()
@@ -323,12 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"data: {source}; mean length {lengths.mean():.1f} of {ids.shape[1]}; "
           f"{torch.get_num_threads()} threads; prepared in {time.perf_counter() - wall:.0f} s", flush=True)
 
-    samplers = {False: P.BatchSampler(len(lengths), args.batch_size, args.seed),
-                True: BucketedBatchSampler(lengths, args.batch_size, args.seed)}
-    k = args.rounds * max(args.steps, args.baseline_steps)
-    timed = {b: stratified_steps(samplers[b], lengths, k, args.seed) for b in samplers}
-    # Warm-up batches come from the second epoch, so they are never the timed ones.
-    warm = {b: [samplers[b].per_epoch + i for i in range(args.warmup)] for b in samplers}
+    samplers, timed, warm = batch_plan(lengths, args)
 
     steps = {n: baseline_step(tokenizer, cfg, device, args.seed) if n == BASELINE
              else ours_step(tokenizer, cfg, device, args.seed) for n in names}
@@ -366,27 +403,8 @@ def main(argv: list[str] | None = None) -> int:
 
     summary = summarise(timings, peaks)
     print_table(summary)
-    print(f"load average (1, 5, 15 min) before {load_before}, after {os.getloadavg()}")
-    ratio = summary["recipes"][args.ratio_recipe]["speedup_vs_baseline"]["overall"]
-    result = {
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": "python benchmarks/throughput.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "data": source, "device": str(device), "threads": torch.get_num_threads(),
-        "allocator": os.environ.get("LD_PRELOAD") or "default (glibc malloc)",
-        "load_average_before_after": [load_before, os.getloadavg()],
-        "batch_size": args.batch_size, "seq_len": args.seq_len, "vocab_size": len(tokenizer),
-        "rounds": done, "steps_per_round": args.steps, "baseline_steps_per_round": args.baseline_steps,
-        "warmup_steps": args.warmup,
-        "ratio_recipe": args.ratio_recipe, "ratio": ratio, **summary,
-        "seconds_total": round(time.perf_counter() - wall, 1), "environment": environment(str(device)),
-    }
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=2))
-    print(f"\nratio = real tokens/s of {args.ratio_recipe} / real tokens/s of {BASELINE} "
-          f"({done} rounds of {args.steps} steps, {args.baseline_steps} for the baseline; "
-          f"{result['seconds_total']:.0f} s in all)")
-    print(f"ratio: {ratio:.2f}")
+    report(args, argv, summary, source=source, device=device, vocab=len(tokenizer), done=done,
+           load_before=load_before, wall=wall)
     return 0
 
 

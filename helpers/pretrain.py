@@ -326,14 +326,16 @@ def evaluate(model: torch.nn.Module, data: TrainingData, cfg: TrainConfig, devic
              per_position: bool = False) -> Evaluation:
     """MLM loss (mean over masked tokens) and masked-token accuracy on the fixed evaluation set.
 
-    With ``per_position`` also each masked position's loss and correctness, in reading order
-    (sequence, then position), so figures can bootstrap over evaluation positions.
+    With ``per_position`` also, for each masked position in reading order (sequence, then position), its
+    loss, correctness, true id (``label``), the id the model saw there (``visible``: [MASK], a random token or
+    the token itself) and its top prediction (``top1``): figures bootstrap over positions and score the
+    [MASK], random and unchanged positions apart, since copying a visible token needs no context.
     """
     was_training = model.training
     model.eval()
     precision = step_options(cfg, device).precision
     n = len(data.eval_labels) if cfg.eval_sequences is None else min(cfg.eval_sequences, len(data.eval_labels))
-    losses, corrects = [], []
+    losses, corrects, predictions = [], [], []
     for start in range(0, n, cfg.eval_batch_size):
         stop = min(n, start + cfg.eval_batch_size)
         ids, lengths = batch_to_device(data.eval_masked_ids[start:stop], data.eval_lengths[start:stop], device)
@@ -342,7 +344,8 @@ def evaluate(model: torch.nn.Module, data: TrainingData, cfg: TrainConfig, devic
             logits, targets = masked_logits(model, ids, encoder_mask(model, lengths_to_mask(lengths, ids.shape[1]),
                                                                      cfg.packing), labels)
         losses.append(F.cross_entropy(logits, targets, reduction="none"))
-        corrects.append(logits.argmax(dim=-1) == targets)
+        predictions.append(logits.argmax(dim=-1))
+        corrects.append(predictions[-1] == targets)
     model.train(was_training)
     loss, correct = torch.cat(losses), torch.cat(corrects)
     if loss.numel() == 0:
@@ -352,7 +355,10 @@ def evaluate(model: torch.nn.Module, data: TrainingData, cfg: TrainConfig, devic
         sequence, position = np.nonzero(data.eval_labels[:n] != IGNORE_INDEX)
         result.positions = {"sequence": sequence.astype(np.int32), "position": position.astype(np.int16),
                             "correct": correct.cpu().numpy().astype(bool),
-                            "loss": loss.float().cpu().numpy().astype(np.float32)}
+                            "loss": loss.float().cpu().numpy().astype(np.float32),
+                            "label": data.eval_labels[sequence, position].astype(np.int32),
+                            "visible": np.asarray(data.eval_masked_ids[sequence, position]).astype(np.int32),
+                            "top1": torch.cat(predictions).cpu().numpy().astype(np.int32)}
     return result
 
 

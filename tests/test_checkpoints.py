@@ -255,6 +255,12 @@ def test_final_evaluation_saves_per_position_results(tokenizer, data_dir, tmp_pa
     assert (np.diff(order) > 0).all()  # reading order, the same for every model of the data
     assert saved["loss"].astype(np.float64).mean() == pytest.approx(final["eval_loss"], rel=1e-5)
     assert saved["correct"].mean() == pytest.approx(final["eval_accuracy"], abs=1e-12)
+    # what the model saw and predicted there: correct is exactly top1 == label
+    assert (saved["label"] == labels[saved["sequence"], saved["position"]]).all()
+    assert (saved["visible"] == data.eval_masked_ids[saved["sequence"], saved["position"]]).all()
+    assert ((saved["top1"] == saved["label"]) == saved["correct"]).all()
+    mask_id = tokenizer.mask_token_id
+    assert 0.5 < (saved["visible"] == mask_id).mean() < 1.0  # most scored positions show [MASK], not all
 
 
 def test_stopping_early_writes_no_per_position_results(tokenizer, data_dir, tmp_path):

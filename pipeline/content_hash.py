@@ -4,7 +4,8 @@ A step's parameters name its input files by path (``corpus='files:/data/c4'``, `
 a path says nothing about what is in the file now. :func:`input_files` finds those files in the parameters and
 :func:`content_digest` hashes them, a file or a whole folder. Reading gigabytes of C4 on every ``--check``
 would be slow, so each file's digest is kept in ``<run>/.input-hashes.json`` under its size and modification
-time, and read again only when either changes.
+time, and read again only when either changes. A finished step records the digests in its stamp (a folder's with
+one digest per file), so ``--check`` can name the input, and the file in a folder, that changed.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-CACHE_NAME = ".input-hashes.json"  # inside the run folder: a run writes nowhere else
+from pipeline.layout import INPUT_HASHES_NAME
+
+CACHE_NAME = INPUT_HASHES_NAME  # inside the run folder: a run writes nowhere else
 BLOCK = 1 << 20
 
 
@@ -36,14 +39,20 @@ def _file_digest(path: Path, cache: dict[str, Any]) -> str:
     stat = path.stat()
     key = str(path.resolve())
     known = cache.get(key)
-    if known and known["size"] == stat.st_size and known["mtime_ns"] == stat.st_mtime_ns:
-        return known["sha256"]
+    if isinstance(known, dict) and known.get("size") == stat.st_size and known.get("mtime_ns") == stat.st_mtime_ns:
+        return str(known.get("sha256"))
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         while block := handle.read(BLOCK):
             digest.update(block)
     cache[key] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest.hexdigest()}
     return cache[key]["sha256"]
+
+
+def folder_digests(path: Path, cache: dict[str, Any]) -> dict[str, str]:
+    """{relative name: SHA-256} of every file under the folder ``path``, in name order."""
+    return {file.relative_to(path).as_posix(): _file_digest(file, cache)
+            for file in sorted(p for p in Path(path).rglob("*") if p.is_file())}
 
 
 def content_digest(path: Path, cache: dict[str, Any]) -> str:
@@ -53,9 +62,13 @@ def content_digest(path: Path, cache: dict[str, Any]) -> str:
         return _file_digest(path, cache)
     if not path.is_dir():
         return "missing"
+    return _digest_of_folder(folder_digests(path, cache))
+
+
+def _digest_of_folder(files: Mapping[str, str]) -> str:
     digest = hashlib.sha256()
-    for file in sorted(p for p in path.rglob("*") if p.is_file()):
-        digest.update(f"{file.relative_to(path).as_posix()}:{_file_digest(file, cache)}\n".encode())
+    for name, sha in files.items():
+        digest.update(f"{name}:{sha}\n".encode())
     return digest.hexdigest()
 
 
@@ -68,32 +81,63 @@ def read_cache(run_dir: Path) -> dict[str, Any]:
 
 
 def write_cache(run_dir: Path, cache: Mapping[str, Any]) -> None:
-    """Keep the digests for the next check (written whole, then renamed; only inside an existing run folder)."""
+    """Keep the digests for the next check (written whole, then renamed; only inside an existing run folder).
+
+    The cache only saves time: a folder that cannot be written to (read-only, a full disk) keeps none.
+    """
     if not Path(run_dir).is_dir():
         return
     temporary = Path(run_dir) / f"{CACHE_NAME}.{os.getpid()}.tmp"
-    temporary.write_text(json.dumps(cache, indent=1, sort_keys=True), encoding="utf-8")
-    os.replace(temporary, Path(run_dir) / CACHE_NAME)
+    try:
+        temporary.write_text(json.dumps(cache, indent=1, sort_keys=True), encoding="utf-8")
+        os.replace(temporary, Path(run_dir) / CACHE_NAME)
+    except OSError:
+        temporary.unlink(missing_ok=True)
 
 
-def input_digests(params: Mapping[str, Any]) -> dict[str, dict[str, str]]:
-    """{name: {path, sha256}} for every input file the parameters name, using the run folder's cache."""
+def _digest_entry(path: Path, cache: dict[str, Any]) -> dict[str, Any]:
+    """{path, sha256}, and for a folder {files: {name: sha256}} too, so a check can name the file that changed."""
+    if Path(path).is_dir():
+        files = folder_digests(path, cache)
+        return {"path": str(path), "sha256": _digest_of_folder(files), "files": files}
+    return {"path": str(path), "sha256": content_digest(path, cache)}
+
+
+def input_digests(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """{name: {path, sha256[, files]}} for every input file or folder the parameters name (the run folder's cache)."""
     run_dir = Path(params["run_dir"]) if params.get("run_dir") else None
     cache = read_cache(run_dir) if run_dir else {}
     before = json.dumps(cache, sort_keys=True)
-    digests = {name: {"path": str(path), "sha256": content_digest(path, cache)}
-               for name, path in sorted(input_files(params).items())}
+    digests = {name: _digest_entry(path, cache) for name, path in sorted(input_files(params).items())}
     if run_dir and json.dumps(cache, sort_keys=True) != before:
         write_cache(run_dir, cache)
     return digests
 
 
+def identity_of(digests: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+    """What a fingerprint hashes of the digests: each input's path and content hash (a folder's file list adds
+    nothing: its hash covers the files)."""
+    return {name: {"path": entry["path"], "sha256": entry["sha256"]} for name, entry in digests.items()}
+
+
+def _changed_files(then: Mapping[str, Any], now: Mapping[str, Any], shown: int = 3) -> str:
+    """': a.txt changed, b.txt added, c.txt removed' between two folder digests ('' when either has no file list)."""
+    before, after = then.get("files"), now.get("files")
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return ""
+    changes = [f"{name} {'removed' if name not in after else 'added' if name not in before else 'changed'}"
+               for name in sorted(set(before) | set(after)) if before.get(name) != after.get(name)]
+    more = f" and {len(changes) - shown} more" if len(changes) > shown else ""
+    return f": {', '.join(changes[:shown])}{more}" if changes else ""
+
+
 def changed_inputs(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    """One line per input whose content differs from what a finished step recorded."""
+    """One line per input whose content differs from what a finished step recorded, naming a folder's files."""
     lines = []
     for name, now in current.items():
         then = recorded.get(name)
-        if then is None or then.get("sha256") != now["sha256"]:
-            was = then["sha256"][:12] if then else "not recorded"
-            lines.append(f"input {name} {now['path']} changed (sha256 {was} -> {now['sha256'][:12]})")
+        if not isinstance(then, dict) or then.get("sha256") != now["sha256"]:
+            was = str(then.get("sha256"))[:12] if isinstance(then, dict) else "not recorded"
+            files = _changed_files(then, now) if isinstance(then, dict) else ""
+            lines.append(f"input {name} {now['path']} changed (sha256 {was} -> {now['sha256'][:12]}){files}")
     return lines

@@ -18,6 +18,7 @@ package imports on machines without it.
 
 from __future__ import annotations
 
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -82,19 +83,20 @@ def pretokenize(text: str) -> list[str]:
 
 
 PIECE_CHARS = 1_000_000  # a longer document is pre-tokenised a piece at a time
+_SPACE = re.compile(r"\s")
 
 
 def _pieces(text: str) -> Iterable[str]:
     """``text`` cut at whitespace into pieces of about PIECE_CHARS characters.
 
     The words are the same as the whole text's (the pre-tokenizer splits at whitespace anyway), but memory
-    stays bounded: one 100 MB line once took about 10 GB as (word, offsets) pairs.
+    stays bounded: one 100 MB line once took about 10 GB as (word, offsets) pairs. A run of PIECE_CHARS
+    characters without any whitespace is no word fastText could use, and is cut where it reaches the limit.
     """
     start = 0
     while len(text) - start > PIECE_CHARS:
-        cut = text.find(" ", start + PIECE_CHARS)
-        if cut < 0:
-            break
+        space = _SPACE.search(text, start + PIECE_CHARS, start + 2 * PIECE_CHARS)
+        cut = space.start() if space else start + PIECE_CHARS
         yield text[start:cut]
         start = cut
     yield text[start:]
@@ -108,15 +110,30 @@ def _bert_pretokenizer() -> tuple[Any, Any]:
             pre_tokenizers.BertPreTokenizer())
 
 
+# fastText reads a line of at most MAX_LINE_SIZE (1024) words and takes the next words as a new line anyway
+# (src/dictionary.h), so a longer document is written as lines of that many words: fastText trains on the same
+# windows, and one document of 100 MB never becomes one line of 100 MB.
+MAX_LINE_WORDS = 1024
+
+
+def document_lines(words: list[str]) -> list[str]:
+    """One document's words as lines of at most MAX_LINE_WORDS words (one line for all but very long documents)."""
+    return [" ".join(words[i:i + MAX_LINE_WORDS]) for i in range(0, len(words), MAX_LINE_WORDS)]
+
+
 def write_training_text(texts: Iterable[str], path: Path, seed: int = 0) -> tuple[int, int]:
-    """One pre-tokenised document per line, in an order shuffled by ``seed`` (0: as given). Returns (docs, words)."""
-    lines = [" ".join(words) for words in map(pretokenize, texts) if words]
-    if not lines:
+    """One pre-tokenised document per line, in an order shuffled by ``seed`` (0: as given). Returns (docs, words).
+
+    A document of more than MAX_LINE_WORDS words takes several lines, one after the other.
+    """
+    documents = [document_lines(words) for words in map(pretokenize, texts) if words]
+    if not documents:
         raise ValueError("no words to train fastText on: the corpus is empty; check the corpus source and max_docs")
     if seed:
-        lines = [lines[i] for i in np.random.default_rng(seed).permutation(len(lines))]
+        documents = [documents[i] for i in np.random.default_rng(seed).permutation(len(documents))]
+    lines = [line for document in documents for line in document]
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return len(lines), sum(line.count(" ") + 1 for line in lines)
+    return len(documents), sum(line.count(" ") + 1 for line in lines)
 
 
 # --------------------------------------------------------------------------------------------

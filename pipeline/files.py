@@ -21,6 +21,7 @@ import itertools
 import json
 import math
 import re
+import shlex
 import sys
 import zlib
 from pathlib import Path
@@ -79,14 +80,52 @@ def data_files(path: str | Path) -> list[Path]:
     return files
 
 
-UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
+# Byte-order marks, longest first (UTF-32-LE's mark begins like UTF-16-LE's); iconv reads the mark itself.
+MARKS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+         (b"\xfe\xff", "UTF-16"))
 
 
-def _encoding_hint(raw: bytes) -> str:
-    """How to convert the file: UTF-16 (a byte-order mark or NUL bytes) is told apart from Latin-1."""
-    if raw.startswith(UTF16_MARKS) or b"\x00" in raw:
-        return "it looks like UTF-16: convert it with `iconv -f UTF-16 -t UTF-8 IN > OUT`"
-    return "save the file as UTF-8, e.g. `iconv -f latin1 -t utf-8 IN > OUT` for a Latin-1 file"
+def wide_encoding(head: bytes) -> str | None:
+    """The UTF-16/32 encoding the first bytes of a file are in, as iconv names it; None for a byte encoding.
+
+    A byte-order mark names it; without one, NUL bytes do (text in UTF-8 or Latin-1 holds none), and where
+    they fall gives the byte order: 'A' is 'A\\0' in UTF-16LE and '\\0A' in UTF-16BE.
+    """
+    for mark, encoding in MARKS:
+        if head.startswith(mark):
+            return encoding
+    if b"\x00\x00\x00" in head:
+        return "UTF-32BE" if head[:1] == b"\x00" else "UTF-32LE"
+    if b"\x00" in head:
+        return "UTF-16LE" if head[1::2].count(0) > head[0::2].count(0) else "UTF-16BE"
+    return None
+
+
+def _encoding_hint(path: Path, nul: bool = False) -> str:
+    """How to convert the file, as a command: UTF-16 and UTF-32 are told apart from Latin-1, whose hint would turn
+    a UTF-16 file into garbage that loads without a word. ``nul``: the line held a NUL byte."""
+    opener: Callable[..., Any] = gzip.open if path.name.lower().endswith(".gz") else open
+    try:
+        with opener(path, "rb") as fh:
+            head = fh.read(4096)
+    except (OSError, EOFError, zlib.error):
+        head = b""
+    encoding = wide_encoding(head)
+    if encoding is None and nul:
+        cleaned = shlex.quote(f"{path}.clean")
+        return (f"NUL bytes are not text: remove them, e.g. `tr -d '\\000' < {shlex.quote(str(path))} > {cleaned}`, "
+                "or write the file again")
+    if encoding is None:
+        return f"save it as UTF-8, e.g. `{_iconv_command(path, 'latin1')}` for a Latin-1 file"
+    return f"it looks like {encoding[:6]}: convert it with `{_iconv_command(path, encoding)}`"
+
+
+def _iconv_command(path: Path, encoding: str) -> str:
+    """The shell command that replaces ``path`` by its UTF-8 version (through gunzip and gzip for a .gz file)."""
+    source, converted = shlex.quote(str(path)), shlex.quote(f"{path}.utf8")
+    if path.name.lower().endswith(".gz"):
+        return f"gunzip -c {source} | iconv -f {encoding} -t UTF-8 | gzip > {converted} && mv {converted} {source}"
+    return f"iconv -f {encoding} -t UTF-8 {source} > {converted} && mv {converted} {source}"
 
 
 def text_lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -102,9 +141,10 @@ def text_lines(path: Path) -> Iterator[tuple[int, str]]:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as err:
                     raise ValueError(f"{path}:{n} is not UTF-8 text (byte 0x{raw[err.start]:02x} at column "
-                                     f"{err.start + 1}); {_encoding_hint(raw)}") from None
+                                     f"{err.start + 1}); {_encoding_hint(path)}") from None
                 if "\x00" in line:  # UTF-16 without a byte-order mark decodes, as garbage with NULs
-                    raise ValueError(f"{path}:{n} holds NUL bytes, so it is not UTF-8 text; {_encoding_hint(raw)}")
+                    raise ValueError(f"{path}:{n} holds NUL bytes, so it is not UTF-8 text; "
+                                     f"{_encoding_hint(path, nul=True)}")
                 yield n, line.removeprefix("\ufeff") if n == 1 else line
     except (EOFError, gzip.BadGzipFile, zlib.error) as err:
         raise ValueError(f"{path} is not a complete gzip file ({err}); write or download it again") from None

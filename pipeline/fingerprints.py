@@ -11,6 +11,7 @@ fingerprint in ``.step.json``; one that started leaves it in ``.step-started.jso
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import sys
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from pipeline.content_hash import changed_inputs as compare_inputs
-from pipeline.content_hash import content_digest, input_digests
+from pipeline.content_hash import content_digest, identity_of, input_digests
 from pipeline.layout import PROJECT_PACKAGES, REPO_ROOT, stamp_of, started_of
 from pipeline.notebook_sync import cell_source, notebook_cells
 from pipeline.steps import Step
@@ -45,16 +46,29 @@ def module_file(module: str) -> Path | None:
     return None
 
 
-def imported_project_modules(source: str) -> set[str]:
-    """Names of the project's modules that ``source`` imports, anywhere in it (lazy imports included)."""
-    found: set[str] = set()
+@functools.lru_cache(maxsize=1024)
+def _imports(source: str) -> tuple[tuple[str, ...], tuple[tuple[str, tuple[str, ...]], ...]]:
+    """The project names ``source`` imports: (``import a.b`` names, (``from m import x, y``: m, (x, y)) pairs).
+
+    A pure function of the text, kept per text: parsing every module again for each step and check took seconds.
+    """
+    imports: list[str] = []
+    froms: list[tuple[str, tuple[str, ...]]] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names if alias.name.split(".")[0] in PROJECT_PACKAGES)
+            imports.extend(alias.name for alias in node.names if alias.name.split(".")[0] in PROJECT_PACKAGES)
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in PROJECT_PACKAGES:
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names
-                         if module_file(f"{node.module}.{alias.name}") is not None)
+            froms.append((node.module, tuple(alias.name for alias in node.names)))
+    return tuple(imports), tuple(froms)
+
+
+def imported_project_modules(source: str) -> set[str]:
+    """Names of the project's modules that ``source`` imports, anywhere in it (lazy imports included)."""
+    imports, froms = _imports(source)
+    found = set(imports)
+    for module, names in froms:
+        found.add(module)
+        found.update(f"{module}.{name}" for name in names if module_file(f"{module}.{name}") is not None)
     return found
 
 
@@ -90,7 +104,7 @@ def fingerprint(step: Step, params: dict[str, Any], upstream: Sequence[Path] = (
     for module in project_modules(step):
         digest.update(module.encode())
         digest.update(module_file(module).read_bytes())
-    digest.update(json.dumps(input_digests(params), sort_keys=True).encode())
+    digest.update(json.dumps(identity_of(input_digests(params)), sort_keys=True).encode())
     for folder in upstream:
         digest.update(f"{Path(folder).name}:{finished_with(folder) or 'missing'}".encode())
     return digest.hexdigest()

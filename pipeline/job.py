@@ -26,6 +26,7 @@ from typing import Callable, Sequence, TypeVar
 from pipeline.job_options import FiguresOptions, JobOptions, parse_options
 from pipeline.layout import REPO_ROOT, RunLayout, RunsFolder
 from pipeline.notebook import quiet_libraries
+from pipeline.run_identity import identity_conflict
 from pipeline.runner import figures_stale, folder_lock, render_docs, run_figures, run_language, stale_steps
 from pipeline.steps import FIGURES_STEP, JobError, RunSettings, StepFailed
 
@@ -89,10 +90,17 @@ def run_on_gpus(options: JobOptions) -> None:
 
 
 def check_runs(options: JobOptions) -> int:
-    """``--check``: print per run the steps that would rerun; 1 if any would."""
-    stale = {run.run_dir(options.out).name: stale_steps(run, options.out) for run in options.runs()}
-    for name, steps in stale.items():
-        print(f"{name}: {'would rerun ' + ', '.join(steps) if steps else 'up to date'}")
+    """``--check``: print per run the steps that would rerun, or why the run would be refused; 1 if any."""
+    stale: dict[str, list[str]] = {}
+    for run in options.runs():
+        run_dir = run.run_dir(options.out)
+        conflict = None if options.force else identity_conflict(RunLayout(run_dir), run.identity())
+        if conflict:
+            stale[run_dir.name] = [conflict]
+            print(f"{run_dir.name}: would be refused: {conflict}")
+            continue
+        steps = stale[run_dir.name] = stale_steps(run, options.out)
+        print(f"{run_dir.name}: {'would rerun ' + ', '.join(steps) if steps else 'up to date'}")
     if not options.no_figures:  # notebook 06 too: a kill during it, or an edited record, leaves old figures
         figures = any(stale.values()) or figures_stale([run.run_dir(options.out) for run in options.runs()],
                                                        options.figures_dir)
@@ -128,9 +136,19 @@ def figures_only(options: FiguresOptions) -> int:
     return 0
 
 
+def refuse_other_runs(options: JobOptions) -> None:
+    """Every run's folder checked before any step runs: a job never spends an hour on English to be refused on
+    French (each run checks again as it starts, under its folder's lock)."""
+    conflicts = [] if options.force else [identity_conflict(RunLayout(run.run_dir(options.out)), run.identity())
+                                          for run in options.runs()]
+    if any(conflicts):
+        raise JobError("\n".join(conflict for conflict in conflicts if conflict))
+
+
 def run_job(options: JobOptions) -> int:
     """Notebooks 01-05 for every language and seed (on GPUs when asked), then 06 and the docs."""
     started = time.perf_counter()
+    refuse_other_runs(options)
     if options.gpus is not None:
         run_on_gpus(options)
     else:

@@ -38,6 +38,7 @@ STAMP_NAME = ".step.json"
 STARTED_NAME = ".step-started.json"
 LOCK_NAME = ".job.lock"
 OWNER_NAME = ".job.owner.json"
+INPUT_HASHES_NAME = ".input-hashes.json"  # the content hashes of a run's input files, by size and mtime
 PROVENANCE_NAME = "provenance.json"  # in a figures folder: which runs and which commit drew it
 
 

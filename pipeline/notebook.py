@@ -7,8 +7,8 @@ Folders derive from ``run_dir``:
 
 * the main job (``python -m pipeline.job``) passes ``run_dir=<runs>/<preset>-<lang>``;
 * a student running a notebook in JupyterLab leaves ``run_dir=None`` and gets
-  ``runs/interactive/<preset>-<lang>``, so an interactive session never rewrites the main job's
-  records, and changing ``lang`` never overwrites another language's outputs.
+  ``runs/interactive/<preset>-<lang>[-seed<N>]``, so an interactive session never rewrites the main job's
+  records, and changing ``lang`` or ``seed`` never overwrites another run's outputs.
 
 Each step writes ``run_dir/<step folder>`` and reads the folders of the steps before it; every
 folder and file is named by :class:`~pipeline.layout.RunLayout` (``setup.layout``).
@@ -32,7 +32,7 @@ from pipeline.data import CorpusSpec, load_corpus, partition_record
 from pipeline.documents import Corpus
 from pipeline.fasttext_training import train_fasttext, vectors_from_model
 from pipeline.labelled import LabelledSpec, how_to_give_one, no_labelled_set
-from pipeline.layout import INTERACTIVE_DIR, REPO_ROOT, RunLayout, check_lang
+from pipeline.layout import INTERACTIVE_DIR, REPO_ROOT, RunLayout, RunsFolder, check_lang
 from pipeline.probe_runs import (
     load_encoders,
     load_probe_data,
@@ -60,8 +60,9 @@ def resolve(path: str | Path) -> Path:
     return (path if path.is_absolute() else REPO_ROOT / path).resolve()
 
 
-def default_run_dir(preset: str, lang: str) -> Path:
-    return INTERACTIVE_DIR / f"{preset}-{lang}"
+def default_run_dir(preset: str, lang: str, seed: int = 0) -> Path:
+    """``runs/interactive/<preset>-<lang>[-seed<N>]``: a notebook run by hand with another seed gets its own folder."""
+    return RunsFolder(INTERACTIVE_DIR).run(preset, lang, seed).root
 
 
 def quiet_libraries() -> None:
@@ -118,7 +119,7 @@ def start(preset: str, lang: str, seed: int = 0, run_dir: str | Path | None = No
     if quiet:
         quiet_libraries()
     set_seed(seed)
-    folder = resolve(run_dir) if run_dir else default_run_dir(preset, lang)
+    folder = resolve(run_dir) if run_dir else default_run_dir(preset, lang, seed)
     setup = Setup(preset, lang, seed, spec, folder, pick_device(device))
     claim_identity(setup.layout, {"preset": preset, "lang": lang, "seed": seed, "corpus": str(spec)})
     where = "interactive" if folder.is_relative_to(INTERACTIVE_DIR) else "main job"

@@ -100,9 +100,24 @@ def iter_vec(fh: IO[str], where: str, top_n: int | None = PAPER_TOP_N,
                              f"(a word and {dim} numbers); the file is damaged or not a .vec file")
         yield fields[0], line
     if n_read == n_words and fh.readline().strip():
-        raise ValueError(f"{where}: its header says {n_words:,} words but the file goes on past line {n_words + 1}; "
-                         "the header is wrong (fastText writes the true count): correct it to the number of word "
-                         "lines, or write the file again")
+        _refuse_rows_past_header(fh, where, n_words, dim)
+
+
+ROWS_COUNTED = PAPER_TOP_N  # rows past a wrong header are counted this far, for the message
+
+
+def _refuse_rows_past_header(fh: IO[str], where: str, n_words: int, dim: int) -> None:
+    """A header that promises fewer words than follow: count the rows (up to ROWS_COUNTED) and say both counts."""
+    limit = ROWS_COUNTED
+    rows = n_words + 1  # the one that was just read past the header's count
+    while rows <= limit and (line := fh.readline()):
+        rows += bool(line.strip())
+    held = f"more than {limit:,}" if rows > limit else f"{rows:,}"
+    fix = (f"if every line after the header is a word, correct line 1 to '{rows} {dim}'" if rows <= limit
+           else "correct line 1 to the number of word lines and the dimension")
+    raise ValueError(f"{where}: its header says {n_words:,} words but the file goes on past line {n_words + 1}: it "
+                     f"holds {held} word lines. The header is wrong (fastText writes the true count): {fix}, or "
+                     "write the file again")
 
 
 def _vectors_from_lines(lines: Iterator[Any], where: str) -> WordVectors:
@@ -264,24 +279,51 @@ def check_bin_complete(path: Path) -> None:
         words, _, _, _, pruned = struct.unpack_from("<iiiqq", data, ARGS_END)
         if not 0 < words <= size // 11 or not -1 <= pruned <= size // 8:  # -1: never pruned
             raise ValueError(f"{path}: its header claims {words:,} dictionary entries, which cannot fit in a file of "
-                             f"{size:,} bytes; the file is damaged: download or save it again")
-        position = ARGS_END + 28
-        for _ in range(words):
-            end = data.find(b"\0", position)
-            position = end + 10 if end >= 0 else size + 1  # NUL, int64 count, int8 type
-        position += 8 * max(pruned, 0)
-        for _ in range(2):  # input, then output matrix
-            if position + 17 > size:
-                position = size + 1
-                break
-            rows, columns = struct.unpack_from("<qq", data, position + 1)
-            position += 17 + 4 * rows * columns
+                             f"{size:,} bytes: the file is cut short or damaged; download or save it again")
+        position = _dictionary_end(data, words, size) + 8 * max(pruned, 0)
+        if position > size:
+            raise ValueError(f"{path} is cut short: its {size:,} bytes end inside its dictionary of {words:,} words; "
+                             f"{CUT_FIX}")
+        position = _matrices_end(data, position, size, path)
     if position > size:
-        raise ValueError(f"{path} is cut short: its {size:,} bytes end before the matrices its header describes; "
-                         "download or save it again (fastText would load it with zero vectors, without a word)")
+        raise ValueError(f"{path} is cut short: it holds {size:,} bytes, but its header describes {position:,} "
+                         f"({100 * size / position:.0f} % of them); {CUT_FIX}")
     if position < size:
         raise ValueError(f"{path} is damaged: its header describes {position:,} bytes but the file holds {size:,}; "
                          "download or save it again")
+
+
+CUT_FIX = "download or save it again (fastText would load it with zero vectors, without a word)"
+
+
+def _dictionary_end(data: mmap.mmap, words: int, size: int) -> int:
+    """Where the dictionary's ``words`` entries end (past ``size`` if the file ends inside them)."""
+    position = ARGS_END + 28
+    for _ in range(words):
+        end = data.find(b"\0", position)
+        if end < 0:
+            return size + 1
+        position = end + 10  # NUL, int64 count, int8 type
+    return position
+
+
+def _matrices_end(data: mmap.mmap, position: int, size: int, path: Path) -> int:
+    """Where the input and output matrices starting at ``position`` end, as their headers give their shapes.
+
+    A quantised matrix (its flag set: a model squeezed by ``fasttext quantize``) is laid out otherwise and is not
+    walked: the file's size then counts as right.
+    """
+    for _ in range(2):
+        if position + 17 > size:
+            return max(position + 17, size + 1)
+        if data[position] != 0:
+            return size
+        rows, columns = struct.unpack_from("<qq", data, position + 1)
+        if rows < 0 or columns < 0:
+            raise ValueError(f"{path} is damaged: a matrix in it claims {rows:,} x {columns:,} values; "
+                             "download or save it again")
+        position += 17 + 4 * rows * columns
+    return position
 
 
 def read_bin(path: str | Path, expected_dim: int | None = None) -> Any:

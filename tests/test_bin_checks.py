@@ -35,6 +35,20 @@ def test_a_truncated_bin_is_refused_naming_the_file(model_bin: Path, tmp_path: P
         read_bin(cut)
 
 
+@pytest.mark.parametrize("kept", [30_000, 1_000_000, -4], ids=["in the dictionary", "1 MB", "4 bytes short"])
+def test_a_bin_cut_anywhere_is_refused_before_fasttext_reads_it(model_bin: Path, tmp_path: Path, kept: int) -> None:
+    """As the issue cut it (to 1 MB): on 0cc080c fastText loaded it, and most words came back as zero vectors."""
+    from helpers.presets import VectorsConfig
+    from pipeline.vector_files import obtain_vectors
+
+    cut = tmp_path / "cc.en.8.bin"
+    cut.write_bytes(model_bin.read_bytes()[:kept])
+    config = VectorsConfig(source="train", fasttext=FastTextSettings(dim=8))
+    said = r"(end inside its dictionary of [\d,]+ words|but its header describes [\d,]+ \(\d+ % of them\))"
+    with pytest.raises(ValueError, match=rf"{cut} is cut short: .*{said}; download or save it again"):
+        obtain_vectors(config, "en", CorpusSpec("embedded"), vectors_path=cut)
+
+
 def test_a_bin_with_bytes_past_its_matrices_is_refused(model_bin: Path, tmp_path: Path) -> None:
     longer = tmp_path / "longer.bin"
     longer.write_bytes(model_bin.read_bytes() + b"\0" * 64)
@@ -42,13 +56,14 @@ def test_a_bin_with_bytes_past_its_matrices_is_refused(model_bin: Path, tmp_path
         check_bin_complete(longer)
 
 
-def test_an_impossible_dictionary_size_is_refused_before_fasttext_allocates_it(model_bin: Path,
-                                                                               tmp_path: Path) -> None:
+@pytest.mark.parametrize(("size", "said"), [(2**31 - 1, "2,147,483,647"), (2**31, "-2,147,483,648")])
+def test_an_impossible_dictionary_size_is_refused_before_fasttext_allocates_it(model_bin: Path, tmp_path: Path,
+                                                                               size: int, said: str) -> None:
     damaged = bytearray(model_bin.read_bytes())
-    struct.pack_into("<i", damaged, 64, 2**31 - 1)  # the dictionary's size, right after Args
+    struct.pack_into("<I", damaged, 64, size)  # the dictionary's size, right after Args (2**31 reads as negative)
     path = tmp_path / "huge.bin"
     path.write_bytes(bytes(damaged))
-    with pytest.raises(ValueError, match=r"claims 2,147,483,647 dictionary entries, which cannot fit"):
+    with pytest.raises(ValueError, match=rf"{path}: its header claims {said} dictionary entries, which cannot fit"):
         read_bin(path)
 
 

@@ -9,6 +9,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -441,6 +442,51 @@ def test_a_latin1_text_file_is_refused_with_its_name_and_line(tmp_path: Path) ->
     csv_path.write_bytes("text,label\ncafé,a\n".encode("latin-1"))
     with pytest.raises(ValueError, match=r"latin1.csv:2 is not UTF-8"):
         load_labelled(_files(csv_path), "en", "train")
+
+
+WIDE_ENCODINGS = [("utf-16", "UTF-16"), ("utf-16-le", "UTF-16LE"), ("utf-16-be", "UTF-16BE"), ("utf-32", "UTF-32"),
+                  ("utf-32-le", "UTF-32LE")]
+
+
+@pytest.mark.parametrize("gzipped", [False, True], ids=["txt", "jsonl.gz"])
+@pytest.mark.parametrize(("codec", "named"), WIDE_ENCODINGS, ids=[codec for codec, _ in WIDE_ENCODINGS])
+def test_a_utf16_or_utf32_file_gets_a_command_that_converts_it_and_following_it_reads_the_same_text(
+        tmp_path: Path, codec: str, named: str, gzipped: bool) -> None:
+    """On 0cc080c every one of these got the Latin-1 hint, which turns the file into garbage that loads silently."""
+    if not shutil.which("iconv"):
+        pytest.skip("iconv is not installed")
+    documents = ["Première phrase, en français.", "Zweiter Satz: Größe über alles.", *_lines(40)]
+    if gzipped:  # a C4-style shard: JSON lines, gzipped
+        path = tmp_path / "my shard.jsonl.gz"
+        text = "".join(json.dumps({"text": d}, ensure_ascii=False) + "\n" for d in documents)
+        path.write_bytes(gzip.compress(text.encode(codec)))  # 'utf-16'/'utf-32' put one byte-order mark first
+    else:
+        path = tmp_path / "my corpus.txt"
+        path.write_bytes(("\n".join(documents) + "\n").encode(codec))
+    with pytest.raises(ValueError, match=rf"it looks like {named[:6]}: convert it with `") as refused:
+        load_corpus(_files(path), "xx", "train")
+    command = str(refused.value).split("`")[1]
+    assert f"-f {named} -t UTF-8" in command and "latin1" not in str(refused.value)
+    subprocess.run(command, shell=True, check=True, cwd=tmp_path)
+    assert sorted(_both_splits(path)) == sorted(documents)
+
+
+def test_a_stray_nul_byte_in_utf8_text_is_named_without_an_encoding_hint(tmp_path: Path) -> None:
+    path = tmp_path / "nul.txt"
+    path.write_bytes("\n".join(_lines(200)).encode() + b"\nbroken\x00line\n")
+    with pytest.raises(ValueError, match=r"nul.txt:201 holds NUL bytes.*NUL bytes are not text: remove them"):
+        load_corpus(_files(path), "xx", "train")
+
+
+def test_following_the_latin1_hint_reads_the_latin1_file(tmp_path: Path) -> None:
+    if not shutil.which("iconv"):
+        pytest.skip("iconv is not installed")
+    path = tmp_path / "latin1.txt"
+    path.write_bytes("\n".join(["café crème", *_lines(30)]).encode("latin-1"))
+    with pytest.raises(ValueError, match="iconv -f latin1") as refused:
+        load_corpus(_files(path), "xx", "train")
+    subprocess.run(str(refused.value).split("`")[1], shell=True, check=True, cwd=tmp_path)
+    assert "café crème" in _both_splits(path)
 
 
 def test_a_utf8_bom_is_not_part_of_the_first_document(tmp_path: Path) -> None:

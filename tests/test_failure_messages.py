@@ -46,7 +46,7 @@ def test_a_utf16_file_gets_the_utf16_hint_not_the_latin1_one(tmp_path: Path) -> 
     without_mark = tmp_path / "plain.txt"
     without_mark.write_bytes("A sentence.\n".encode("utf-16-le"))
     for path in (with_mark, without_mark):
-        with pytest.raises(ValueError, match=r"looks like UTF-16: convert it with `iconv -f UTF-16 -t UTF-8"):
+        with pytest.raises(ValueError, match=r"looks like UTF-16: convert it with `iconv -f UTF-16(LE)? -t UTF-8"):
             list(text_lines(path))
     latin = tmp_path / "latin.txt"
     latin.write_bytes("café\n".encode("latin-1"))

@@ -75,3 +75,80 @@ def test_the_static_manifest_records_the_vectors_files_content(inputs) -> None:
     config = presets.VectorsConfig(source="train", fasttext=presets.FastTextSettings(dim=3))
     info = obtain_vectors(config, "en", CorpusSpec("embedded"), vectors_path=vectors).info
     assert info["vectors_sha256"] == content_hash.content_digest(vectors, {})
+
+
+# ---------------------------------------------------------------- the main job, as the issue ran it
+
+
+@pytest.fixture()
+def notebooks_not_executed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The main job in this process, with each notebook's execution replaced by a note of its name: what is tested
+    is which steps the job runs, skips and names, not the notebooks (tests/test_nb_0N.py run those)."""
+    from pipeline import runner
+
+    ran: list[str] = []
+    monkeypatch.setattr(runner, "execute_notebook", lambda notebook, executed, params: ran.append(notebook.stem))
+    return ran
+
+
+def test_the_job_names_a_corpus_vectors_or_labelled_file_replaced_at_the_same_path_and_reruns_from_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], notebooks_not_executed: list[str]) -> None:
+    from pipeline import job
+    from pipeline.steps import STEPS
+
+    corpus, labelled = tmp_path / "corpus", tmp_path / "topics.csv"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("The first document.\nThe second document.\n")
+    (corpus / "b.txt").write_text("A third document.\n")
+    vectors = tmp_path / "cc.en.300.vec"
+    vectors.write_text("1 3\nthe 0.1 0.2 0.3\n")
+    labelled.write_text("text,label\nA match was won.,sport\nIt rained.,weather\n")
+    command = ["--preset", "smoke", "--lang", "en", "--corpus", f"files:{corpus}", "--vectors", str(vectors),
+               "--labelled", f"files:{labelled}", "--out", str(tmp_path / "runs"), "--no-figures"]
+    names = [step.name for step in STEPS]
+
+    def check() -> str:
+        capsys.readouterr()
+        job.main([*command, "--check"])
+        return capsys.readouterr().out
+
+    assert job.main(command) == 0 and notebooks_not_executed == names
+    assert "smoke-en: up to date" in check()
+
+    (corpus / "b.txt").write_text("A third document, rewritten.\n")  # same path, new content
+    said = check()
+    assert f"01_masking (input corpus {corpus} changed (sha256 " in said and "): b.txt changed)" in said
+    assert all(name in said for name in names)
+    notebooks_not_executed.clear()
+    assert job.main(command) == 0 and notebooks_not_executed == names  # on 0cc080c: every step skipped
+    assert "up to date" in check()
+
+    vectors.write_text("1 3\nthe 0.3 0.2 0.1\n")
+    said = check()
+    assert f"would rerun 03_static_vectors (input vectors {vectors} changed (sha256 " in said
+    notebooks_not_executed.clear()
+    assert job.main(command) == 0 and notebooks_not_executed == names[2:]
+
+    labelled.write_text("text,label\nA match was lost.,sport\nIt snowed.,weather\n")
+    assert f"would rerun 05_probing (input labelled {labelled} changed (sha256 " in check()
+    notebooks_not_executed.clear()
+    assert job.main(command) == 0 and notebooks_not_executed == ["05_probing"]
+
+
+def test_a_folder_input_names_the_files_added_changed_and_removed() -> None:
+    then = {"corpus": {"path": "/c", "sha256": "a" * 64, "files": {"x.txt": "1", "y.txt": "2", "z.txt": "3"}}}
+    now = {"corpus": {"path": "/c", "sha256": "b" * 64, "files": {"x.txt": "1", "y.txt": "9", "w.txt": "4"}}}
+    assert content_hash.changed_inputs(then, now) == [
+        f"input corpus /c changed (sha256 {'a' * 12} -> {'b' * 12}): w.txt added, y.txt changed, z.txt removed"]
+
+
+def test_an_unwritable_run_folder_keeps_no_cache_but_the_digests_still_come(inputs, monkeypatch) -> None:
+    run_dir, corpus, vectors = inputs
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    digests = content_hash.input_digests(_params(run_dir, corpus, vectors))
+    assert digests["vectors"]["sha256"] == content_hash.content_digest(vectors, {})
+    assert not list(run_dir.iterdir())

@@ -316,6 +316,27 @@ def test_the_seed_shuffles_documents_and_seed_zero_keeps_their_order(tmp_path: P
     assert a == docs and sorted(b) == sorted(docs) and b != docs
 
 
+def test_a_document_longer_than_fasttexts_line_limit_is_written_as_lines_of_1024_words(tmp_path: Path) -> None:
+    """fastText reads at most 1024 words a line; on 0cc080c one 100 MB document was one 100 MB line."""
+    long = " ".join(f"w{i}" for i in range(2_500))
+    docs = ["a short document", long, "another short one"]
+    assert ft.write_training_text(docs, tmp_path / "a.txt", seed=0) == (3, 2_506)
+    lines = (tmp_path / "a.txt").read_text(encoding="utf-8").splitlines()
+    assert [len(line.split()) for line in lines] == [3, 1024, 1024, 452, 3]
+    assert " ".join(lines[1:4]) == long  # every word, in order
+    ft.write_training_text(docs, tmp_path / "b.txt", seed=3)
+    shuffled = (tmp_path / "b.txt").read_text(encoding="utf-8").splitlines()
+    start = shuffled.index(lines[1])
+    assert shuffled[start:start + 3] == lines[1:4] and sorted(shuffled) == sorted(lines)  # the document stays whole
+
+
+def test_a_huge_run_without_whitespace_is_cut_into_pieces_of_bounded_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ft, "PIECE_CHARS", 100)
+    text = "word " * 30 + "x" * 450 + " tail"
+    pieces = list(ft._pieces(text))
+    assert "".join(pieces) == text and max(map(len, pieces)) <= 2 * 100
+
+
 def test_training_uses_no_private_fasttext_api() -> None:
     source = Path(ft.__file__).read_text(encoding="utf-8") + Path(sv.__file__).read_text(encoding="utf-8")
     assert "_build_args" not in source and "ft._FastText" not in source and "FastText._" not in source

@@ -91,6 +91,28 @@ def test_a_dimension_that_differs_from_the_model_is_refused_clearly(vec_file: Pa
         vf.read_vec(vec_file, expected_dim=300)
 
 
+def test_a_vec_whose_header_counts_5_words_of_1165_is_refused_naming_both_counts_and_the_file(tmp_path: Path) -> None:
+    """As the issue found it: 0cc080c read the first 5 rows as the whole file, without a word."""
+    path = tmp_path / "five.vec"
+    words = [f"w{i}" for i in range(1165)]
+    path.write_text(vec_text(words, header=f"5 {DIM}"), encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"{path}: its header says 5 words but .* it holds 1,165 word lines\. .*"
+                                         rf"correct line 1 to '1165 {DIM}'"):
+        vf.read_vec(path)
+    assert vf.read_vec(path, top_n=4).words == words[:4]  # reading fewer words than the header promises is fine
+    fixed = tmp_path / "fixed.vec"
+    fixed.write_text(vec_text(words), encoding="utf-8")
+    assert len(vf.read_vec(fixed)) == 1165
+
+
+def test_rows_past_a_wrong_header_are_counted_only_so_far(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vf, "ROWS_COUNTED", 10)
+    path = tmp_path / "long.vec"
+    path.write_text(vec_text([f"w{i}" for i in range(50)], header=f"3 {DIM}"), encoding="utf-8")
+    with pytest.raises(ValueError, match="it holds more than 10 word lines.*correct line 1 to the number of word"):
+        vf.read_vec(path)
+
+
 def test_a_file_shorter_than_its_header_and_a_missing_file_say_what_to_do(tmp_path: Path) -> None:
     truncated = tmp_path / "trunc.vec"
     truncated.write_text(vec_text(WORDS[:2], header=f"10 {DIM}"), encoding="utf-8")

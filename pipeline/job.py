@@ -26,6 +26,7 @@ from typing import Callable, Sequence, TypeVar
 from pipeline.job_options import FiguresOptions, JobOptions, parse_options
 from pipeline.layout import REPO_ROOT, RunLayout, RunsFolder
 from pipeline.notebook import quiet_libraries
+from pipeline.run_identity import identity_conflict
 from pipeline.runner import figures_stale, folder_lock, render_docs, run_figures, run_language, stale_steps
 from pipeline.steps import FIGURES_STEP, JobError, RunSettings, StepFailed
 
@@ -89,10 +90,17 @@ def run_on_gpus(options: JobOptions) -> None:
 
 
 def check_runs(options: JobOptions) -> int:
-    """``--check``: print per run the steps that would rerun; 1 if any would."""
-    stale = {run.run_dir(options.out).name: stale_steps(run, options.out) for run in options.runs()}
-    for name, steps in stale.items():
-        print(f"{name}: {'would rerun ' + ', '.join(steps) if steps else 'up to date'}")
+    """``--check``: print per run the steps that would rerun, or why the run would be refused; 1 if any."""
+    stale: dict[str, list[str]] = {}
+    for run in options.runs():
+        run_dir = run.run_dir(options.out)
+        conflict = None if options.force else identity_conflict(RunLayout(run_dir), run.identity())
+        if conflict:
+            stale[run_dir.name] = [conflict]
+            print(f"{run_dir.name}: would be refused: {conflict}")
+            continue
+        steps = stale[run_dir.name] = stale_steps(run, options.out)
+        print(f"{run_dir.name}: {'would rerun ' + ', '.join(steps) if steps else 'up to date'}")
     if not options.no_figures:  # notebook 06 too: a kill during it, or an edited record, leaves old figures
         figures = any(stale.values()) or figures_stale([run.run_dir(options.out) for run in options.runs()],
                                                        options.figures_dir)

@@ -14,7 +14,10 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from pipeline.layout import RunLayout
+from pipeline.layout import STEP_FOLDERS, RunLayout, stamp_of
+
+IDENTITY_KEYS = ("preset", "lang", "seed", "corpus")  # what every step's parameters hold
+STEP_IDENTITY_KEYS = {"static": ("vectors",), "pretrain": ("max_steps",)}  # and what one step's hold
 
 
 class IdentityMismatch(ValueError):
@@ -34,25 +37,55 @@ def read_identity(layout: RunLayout) -> dict[str, Any] | None:
     return found if isinstance(found, dict) else None
 
 
+def identity_from_stamps(layout: RunLayout) -> dict[str, Any] | None:
+    """The identity of a folder from before ``identity.json``: the parameters its finished steps recorded in their
+    stamps (None: no finished step), so a run made by an older version is protected like any other."""
+    found: dict[str, Any] = {}
+    for step in STEP_FOLDERS:
+        try:
+            params = json.loads(stamp_of(layout.step(step)).read_text(encoding="utf-8")).get("params")
+        except (OSError, ValueError, AttributeError):
+            continue  # not finished, or a stamp cut short: it says nothing about the run
+        if isinstance(params, dict):
+            for key in (*IDENTITY_KEYS, *STEP_IDENTITY_KEYS.get(step, ())):
+                if key in params:
+                    found.setdefault(key, params[key])
+    return _strings(found) or None
+
+
+def recorded_identity(layout: RunLayout) -> dict[str, Any] | None:
+    """What the folder holds: its ``identity.json``, else what its finished steps were run with."""
+    return read_identity(layout) or identity_from_stamps(layout)
+
+
+def _strings(identity: Mapping[str, Any]) -> dict[str, str | None]:
+    return {key: (None if value is None else str(value)) for key, value in identity.items()}
+
+
 def _describe(identity: Mapping[str, Any]) -> str:
     return ", ".join(f"{key}={identity[key]}" for key in sorted(identity))
 
 
-def claim_identity(layout: RunLayout, identity: Mapping[str, Any], force: bool = False) -> None:
-    """Write ``identity`` to a new folder, or check it against the one there.
-
-    Only the keys both sides name are compared (a notebook run by hand knows preset, language, seed and
-    corpus, the main job also the step cap and the vectors); new keys are added. ``force`` replaces the record.
-    """
-    wanted = {key: (None if value is None else str(value)) for key, value in identity.items()}
-    found = read_identity(layout) or {}
+def identity_conflict(layout: RunLayout, identity: Mapping[str, Any]) -> str | None:
+    """Why a run of ``identity`` may not use this folder (None: it may). Only the keys both sides name are compared
+    (a notebook run by hand knows preset, language, seed and corpus; the main job also the step cap and vectors)."""
+    wanted, found = _strings(identity), recorded_identity(layout) or {}
     differing = sorted(key for key in wanted.keys() & found.keys() if wanted[key] != found[key])
-    if differing and not force:
-        raise IdentityMismatch(
-            f"{layout.root} holds another run ({_describe(found)}); this one asks for "
+    if not differing:
+        return None
+    return (f"{layout.root} holds another run ({_describe(found)}); this one asks for "
             f"{', '.join(f'{key}={wanted[key]}' for key in differing)}. Use another folder (--out, or run_dir in a "
             "notebook), or replace that run on purpose with the main job's --force")
-    merged = dict(wanted) if force else {**found, **wanted}
+
+
+def claim_identity(layout: RunLayout, identity: Mapping[str, Any], force: bool = False) -> None:
+    """Write ``identity`` to a new folder, or check it against the run there (:func:`identity_conflict`); new keys
+    are added. ``force`` replaces the record."""
+    conflict = None if force else identity_conflict(layout, identity)
+    if conflict:
+        raise IdentityMismatch(conflict)
+    wanted, found = _strings(identity), read_identity(layout) or {}
+    merged = dict(wanted) if force else {**(recorded_identity(layout) or {}), **wanted}
     if merged == found:
         return
     layout.root.mkdir(parents=True, exist_ok=True)

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import job_options, layout, run_identity
+from pipeline import fingerprints, job, job_options, layout, run_identity
 from pipeline.data import CorpusSpec
 from pipeline.job_options import JobError, parse_options
 from pipeline.layout import REPO_ROOT, RunLayout, RunsFolder
 from pipeline.notebook import start
 from pipeline.runner import run_language
-from pipeline.steps import RunSettings
+from pipeline.steps import STEPS, RunSettings
 
 
 def _job(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess:
@@ -92,6 +92,57 @@ def test_a_run_of_another_configuration_is_refused_and_the_finished_run_kept(tmp
     assert RunLayout(other.run_dir(tmp_path)).model("bert_tiny").metrics.exists()
 
 
+def _job_as_left(out: Path, with_identity: bool) -> Path:
+    """A finished smoke run in ``out/smoke-en`` as the main job leaves it: every step stamped with its parameters, a
+    model's metrics and checkpoint; ``with_identity=False``: as a version from before identity.json left it."""
+    settings = RunSettings("smoke", "en")
+    run_dir = settings.run_dir(out)
+    for step in STEPS:
+        folder = run_dir / step.out
+        folder.mkdir(parents=True)
+        fingerprints.mark_finished(folder, "0" * 64, 1.0, settings.parameters(step, run_dir))
+    model = RunLayout(run_dir).model("bert_tiny")
+    model.folder.mkdir(parents=True)
+    model.metrics.write_text("step,train_loss\n1200,5.0\n")
+    model.checkpoint.write_bytes(b"hours of work")
+    if with_identity:
+        run_identity.claim_identity(RunLayout(run_dir), settings.identity())
+    return run_dir
+
+
+def _untouched(run_dir: Path) -> bool:
+    model = RunLayout(run_dir).model("bert_tiny")
+    return (model.checkpoint.read_bytes() == b"hours of work" and model.metrics.exists()
+            and all(layout.stamp_of(run_dir / step.out).exists() for step in STEPS))
+
+
+def test_a_capped_trial_on_the_out_of_a_finished_run_lands_in_its_own_folder(tmp_path: Path, capsys) -> None:
+    finished = _job_as_left(tmp_path / "o", with_identity=True)
+    argv = ["--preset", "smoke", "--lang", "en", "--max-steps", "2", "--out", str(tmp_path / "o"), "--no-figures"]
+    assert job.main([*argv, "--check"]) == 1
+    printed = capsys.readouterr().out
+    assert "smoke-en-max2: would rerun 01_masking" in printed and "smoke-en:" not in printed
+    assert _untouched(finished)
+
+
+@pytest.mark.parametrize("with_identity", [True, False], ids=["identity.json", "made-before-identity-files"])
+def test_a_job_of_another_configuration_on_a_finished_run_is_refused_and_names_it(tmp_path: Path, capsys,
+                                                                                 with_identity: bool) -> None:
+    finished = _job_as_left(tmp_path / "o", with_identity)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "text.txt").write_text("A first document of real words.\nA second one, just as real.\n")
+    argv = ["--preset", "smoke", "--lang", "en", "--corpus", f"files:{corpus}", "--out", str(tmp_path / "o"),
+            "--no-figures"]
+    assert job.main(argv) == 1
+    error = capsys.readouterr().err
+    assert f"{finished} holds another run" in error and "corpus=embedded" in error
+    assert f"asks for corpus=files:{corpus}" in error and "--force" in error
+    assert _untouched(finished)
+    assert job.main([*argv, "--check"]) == 1
+    assert f"smoke-en: would be refused: {finished} holds another run" in capsys.readouterr().out
+
+
 def test_force_replaces_the_recorded_identity_on_purpose(tmp_path: Path) -> None:
     run_dir = _finished_run(tmp_path, RunSettings("smoke", "en"))
     other = RunSettings("smoke", "en", vectors=tmp_path / "v.vec")
@@ -121,10 +172,15 @@ def test_a_seed_outside_numpys_range_is_refused_when_parsed() -> None:
     assert parse_options(["--seeds", "4294967295", "--no-figures"]).seeds == (4_294_967_295,)
 
 
-@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="needs a machine without a CUDA GPU")
-def test_asking_for_cuda_on_a_machine_without_one_fails_before_any_notebook() -> None:
-    with pytest.raises(JobError, match=r"--device: device 'cuda' was asked for but torch sees no CUDA GPU"):
-        parse_options(["--device", "cuda"])
+def test_asking_for_cuda_on_a_machine_without_one_fails_before_any_notebook(tmp_path: Path, monkeypatch) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for device in ("cuda", "cuda:1"):
+        with pytest.raises(JobError, match=rf"--device: device '{device}' was asked for but torch sees no CUDA GPU"
+                                           r".*use --device"):
+            parse_options(["--device", device, "--out", str(tmp_path / "o")])
+    assert not (tmp_path / "o").exists()  # refused before any folder or notebook
 
 
 def test_relative_corpus_and_vectors_paths_are_both_taken_from_the_working_folder(tmp_path: Path,
@@ -133,8 +189,13 @@ def test_relative_corpus_and_vectors_paths_are_both_taken_from_the_working_folde
     (tmp_path / "corp" / "a.txt").write_text("some text\n")
     (tmp_path / "v.vec").write_text("1 2\nword 0.1 0.2\n")
     monkeypatch.chdir(tmp_path)
-    options = parse_options(["--corpus", "files:corp", "--vectors", "v.vec", "--no-figures"])
+    options = parse_options(["--corpus", "files:corp", "--vectors", "v.vec", "--no-figures", "--out", "o"])
     assert options.corpus.path == (tmp_path / "corp").resolve() and options.vectors == (tmp_path / "v.vec").resolve()
+    run = options.runs()[0]
+    params = run.parameters(STEPS[2], run.run_dir(options.out))  # 03 reads both: the notebooks get absolute paths
+    assert params["corpus"] == f"files:{(tmp_path / 'corp').resolve()}"
+    assert params["vectors"] == str((tmp_path / "v.vec").resolve())
+    assert params["run_dir"] == str((tmp_path / "o" / "demo-en").resolve())
 
 
 # ---------------------------------------------------------------- case 7: the README's job is what figures/ holds

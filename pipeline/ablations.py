@@ -26,6 +26,7 @@ import json
 import os
 import shutil
 import sys
+import textwrap
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -45,6 +46,7 @@ from pipeline.figures import to_markdown
 from pipeline.layout import AblationLayout, ModelFiles, RunLayout, VariantFiles
 from pipeline.results import Run, display_path, load_run, metrics_frame, pair_mismatch, read_positions
 from pipeline.runinfo import device_argument, environment
+from pipeline.staging import move_into, staged
 from pipeline.static_files import load_aligned, save_aligned
 
 TABLE_NAME = "ablations"
@@ -322,6 +324,17 @@ def ablation_table(run_dirs: Sequence[str | Path], ablation_dir: str | Path) -> 
     return table
 
 
+def intervals_missing_mean(table: pd.DataFrame) -> list[str]:
+    """Rows whose interval does not hold its mean ('variant (loss)'): possible only in rounded or edited records."""
+    missing = []
+    for short in ("loss", "accuracy"):
+        mean, low, high = (table[f"{short}{suffix}"].to_numpy(float) for suffix in ("_vs_paper", "_ci_low", "_ci_high"))
+        with np.errstate(invalid="ignore"):
+            outside = (low > mean) | (high < mean)
+        missing += [f"{name} ({short})" for name, out in zip(table["variant"], outside) if out]
+    return missing
+
+
 def plot_ablations(table: pd.DataFrame) -> Any:
     """Each variant's paired difference to the paper's BERT_FT, loss and accuracy side by side, with intervals."""
     from matplotlib.figure import Figure
@@ -335,7 +348,8 @@ def plot_ablations(table: pd.DataFrame) -> Any:
         low, high = rows[f"{short}_ci_low"].to_numpy(float), rows[f"{short}_ci_high"].to_numpy(float)
         y = np.arange(len(rows))
         # An interval that does not hold its mean (rounded records, or a record edited by hand) would make
-        # matplotlib refuse negative error bars half-way through the outputs: such a bar stops at the mean.
+        # matplotlib refuse negative error bars half-way through the outputs: its bar stops at the mean, and
+        # the title names it (intervals_missing_mean).
         err = np.clip(np.vstack([mean - low, high - mean]), 0, None)
         ax.errorbar(mean, y, xerr=np.where(np.isfinite(err), err, 0), fmt="o", color="tab:orange", capsize=3,
                     label="mean over seeds, 95 % interval")
@@ -351,26 +365,45 @@ def plot_ablations(table: pd.DataFrame) -> Any:
     axes[0].set_yticks(np.arange(len(rows)), labels, fontsize=7)
     fig.legend(*axes[1].get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize=7)
     first = table.iloc[0]
+    missing = intervals_missing_mean(rows)
+    note = "\n" + textwrap.fill(f"intervals that miss their mean, drawn only up to it: {', '.join(missing)}",
+                                 150) if missing else ""
     fig.suptitle(f"BERT_FT ablations ({first['lang']}, {first['setting']}): paired differences to the paper "
-                 "recipe's BERT_FT, 95 % intervals", fontsize=9)
+                 f"recipe's BERT_FT, 95 % intervals{note}", fontsize=9)
     return fig
 
 
-def write_outputs(table: pd.DataFrame, out_dir: str | Path, sources: dict[str, Any]) -> list[Path]:
-    """ablations.csv/.md, the figure (PNG + PDF) and ablations_provenance.json."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+def _write_set(table: pd.DataFrame, out_dir: Path, sources: dict[str, Any]) -> list[str]:
+    """ablations.csv/.md, the figure (PNG + PDF) and ablations_provenance.json in ``out_dir``; their names."""
     table.to_csv(out_dir / f"{TABLE_NAME}.csv", index=False)
     (out_dir / f"{TABLE_NAME}.md").write_text(to_markdown(table.round(4)) + "\n")
     fig = plot_ablations(table)
-    written = [out_dir / f"{TABLE_NAME}.csv", out_dir / f"{TABLE_NAME}.md"]
+    names = [f"{TABLE_NAME}.csv", f"{TABLE_NAME}.md"]
     for fmt in FIGURE_FORMATS:
         fig.savefig(out_dir / f"{TABLE_NAME}.{fmt}", dpi=150, metadata=figure_metadata(fmt, "Ablations of BERT_FT"))
-        written.append(out_dir / f"{TABLE_NAME}.{fmt}")
+        names.append(f"{TABLE_NAME}.{fmt}")
     provenance = {**sources, "variants": {n: v.changes for n, v in VARIANTS.items()},
                   "environment": environment()}
     (out_dir / f"{TABLE_NAME}_provenance.json").write_text(json.dumps(provenance, indent=2, default=str) + "\n")
-    return [*written, out_dir / f"{TABLE_NAME}_provenance.json"]
+    return [*names, f"{TABLE_NAME}_provenance.json"]
+
+
+def write_outputs(table: pd.DataFrame, out_dir: str | Path, sources: dict[str, Any]) -> list[Path]:
+    """ablations.csv/.md, the figure (PNG + PDF) and ablations_provenance.json, replaced as one set.
+
+    They are written into a staging folder first (:mod:`pipeline.staging`) and moved into ``out_dir`` only
+    once all are written, so a failure part-way leaves the previous set whole.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    missing = intervals_missing_mean(table)
+    if missing:
+        print(f"warning: the interval of {', '.join(missing)} does not hold its mean (a record rounded or edited "
+              f"by hand?); {TABLE_NAME}.png draws it only up to the mean", file=sys.stderr)
+    with staged(out_dir, TABLE_NAME) as staging:
+        names = _write_set(table, staging, sources)
+        move_into(staging, out_dir)
+    return [out_dir / name for name in names]
 
 
 # --------------------------------------------------------------------------- command line

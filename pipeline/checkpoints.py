@@ -16,9 +16,10 @@ import errno
 import hashlib
 import json
 import os
+from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 import torch
@@ -133,19 +134,32 @@ def set_rng_state(state: Mapping[str, Any], mask_generator: torch.Generator | No
         torch.cuda.set_rng_state(state["cuda"], device)
 
 
+@contextmanager
+def written_whole(path: Path, what: str = "write", tmp: Path | None = None) -> Iterator[Path]:
+    """A temporary path to write ``path``'s new content to; it replaces ``path`` only once written whole.
+
+    Any failure (a full disk, Ctrl-C) removes the temporary file, so neither half a file nor a stray
+    temporary file is left for a rerun to trust; a full disk says which folder needs space.
+    """
+    path = Path(path)
+    tmp = tmp or path.with_name(f".{path.stem}.partial{path.suffix}")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException as err:
+        tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError) and err.errno == errno.ENOSPC:
+            raise OSError(err.errno, f"no space left to {what} {path}: free space on that disk (in {path.parent}), "
+                                     "then run the same command again; training resumes from the last checkpoint"
+                          ) from err
+        raise
+
+
 def save_checkpoint(path: Path, payload: Mapping[str, Any]) -> None:
     """Write to a temporary file, then rename: a crash mid-write never leaves half a checkpoint, and a failed
     write (a full disk) removes its temporary file and says which folder needs space."""
-    tmp = path.with_suffix(".tmp")
-    try:
+    with written_whole(path, "save the checkpoint", tmp=path.with_suffix(".tmp")) as tmp:
         torch.save(dict(payload), tmp)
-        os.replace(tmp, path)
-    except OSError as err:
-        tmp.unlink(missing_ok=True)
-        if err.errno == errno.ENOSPC:
-            raise OSError(err.errno, f"no space left to save the checkpoint {path}: free space on that disk, then "
-                                     "run the same command again; training resumes from the last checkpoint") from err
-        raise
 
 
 CHECKPOINT_KEYS = ("key", "step", "model", "optimizer", "scheduler", "rng", "metrics", "running_loss", "elapsed_s")
@@ -180,8 +194,9 @@ def check_resumable(path: Path, saved_key: Mapping[str, Any], key: Mapping[str, 
 
 
 def write_run_json(path: Path, record: Mapping[str, Any]) -> None:
-    """Write a run's record (ModelFiles.run_json)."""
-    Path(path).write_text(json.dumps(record, indent=2, default=str))
+    """Write a run's record (ModelFiles.run_json), whole or not at all."""
+    with written_whole(path) as tmp:
+        tmp.write_text(json.dumps(record, indent=2, default=str))
 
 
 def read_run_json(path: Path) -> dict[str, Any] | None:

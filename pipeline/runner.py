@@ -8,6 +8,7 @@ folder (:class:`folder_lock`). The tests run the same steps with ``preset='smoke
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -19,9 +20,19 @@ from typing import Any, Callable, Sequence
 
 from pipeline import fingerprints as fp
 from pipeline.content_hash import input_digests
-from pipeline.layout import DOCS_DIR, LOCK_NAME, OWNER_NAME, REPO_ROOT, RunLayout, inside
+from pipeline.layout import (
+    DOCS_DIR,
+    LOCK_NAME,
+    OWNER_NAME,
+    PROVENANCE_NAME,
+    REPO_ROOT,
+    RunLayout,
+    inside,
+    stamp_of,
+)
 from pipeline.records import record_files
 from pipeline.run_identity import claim_identity
+from pipeline.staging import move_into, remove_files, staged
 from pipeline.steps import (
     FIGURES_STEP,
     STEPS,
@@ -39,20 +50,35 @@ Log = Callable[[str], Any]
 
 
 def execute_notebook(notebook: Path, executed: Path, params: dict[str, Any]) -> None:
-    """Run one notebook with papermill; on failure raise StepFailed naming the cell's error and the copy."""
+    """Run one notebook with papermill; on failure raise StepFailed naming the cell's error and the copy.
+
+    Papermill writes a hidden copy beside ``executed``, which replaces ``executed`` only once written whole:
+    a copy it could not finish writing (a full disk) is removed, so nothing later reads a broken notebook.
+    """
     import papermill as pm
 
     check_parameters(notebook, params)
     executed.parent.mkdir(parents=True, exist_ok=True)
+    partial = executed.with_name(f".{executed.stem}.partial{executed.suffix}")
     try:
-        pm.execute_notebook(str(notebook), str(executed), parameters=params, cwd=str(REPO_ROOT),
+        pm.execute_notebook(str(notebook), str(partial), parameters=params, cwd=str(REPO_ROOT),
                             kernel_name="python3", progress_bar={"desc": f"  {notebook.stem}", "leave": False},
                             log_output=False, extra_arguments=["--IPKernelApp.log_level=ERROR"])
     except pm.PapermillExecutionError as err:
+        os.replace(partial, executed)  # papermill wrote the copy whole, with the cell's error, before raising
         raise StepFailed(
             f"{notebook.name} failed in cell {err.exec_count}: {err.ename}: {err.evalue}\n"
             f"the partially executed copy is {executed}"
         ) from None
+    except OSError as err:
+        if err.errno != errno.ENOSPC:
+            raise
+        raise StepFailed(f"{notebook.name} stopped: no space left on the disk of {executed.parent} ({err.strerror}); "
+                         "free space there, then run the same command again (finished steps are skipped)") from None
+    else:
+        os.replace(partial, executed)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def run_step(step: Step, run_dir: Path, params: dict[str, Any], upstream: Sequence[Path] = (),
@@ -107,15 +133,6 @@ def stale_steps(settings: RunSettings, runs_dir: Path) -> list[str]:
     return stale
 
 
-def _move_into(staging: Path, figures_dir: Path) -> None:
-    """Every file under ``staging`` into the same place under ``figures_dir``, each replaced in one step."""
-    figures_dir.mkdir(parents=True, exist_ok=True)
-    for path in sorted(p for p in staging.rglob("*") if p.is_file()):
-        target = figures_dir / path.relative_to(staging)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(path, target)
-
-
 def figures_key(run_dirs: Sequence[Path], figures_dir: Path, solve_exercises: bool = False) -> str:
     """Notebook 06's fingerprint: its own, the steps' stamps, and the content of every record file it reads."""
     params = figures_parameters(run_dirs, Path(figures_dir).resolve(), solve_exercises)
@@ -129,30 +146,38 @@ def figures_stale(run_dirs: Sequence[Path], figures_dir: Path) -> bool:
     return not fp.is_up_to_date(Path(figures_dir).resolve(), figures_key(run_dirs, figures_dir))
 
 
-def remove_abandoned_staging(figures_dir: Path) -> None:
-    """Staging folders that a killed notebook 06 left beside ``figures_dir`` (their process is gone)."""
-    for staging in figures_dir.parent.glob(f".{figures_dir.name}.incoming-*"):
-        pid = staging.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not _process_alive(int(pid)):
-            shutil.rmtree(staging, ignore_errors=True)
-
-
-def _process_alive(pid: int) -> bool:
+def previous_figures(figures_dir: Path) -> set[str]:
+    """The files the last notebook 06 wrote into ``figures_dir``, as its provenance.json lists them."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        listed = json.loads((figures_dir / PROVENANCE_NAME).read_text(encoding="utf-8")).get("files", [])
+    except (OSError, ValueError, AttributeError):
+        return set()  # no set written by 06 here (or an unreadable one): nothing of 06's to replace
+    return {name for name in listed if isinstance(name, str)} | {PROVENANCE_NAME}
+
+
+def replace_figures(staging: Path, figures_dir: Path, log: Log = print) -> None:
+    """The new set of 06's files in place of the previous set: a folder of figures holds one set.
+
+    The stamp goes first (a kill from here on leaves 06 to rerun, and --check says so), then every file
+    the previous 06 wrote and this one did not (say Figures 1-2 of runs that had metrics), then the new files.
+    """
+    figures_dir.mkdir(parents=True, exist_ok=True)
+    stamp_of(figures_dir).unlink(missing_ok=True)
+    new = {p.name for p in staging.iterdir() if p.is_file()}
+    removed = remove_files(figures_dir, previous_figures(figures_dir) - new)
+    if removed:
+        log(f"[del ] {FIGURES_STEP.name} did not draw {', '.join(p.name for p in removed)} this time: removed "
+            f"from {figures_dir}, so no figure of other runs stays beside the new tables")
+    move_into(staging, figures_dir)
 
 
 def run_figures(run_dirs: Sequence[Path], figures_dir: Path, executed_dir: Path, force: bool = False,
                 log: Log = print, solve_exercises: bool = False) -> bool:
-    """Run 06 into a temporary folder and move its files into ``figures_dir`` only once all are written.
+    """Run 06 into a staging folder and move its files into ``figures_dir`` only once all are written.
 
-    A failure part-way therefore leaves ``figures_dir`` as it was: never new figures beside old
-    tables and an old provenance. Files in ``figures_dir`` that 06 does not write are kept.
+    A failure part-way therefore leaves ``figures_dir`` as it was: never new figures beside old tables
+    and an old provenance. The new set replaces the previous one whole (:func:`replace_figures`); files in
+    ``figures_dir`` that 06 never wrote (records, the ablation table) are kept.
     """
     figures_dir = Path(figures_dir).resolve()
     params = figures_parameters(run_dirs, figures_dir, solve_exercises)
@@ -160,21 +185,15 @@ def run_figures(run_dirs: Sequence[Path], figures_dir: Path, executed_dir: Path,
     if not force and fp.is_up_to_date(figures_dir, key):
         log(f"[skip] {FIGURES_STEP.name}: unchanged since its last successful run")
         return False
-    remove_abandoned_staging(figures_dir)
-    staging = figures_dir.parent / f".{figures_dir.name}.incoming-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
     log(f"[run ] {FIGURES_STEP.name} -> {figures_dir}")
     started = time.perf_counter()
-    try:
+    with staged(figures_dir.parent, figures_dir.name) as staging:
         executed = RunLayout(Path(executed_dir)).executed(FIGURES_STEP.name)
         execute_notebook(FIGURES_STEP.notebook, executed, {**params, "out_dir": str(staging)})
-        _move_into(staging, figures_dir)
+        replace_figures(staging, figures_dir, log)
         # The files now live in figures_dir: the executed copy (and the docs rendered from it) says so.
         executed.write_text(executed.read_text(encoding="utf-8").replace(str(staging), str(figures_dir)),
                             encoding="utf-8")
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     seconds = time.perf_counter() - started
     fp.mark_finished(figures_dir, key, seconds, params)
     log(f"[done] {FIGURES_STEP.name} in {seconds:.0f} s")

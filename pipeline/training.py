@@ -248,7 +248,8 @@ class RunFiles:
                           "elapsed_s": round(time.perf_counter() - self.started, 2)})
         write_metrics(self.files.metrics, self.rows)
         if evaluation.positions is not None:
-            np.savez(self.files.positions, **evaluation.positions)
+            with ck.written_whole(self.files.positions) as tmp:  # a .npz name, so np.savez adds no suffix
+                np.savez(tmp, **evaluation.positions)
         if self.bar is not None:
             self.bar.set_postfix(train=f"{train_loss:.3f}", eval=f"{evaluation.loss:.3f}",
                                  acc=f"{evaluation.accuracy:.3f}", refresh=False)
@@ -309,7 +310,8 @@ def read_checkpoint_on_main(path: Path, resume: bool, world: distributed.World) 
 
 
 def write_metrics(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
-    with open(path, "w", newline="") as handle:
+    """metrics.csv rewritten whole (a full disk or a kill leaves the previous one, never half of it)."""
+    with ck.written_whole(Path(path)) as tmp, open(tmp, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=METRIC_COLUMNS)
         writer.writeheader()
         for row in rows:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pipeline import checkpoints, fasttext_training, fingerprints, runner
+from pipeline import checkpoints, fasttext_training, fingerprints, runner, staging
 from pipeline.data import CorpusSpec, load_corpus
 from pipeline.files import data_files, text_lines
 from pipeline.layout import stamp_of
@@ -90,7 +90,7 @@ def test_staging_folders_of_a_killed_figures_step_are_removed(tmp_path: Path) ->
     alive = tmp_path / f".figures.incoming-{os.getpid()}"
     for folder in (dead, alive):
         folder.mkdir()
-    runner.remove_abandoned_staging(tmp_path / "figures")
+    staging.remove_abandoned_staging(tmp_path / "figures")
     assert not dead.exists() and alive.exists()
 
 

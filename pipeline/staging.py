@@ -1,0 +1,78 @@
+"""A set of files written whole: staged in a hidden folder, moved into place only once every one is written.
+
+Notebook 06 (:func:`pipeline.runner.run_figures`) and the ablation table (:func:`pipeline.ablations.write_outputs`)
+write files that belong together: tables, figures and the provenance that describes them. Each writes into
+``.<name>.incoming-<pid>`` and moves the files into place only after the last one is written, so a failure
+part-way leaves the previous set whole, never new tables beside old figures. The staging folder is removed
+whatever happens; one left by a killed process (its pid is gone) is removed by the next writer.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterable, Iterator
+
+
+def staging_name(name: str, pid: int | str) -> str:
+    return f".{name}.incoming-{pid}"
+
+
+@contextmanager
+def staged(parent: Path, name: str) -> Iterator[Path]:
+    """An empty staging folder ``parent/.<name>.incoming-<pid>``, removed on leaving, however that happens."""
+    parent = Path(parent)
+    remove_abandoned_staging(parent / name)
+    staging = parent / staging_name(name, os.getpid())
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        yield staging
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def move_into(staging: Path, target: Path) -> list[Path]:
+    """Every file under ``staging`` into the same place under ``target``, each replaced in one step."""
+    target.mkdir(parents=True, exist_ok=True)
+    moved = []
+    for path in sorted(p for p in staging.rglob("*") if p.is_file()):
+        destination = target / path.relative_to(staging)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, destination)
+        moved.append(destination)
+    return moved
+
+
+def remove_files(folder: Path, names: Iterable[str]) -> list[Path]:
+    """The plain files ``names`` directly in ``folder`` removed (a name with a folder part is never followed)."""
+    removed = []
+    for name in sorted(set(names)):
+        path = folder / name
+        if Path(name).name == name and not name.startswith(".") and path.is_file() and not path.is_symlink():
+            path.unlink()
+            removed.append(path)
+    return removed
+
+
+def remove_abandoned_staging(target: Path) -> list[Path]:
+    """Staging folders for ``target`` (``.<name>.incoming-<pid>`` beside it) whose process is gone."""
+    removed = []
+    for staging in Path(target).parent.glob(staging_name(Path(target).name, "*")):
+        pid = staging.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not process_alive(int(pid)):
+            shutil.rmtree(staging, ignore_errors=True)
+            removed.append(staging)
+    return removed
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, but another user's
+        return True
+    return True

@@ -13,6 +13,11 @@ so never a label). Add-one (Laplace) smoothing gives every non-special id a coun
 a label never seen in training costs a finite ``log(N + K)`` nats rather than infinity. Scored
 positions are the first ``eval_sequences`` sequences of the evaluation set, the ones
 :func:`helpers.pretrain.evaluate` scores.
+
+The unigram ignores what the model sees at a scored position. Under the 80/10/10 rule, 10 % of them
+show their own token, so a rule that **copies the visible token** (and guesses the most frequent token
+at ``[MASK]``) is right there without any context: :func:`copy_aware_scores` is that floor. A model is
+judged at the ``[MASK]`` positions, where only context can help (:func:`position_kinds`).
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ import numpy as np
 from helpers.masking import IGNORE_INDEX
 
 SMOOTHING = 1.0  # add-one (Laplace)
+POSITION_KINDS = ("mask", "random", "unchanged")  # what the model saw at a scored position
+# Of the scored positions that show a token (not [MASK]), the share showing their own token: 0.1 / (0.1 + 0.1).
+KEEP_SHARE_OF_VISIBLE = (1 - 0.8 - 0.1) / (1 - 0.8)
 
 
 @dataclass(frozen=True)
@@ -90,3 +98,26 @@ def unigram_baseline(train_ids: Any, train_lengths: Any, eval_labels: np.ndarray
     return Baseline(unigram_loss=loss, unigram_train_loss=train_loss, unigram_accuracy=accuracy,
                     most_frequent_accuracy=accuracy, most_frequent_id=int(np.argmax(log_probs)),
                     n_positions=n_positions, n_train_tokens=int(counts.sum()))
+
+
+def position_kinds(visible: np.ndarray, label: np.ndarray, mask_id: int) -> np.ndarray:
+    """Index into POSITION_KINDS per scored position: 0 saw [MASK], 1 a random token, 2 its own token.
+
+    A random draw that happened to pick the token itself counts as unchanged: the model cannot tell.
+    """
+    return np.where(visible == mask_id, 0, np.where(visible == label, 2, 1))
+
+
+def copy_aware_scores(label: np.ndarray, visible: np.ndarray, mask_id: int, log_probs: np.ndarray,
+                      keep_share: float = KEEP_SHARE_OF_VISIBLE) -> tuple[np.ndarray, np.ndarray]:
+    """Per-position loss and correctness of the context-free rule "copy the visible token, else unigram".
+
+    At ``[MASK]`` it is the unigram. At a visible token v it puts ``keep_share`` on v (how often a visible
+    scored token is its own) and the rest on the unigram, so its loss is finite whichever way v turns out.
+    """
+    label, visible = label.astype(np.int64), visible.astype(np.int64)
+    p_label = np.exp(log_probs[label])
+    masked = visible == mask_id
+    p = np.where(masked, p_label, keep_share * (visible == label) + (1 - keep_share) * p_label)
+    guess = np.where(masked, int(np.argmax(log_probs)), visible)
+    return -np.log(p), guess == label

@@ -56,3 +56,34 @@ def bootstrap_mean(values: np.ndarray, draws: int = 10_000, seed: int = 0,
     values = np.asarray(values, dtype=np.float64)
     low, high = percentile_interval(bootstrap_draws(values, draws=draws, seed=seed), confidence)
     return float(values.mean()), low, high
+
+
+def two_level_draws(per_seed: list[np.ndarray], *, same_positions: bool, draws: int = 10_000,
+                    seed: int = 0) -> np.ndarray:
+    """Bootstrap means of per-position values of several seeds: resample the seeds, then the positions.
+
+    A seed repeats the whole run; positions are which tokens happened to be scored. An interval from
+    these draws holds both kinds of variation. With ``same_positions`` (every seed scored on the same
+    tokens) one resample of positions serves all the seeds drawn, since a position's difficulty is shared;
+    otherwise each seed drawn gets its own. With one seed it is the plain bootstrap over positions.
+    """
+    if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
+        raise ValueError(f"draws must be a positive integer, got {draws!r}")
+    arrays = [np.asarray(a, dtype=np.float64) for a in per_seed]
+    if not arrays or min(len(a) for a in arrays) == 0:
+        raise ValueError("the bootstrap needs at least one seed with at least one position")
+    rng, k = np.random.default_rng(seed), len(arrays)
+    out = np.empty(draws)
+    if same_positions and len({len(a) for a in arrays}) != 1:
+        raise ValueError(f"same_positions, but the seeds hold {sorted({len(a) for a in arrays})} positions")
+    chunk = max(1, MAX_ELEMENTS // (k * max(len(a) for a in arrays)))
+    for start in range(0, draws, chunk):
+        c = min(draws, start + chunk) - start
+        seeds = rng.integers(0, k, size=(c, k))
+        if same_positions:
+            positions = rng.integers(0, len(arrays[0]), size=(c, arrays[0].size))
+            out[start:start + c] = np.stack(arrays)[seeds[:, :, None], positions[:, None, :]].mean(axis=(1, 2))
+            continue
+        means = np.stack([[a[rng.integers(0, len(a), size=len(a))].mean() for a in arrays] for _ in range(c * k)])
+        out[start:start + c] = means.reshape(c, k, k)[np.arange(c)[:, None], np.arange(k)[None, :], seeds].mean(axis=1)
+    return out

@@ -2,15 +2,21 @@
 
 A run record keeps no prepared data (too large), so the baseline is computed while the data are there
 and saved beside the run's metrics (pipeline.layout.PretrainFiles.baseline); tables regenerated from
-the record read that file.
+the record read that file. The same holds for the **token facts** (``token_facts.npz``): per vocabulary
+id its count in the training text, whether it is a ``##`` piece or punctuation and whether it got a
+static vector, and the ``[MASK]`` id. From them and the per-position records the copy-aware floor and the
+analysis by token frequency regenerate without the data.
 """
 
 from __future__ import annotations
 
 import json
+import unicodedata
 from pathlib import Path
 
-from helpers.baselines import Baseline, unigram_baseline
+import numpy as np
+
+from helpers.baselines import Baseline, unigram_baseline, unigram_counts
 from pipeline.layout import PretrainFiles
 from pipeline.prepare import load_data, prepared_files
 
@@ -53,3 +59,42 @@ def load_baseline(pretrain_dir: str | Path, eval_sequences: int | None = None) -
     if values.pop("eval_sequences", None) != eval_sequences:
         raise ValueError(f"{saved} was computed for another number of evaluation sequences than {eval_sequences}")
     return Baseline(**values)
+
+
+def _is_punctuation(token: str) -> bool:
+    return bool(token) and all(unicodedata.category(ch).startswith("P") for ch in token)
+
+
+def compute_token_facts(pretrain_dir: str | Path, found_path: str | Path | None) -> dict[str, np.ndarray]:
+    """Per vocabulary id what the analyses of issue 22 need; ``found_path``: the static step's found.npy."""
+    data = load_data(pretrain_dir)
+    tokenizer = json.loads((prepared_files(data.directory).tokenizer / "tokenizer.json").read_text(encoding="utf-8"))
+    vocab: dict[str, int] = tokenizer["model"]["vocab"]
+    size, special = int(data.meta["vocab_size"]), special_ids_of(data.directory)
+    tokens = [""] * size
+    for token, index in vocab.items():
+        tokens[index] = token
+    found = np.load(found_path) if found_path is not None and Path(found_path).is_file() else np.zeros(size, bool)
+    return {"train_count": unigram_counts(data.train_ids, data.train_lengths, size, special).astype(np.int64),
+            "special": np.asarray(special, dtype=np.int64), "mask_id": np.asarray(vocab["[MASK]"], dtype=np.int64),
+            "is_piece": np.array([t.startswith("##") for t in tokens]),
+            "is_punctuation": np.array([_is_punctuation(t) for t in tokens]),
+            "has_vector": found.astype(bool)}
+
+
+def save_token_facts(facts: dict[str, np.ndarray], pretrain_dir: str | Path) -> Path:
+    path = PretrainFiles(Path(pretrain_dir)).token_facts
+    np.savez_compressed(path, **facts)
+    return path
+
+
+def load_token_facts(pretrain_dir: str | Path, found_path: str | Path | None) -> dict[str, np.ndarray]:
+    """The token facts from the prepared data when they are there, else from a record's saved file."""
+    saved = PretrainFiles(Path(pretrain_dir)).token_facts
+    try:
+        return compute_token_facts(pretrain_dir, found_path)
+    except FileNotFoundError:
+        if not saved.is_file():
+            raise
+    with np.load(saved) as data:
+        return {key: data[key] for key in data.files}

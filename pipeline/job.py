@@ -128,7 +128,7 @@ def figures_only(options: FiguresOptions) -> int:
     if options.records is not None:
         from pipeline.records import save_records  # imports torch; only this option needs it
 
-        run_dirs = save_records(run_dirs, options.records)
+        run_dirs = save_records(run_dirs, options.records, options.draft)
         print(f"saved {len(run_dirs)} run records into {options.records}")
     executed_dir = RunsFolder(options.out).figures_notebooks(options.figures_dir.name)
     # Records hold no executed notebooks: --docs renders the run folders' own.

@@ -168,6 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--records", default=None, type=folder, help="with --figures-from: first save each run's "
                         "record (the small files 06 reads, pipeline.records) into this folder, then make the "
                         "figures from them")
+    parser.add_argument("--draft", action="store_true", help="with --records: record runs trained from uncommitted "
+                        "code too (never into figures/); without it such runs are refused")
     parser.add_argument("--force", action="store_true", help="rerun every step even if unchanged")
     parser.add_argument("--check", action="store_true", help="run nothing: list, per run, the steps a run would "
                         "execute now (exit status 1 if any), i.e. whose results do not come from the current code")
@@ -214,6 +216,7 @@ class FiguresOptions:
     records: Path | None
     docs: Path | None
     force: bool
+    draft: bool = False
 
 
 def writable_folder(path: Path, option: str) -> Path:
@@ -267,12 +270,12 @@ def _figures_options(args: argparse.Namespace) -> FiguresOptions:
     records = writable_folder(args.records, "--records") if args.records is not None else None
     docs = writable_folder(args.docs, "--docs") if args.docs is not None else None
     return FiguresOptions(tuple(args.figures_from), writable_folder(args.figures, "--figures"),
-                          writable_folder(args.out, "--out"), records, docs, args.force)
+                          writable_folder(args.out, "--out"), records, docs, args.force, args.draft)
 
 
 def _job_options(args: argparse.Namespace) -> JobOptions:
-    if args.records is not None:
-        raise JobError("--records goes with --figures-from")
+    if args.records is not None or args.draft:
+        raise JobError("--records and --draft go with --figures-from")
     check_langs(args.lang, args.corpus)
     check_labelled(args.labelled, args.lang)
     out = writable_folder(args.out, "--out")

@@ -7,7 +7,7 @@ A run folder (``runs/<preset>-<lang>[-seed<N>]``) holds one folder per notebook 
       tokenizer/    02: the trained tokenizer (tokenizer.json and the files save_pretrained writes), report.json
       static/       03: embeddings.npy, found.npy, manifest.json
       pretrain/     04: data/ (prepared sequences), bert_tiny/ and bert_ft/ (ModelFiles), comparison.json,
-                        baseline.json (in a record, where data/ is not kept)
+                        baseline.json and token_facts.npz (in a record, where data/ is not kept)
       probe/        05: results.csv, results.json, paired_differences.csv
       NN_<name>.ipynb            the executed copy of each notebook, when the main job ran it
       <step>/.step.json          written when the step finished: its fingerprint, time and parameters
@@ -145,6 +145,11 @@ class RunLayout:
     def baseline(self) -> Path:
         """The unigram baseline, saved in a record where the prepared data are not kept."""
         return self.step("pretrain") / "baseline.json"
+
+    @property
+    def token_facts(self) -> Path:
+        """Per vocabulary id: training count, piece, punctuation, static vector (pipeline.baseline_files)."""
+        return PretrainFiles(self.step("pretrain")).token_facts
 
     @property
     def probe_table(self) -> Path:
@@ -301,6 +306,10 @@ class PretrainFiles:
     @property
     def baseline(self) -> Path:
         return self.folder / "baseline.json"
+
+    @property
+    def token_facts(self) -> Path:
+        return self.folder / "token_facts.npz"
 
 
 @dataclass(frozen=True)

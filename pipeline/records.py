@@ -17,9 +17,9 @@ import shutil
 from pathlib import Path
 from typing import Sequence
 
-from pipeline.baseline_files import compute_baseline, save_baseline
+from pipeline.baseline_files import compute_baseline, compute_token_facts, save_baseline, save_token_facts
 from pipeline.fingerprints import copy_fingerprint
-from pipeline.layout import MODEL_NAMES, STEP_FOLDERS, RunLayout
+from pipeline.layout import FIGURES_DIR, MODEL_NAMES, STEP_FOLDERS, RunLayout
 
 
 def record_files(run: RunLayout) -> list[Path]:
@@ -43,6 +43,26 @@ def check_finished(run_dir: Path) -> None:
                                 "run notebooks 01-05 for it first (python -m pipeline.job)")
 
 
+class UncommittedRun(ValueError):
+    """A run whose models were not both trained from one clean commit: its numbers cannot be audited."""
+
+
+def trained_commit(run: RunLayout) -> str:
+    """The one clean commit both models were trained at; UncommittedRun naming the run and the fix otherwise."""
+    commits = {}
+    for name in MODEL_NAMES:
+        info = json.loads(run.model(name).run_json.read_text(encoding="utf-8"))
+        commits[name] = str((info.get("environment") or {}).get("git_commit"))
+    dirty = [f"{name} at {commit}" for name, commit in commits.items() if commit.endswith("+dirty") or commit == "None"]
+    if dirty or len(set(commits.values())) != 1:
+        why = (f"trained from uncommitted code ({', '.join(dirty)})" if dirty
+               else f"trained at different commits {commits}")
+        raise UncommittedRun(f"{run.root} was {why}: a record must name one clean commit for both models. Commit, "
+                             "train again (the job resumes nothing of other code), or pass --draft to record it as a "
+                             "draft outside figures/")
+    return commits["bert_tiny"]
+
+
 def save_record(run_dir: str | Path, records_dir: str | Path) -> Path:
     """Copy the record files of one finished run into ``records_dir/<run folder name>`` and save its baseline."""
     run_dir = Path(run_dir)
@@ -57,14 +77,23 @@ def save_record(run_dir: str | Path, records_dir: str | Path) -> Path:
     eval_sequences = eval_sequences_of(run)
     baseline = compute_baseline(run.step("pretrain"), eval_sequences)
     save_baseline(baseline, record.step("pretrain"), eval_sequences)
+    save_token_facts(compute_token_facts(run.step("pretrain"), run.static.found), record.step("pretrain"))
     return record.root
 
 
-def save_records(run_dirs: Sequence[str | Path], records_dir: str | Path) -> list[Path]:
-    """:func:`save_record` for every run folder; all are checked before anything is written."""
+def save_records(run_dirs: Sequence[str | Path], records_dir: str | Path, draft: bool = False) -> list[Path]:
+    """:func:`save_record` for every run folder; all are checked before anything is written.
+
+    Each run must name one clean commit for both models (:func:`trained_commit`), unless ``draft``; a draft
+    never goes into the repository's figures/ folder.
+    """
     run_dirs = [Path(d) for d in run_dirs]
+    if draft and Path(records_dir).resolve().is_relative_to(FIGURES_DIR.resolve()):
+        raise UncommittedRun(f"--draft records may not go into {FIGURES_DIR}; choose a folder outside it")
     for run_dir in run_dirs:
         check_finished(run_dir)
+    for run_dir in run_dirs if not draft else ():
+        trained_commit(RunLayout(run_dir))
     return [save_record(run_dir, records_dir) for run_dir in run_dirs]
 
 

@@ -111,3 +111,29 @@ def test_a_saved_baseline_for_other_evaluation_sequences_is_refused(tmp_path: Pa
 def test_no_data_and_no_saved_baseline_names_what_to_run(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="prepare_data"):
         baseline_files.load_baseline(tmp_path)
+
+
+# ------------------------------------------------------------- the copy-aware floor and position kinds
+
+
+def test_position_kinds_tell_mask_random_and_unchanged_apart():
+    from helpers.baselines import POSITION_KINDS, position_kinds
+
+    kinds = position_kinds(np.array([4, 7, 9, 4]), np.array([5, 7, 8, 6]), mask_id=4)
+    assert [POSITION_KINDS[k] for k in kinds] == ["mask", "unchanged", "random", "mask"]
+
+
+def test_copy_aware_rule_copies_a_visible_token_and_guesses_the_most_frequent_at_mask():
+    from helpers.baselines import copy_aware_scores
+
+    log_probs = np.log(np.array([0.0, 0.5, 0.3, 0.2]) + 1e-300)
+    label, visible = np.array([2, 3, 3]), np.array([0, 3, 2])  # 0 is [MASK]: mask, unchanged, random
+    loss, correct = copy_aware_scores(label, visible, mask_id=0, log_probs=log_probs, keep_share=0.5)
+    assert correct.tolist() == [False, True, False]  # [MASK] -> id 1, the most frequent; else the visible id
+    assert loss == pytest.approx([-np.log(0.3), -np.log(0.5 + 0.5 * 0.2), -np.log(0.5 * 0.2)])
+
+
+def test_the_keep_share_follows_from_the_80_10_10_rule():
+    from helpers.baselines import KEEP_SHARE_OF_VISIBLE
+
+    assert KEEP_SHARE_OF_VISIBLE == pytest.approx(0.1 / (0.1 + 0.1))

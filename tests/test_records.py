@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -27,7 +28,8 @@ def test_a_record_holds_only_small_files_and_loads_like_its_run(smoke_figures: P
 def test_figures_from_records_match_the_figures_from_the_run(smoke_figures: Path, smoke_run_dir: Path,
                                                               tmp_path: Path) -> None:
     out, docs = tmp_path / "regenerated", tmp_path / "docs"
-    code = job.main(["--figures-from", str(smoke_run_dir), "--records", str(tmp_path / "records"),
+    # --draft: the smoke run may come from uncommitted code while tests run during development
+    code = job.main(["--figures-from", str(smoke_run_dir), "--records", str(tmp_path / "records"), "--draft",
                      "--figures", str(out), "--out", str(tmp_path / "runs"), "--docs", str(docs)])
     assert code == 0
     # --docs renders 06 and the run folder's own executed notebooks (its record holds none)
@@ -50,10 +52,45 @@ def test_an_unfinished_run_is_refused_before_any_record_is_written(smoke_figures
     assert not (tmp_path / "records").exists()
 
 
+def _with_commits(run_dir: Path, tmp_path: Path, tiny: str, ft: str) -> Path:
+    copy = tmp_path / "copied" / run_dir.name
+    shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns("data", "checkpoint.pt", "model", "*.npy"))
+    for name, commit in (("bert_tiny", tiny), ("bert_ft", ft)):
+        path = layout.RunLayout(copy).model(name).run_json
+        info = json.loads(path.read_text())
+        info.setdefault("environment", {})["git_commit"] = commit
+        path.write_text(json.dumps(info))
+    return copy
+
+
+@pytest.mark.parametrize("tiny, ft, expected", [
+    ("a" * 40 + "+dirty", "a" * 40, "uncommitted code"),
+    ("a" * 40, "b" * 40, "different commits"),
+])
+def test_a_run_not_trained_at_one_clean_commit_is_refused_as_a_record(smoke_run_dir: Path, tmp_path: Path,
+                                                                       tiny: str, ft: str, expected: str) -> None:
+    run = _with_commits(smoke_run_dir, tmp_path, tiny, ft)
+    with pytest.raises(records.UncommittedRun, match=expected):
+        records.save_records([run], tmp_path / "records")
+    assert not (tmp_path / "records").exists()
+
+
+def test_one_clean_commit_for_both_models_is_what_a_record_names(smoke_run_dir: Path, tmp_path: Path) -> None:
+    run = _with_commits(smoke_run_dir, tmp_path, "c" * 40, "c" * 40)
+    assert records.trained_commit(layout.RunLayout(run)) == "c" * 40
+
+
+def test_a_draft_record_never_goes_into_figures(smoke_run_dir: Path) -> None:
+    with pytest.raises(records.UncommittedRun, match="--draft records may not go into"):
+        records.save_records([smoke_run_dir], layout.FIGURES_DIR / "drafts", draft=True)
+    assert not (layout.FIGURES_DIR / "drafts").exists()
+
+
 @pytest.mark.parametrize("argv, expected", [
     (["--figures-from", "nowhere", "--figures", "f"], "no such run folder"),
     (["--figures-from", "."], "needs --figures"),
-    (["--records", "r"], "--records goes with --figures-from"),
+    (["--records", "r"], "--records and --draft go with --figures-from"),
+    (["--draft"], "--records and --draft go with --figures-from"),
 ])
 def test_figures_only_arguments_fail_with_one_clear_line(argv: list[str], expected: str, tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str],

@@ -1,9 +1,10 @@
 """How sure a number of ours is (95 % intervals), and when a claim of the paper can be tested on our runs.
 
-A difference measured on one, two or three seeds needs an interval before it can support a claim:
-a t-interval over seeds when there are at least 3, else a bootstrap over the evaluation positions
-(the estimate's ``interval`` names the method). A claim is only testable once BERT_TINY has left the
-unigram floor (:mod:`helpers.baselines`); crossings use the one rule of :mod:`helpers.crossing`.
+A difference measured on one, two or three seeds needs an interval before it can support a claim: a
+two-level bootstrap that resamples the seeds and then the evaluation positions, so it holds both kinds
+of variation (with one seed, positions only; the estimate's ``interval`` names which). A claim is only
+testable once BERT_TINY has left the unigram floor at the ``[MASK]`` positions (:mod:`helpers.baselines`);
+crossings use the one rule of :mod:`helpers.crossing`.
 Everything here takes plain numbers and arrays; notebook 06 applies it to the run folders.
 """
 
@@ -14,14 +15,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
-from scipy import stats
 
 from helpers.crossing import fraction_of, under_fraction
-from helpers.stats import bootstrap_draws, percentile_interval
+from helpers.stats import percentile_interval, two_level_draws
 
 CONFIDENCE = 0.95
-MIN_SEEDS_FOR_T = 3  # fewer seeds: bootstrap over evaluation positions instead
-BOOTSTRAP_DRAWS = 2000
+BOOTSTRAP_DRAWS = 10_000  # the third decimal of an interval no longer moves with the draw
 TESTABLE_MARGIN = 0.5  # nats: BERT_TINY must end this far below the unigram loss for a claim to mean anything
 
 
@@ -37,55 +36,46 @@ class Estimate:
     draws: np.ndarray | None = None
 
 
-def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float, float]:
-    """Mean of per-seed values and its t interval: each seed is one independent repeat of the whole run."""
-    x = np.asarray(values, dtype=float)
-    mean = float(x.mean())
-    # The spread between seeds, shrunk by sqrt(n), widened by Student's t for the few seeds we have.
-    half = stats.t.ppf((1 + confidence) / 2, df=len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x))
-    return mean, mean - half, mean + half
+def two_level_estimate(per_seed: Sequence[np.ndarray], same_positions: bool, seed: int = 0) -> Estimate:
+    """Mean of per-position differences over seeds and positions, with the two-level bootstrap's interval.
 
-
-def bootstrap_interval(per_position: np.ndarray, confidence: float = CONFIDENCE, draws: int = BOOTSTRAP_DRAWS,
-                       seed: int = 0) -> tuple[float, float, float, np.ndarray]:
-    """Mean of a per-position difference and its percentile bootstrap interval over evaluation positions.
-
-    With one or two seeds, the only variation we can measure is which tokens happened to be masked:
-    resample the positions with replacement and see how far the mean moves. It says nothing about
-    another seed, so the interval is labelled as such.
+    Seeds are resampled, then positions (:func:`helpers.stats.two_level_draws`), so the interval holds
+    both another seed and other masked tokens. With one seed only positions vary, and the label says so.
     """
-    means = bootstrap_draws(per_position, draws=draws, seed=seed)
-    low, high = percentile_interval(means, confidence)
-    return float(np.mean(per_position)), low, high, means
+    draws = two_level_draws(list(per_seed), same_positions=same_positions, draws=BOOTSTRAP_DRAWS, seed=seed)
+    low, high = percentile_interval(draws, CONFIDENCE)
+    n = len(per_seed[0])
+    what = (f"two-level bootstrap over {len(per_seed)} seeds, then {n:,} positions" if len(per_seed) > 1
+            else f"bootstrap over {n:,} positions (1 seed)")
+    mean = float(np.mean([np.mean(values) for values in per_seed]))
+    return Estimate(mean, low, high, f"{what}; {BOOTSTRAP_DRAWS:,} draws", draws=draws)
 
 
 def is_testable(tiny_final_loss: float, unigram_loss: float, margin: float = TESTABLE_MARGIN) -> bool:
-    """A claim about BERT_FT vs BERT_TINY means something only once BERT_TINY has left the unigram plateau."""
+    """A claim about BERT_FT vs BERT_TINY means something only once BERT_TINY has left the unigram plateau.
+
+    Pass the losses at the ``[MASK]`` positions: at the others, copying the visible token beats the
+    unigram without any context, so all-position losses clear the margin too easily.
+    """
     return tiny_final_loss < unigram_loss - margin
 
 
-def seed_estimate(values: Sequence[float], per_position: Callable[[], np.ndarray | str], seed: int = 0) -> Estimate:
-    """Mean over seeds; its interval over seeds (>= 3 of them) or else over evaluation positions.
+def seed_estimate(values: Sequence[float], per_position: Callable[[], tuple[list[np.ndarray], bool] | str],
+                  seed: int = 0) -> Estimate:
+    """Mean over seeds of a final difference, with the two-level interval of :func:`two_level_estimate`.
 
-    ``per_position`` gives the per-position differences (or why there are none) only when needed.
-    ``seed`` drives the draws kept for combining languages: give each language its own, so that
-    independent languages get independent draws.
+    ``per_position`` gives each seed's per-position differences and whether the seeds share positions
+    (or why there are none) only when needed. ``seed`` drives the draws kept for combining languages: give
+    each language its own, so that independent languages get independent draws.
     """
     values = [v for v in values if v is not None and math.isfinite(v)]
     if not values:
         return Estimate(math.nan, note="no value to average")
-    mean = float(np.mean(values))
-    if len(values) >= MIN_SEEDS_FOR_T:
-        _, low, high = t_interval(values)
-        se = float(np.std(values, ddof=1) / math.sqrt(len(values)))
-        draws = mean + se * np.random.default_rng(seed).standard_t(len(values) - 1, BOOTSTRAP_DRAWS)
-        return Estimate(mean, low, high, f"t over {len(values)} seeds", draws=draws)
-    diffs = per_position()
-    if isinstance(diffs, str):
-        return Estimate(mean, note=f"no interval: {diffs}")
-    _, low, high, draws = bootstrap_interval(diffs, seed=seed)
-    seeds = f"{len(values)} seed{'s' if len(values) > 1 else ''}"
-    return Estimate(mean, low, high, f"bootstrap over {len(diffs):,} evaluation positions ({seeds})", draws=draws)
+    found = per_position()
+    if isinstance(found, str):
+        return Estimate(float(np.mean(values)), note=f"no interval: {found}")
+    est = two_level_estimate(*found, seed=seed)
+    return Estimate(float(np.mean(values)), est.low, est.high, est.interval, draws=est.draws)
 
 
 def includes_zero(est: Estimate) -> str:
@@ -93,9 +83,15 @@ def includes_zero(est: Estimate) -> str:
     return "the interval includes 0" if math.isfinite(est.low) and est.low <= 0 <= est.high else ""
 
 
-def gain_holds(est: Estimate, lower_is_better: bool) -> bool | None:
-    """Whether BERT_FT's mean difference points the paper's way (None without a value)."""
-    return None if math.isnan(est.mean) else bool(est.mean < 0 if lower_is_better else est.mean > 0)
+def verdict(est: Estimate, lower_is_better: bool) -> str:
+    """'holds' only when the whole interval lies on the paper's side of 0; one that includes 0 is 'not shown'."""
+    if math.isnan(est.mean):
+        return "no value"
+    if not (math.isfinite(est.low) and math.isfinite(est.high)):
+        return "not shown (no interval)"
+    if est.low <= 0 <= est.high:
+        return "not shown"
+    return "holds" if (est.high < 0 if lower_is_better else est.low > 0) else "does not hold"
 
 
 def crossing_estimate(steps: Sequence[int | None], total_steps: int | None, limit: float,
@@ -103,13 +99,16 @@ def crossing_estimate(steps: Sequence[int | None], total_steps: int | None, limi
     """Mean crossing step over seeds, its fraction of training, and whether that fraction is within ``limit``.
 
     ``steps`` holds each seed's crossing step (:func:`helpers.crossing.crossing_step`), None where a
-    seed never crossed: then the claim does not hold, and the note says in how many seeds.
+    seed never crossed: then the claim does not hold, and the note says in how many seeds. A crossing
+    has no per-position values, so its spread is the seeds' range, labelled as such.
     """
     never = sum(s is None for s in steps)
     if never:
         note = f"never crossed within the run in {never} of {len(steps)} seeds"
         return Estimate(math.nan, note=note), math.nan, False
-    est = seed_estimate([float(s) for s in steps], lambda: "crossing steps are known only per seed (>= 3 needed)")
+    values = [float(s) for s in steps]
+    est = (Estimate(float(np.mean(values)), min(values), max(values), f"range of {len(values)} seeds")
+           if len(values) > 1 else Estimate(values[0], note="one seed: no spread to show"))
     fraction = fraction_of(est.mean, total_steps)
     holds = (fraction is not None and fraction <= limit) if inclusive else under_fraction(fraction, limit)
     return est, math.nan if fraction is None else fraction, holds

@@ -8,8 +8,8 @@ tokenizer, seed and schedule** as a finished run of the main job (notebooks 01-0
 BERT_FT is the ``paper`` row and its BERT_TINY the random-initialisation row, so every difference is
 paired by seed and by evaluation position.
 
-Intervals follow notebook 06 (:func:`helpers.claims.seed_estimate`): a t interval over seeds when
-there are at least three, otherwise a bootstrap over the evaluation positions, labelled as such.
+Intervals follow notebook 06 (:func:`helpers.claims.seed_estimate`): a two-level bootstrap over seeds, then
+evaluation positions (with one seed, positions only, labelled as such).
 
 ``python -m pipeline.ablations --runs runs/reference-en runs/reference-en-seed1 --out runs/reference-ablations
 --figures figures/reference --records figures/reference/ablations`` trains what is missing (a
@@ -273,12 +273,20 @@ def _results(run: Run, ablation_dir: Path) -> dict[str, VariantResult]:
     return found
 
 
+def _per_seed_differences(results: list[VariantResult], papers: list[VariantResult],
+                          key: str) -> tuple[list[np.ndarray], bool]:
+    """Each seed's per-position difference to the paper recipe, and whether the seeds share their positions."""
+    found = [(res.positions(), base.positions()) for res, base in zip(results, papers)]
+    where = [np.stack([base["sequence"], base["position"]]) for _, base in found]
+    same = all(w.shape == where[0].shape and (w == where[0]).all() for w in where)
+    return [res[key] - base[key] for res, base in found], same
+
+
 def _paired_columns(results: list[VariantResult], papers: list[VariantResult], column: str) -> dict[str, Any]:
     """A variant's difference to the paper recipe in ``column``: mean over seeds, interval, each seed's own."""
     key = "loss" if column == "eval_loss" else "correct"
     values = [res.final(column) - base.final(column) for res, base in zip(results, papers)]
-    est = seed_estimate(values, lambda: np.mean(
-        [res.positions()[key] - base.positions()[key] for res, base in zip(results, papers)], axis=0))
+    est = seed_estimate(values, lambda: _per_seed_differences(results, papers, key))
     short = "loss" if column == "eval_loss" else "accuracy"
     # With fewer than three seeds the interval is over positions only; each seed's own difference shows
     # whether the seeds at least agree in sign.

@@ -69,7 +69,8 @@ def compute_token_facts(pretrain_dir: str | Path, found_path: str | Path | None)
     """Per vocabulary id what the analyses of issue 22 need; ``found_path``: the static step's found.npy."""
     data = load_data(pretrain_dir)
     tokenizer = json.loads((prepared_files(data.directory).tokenizer / "tokenizer.json").read_text(encoding="utf-8"))
-    vocab: dict[str, int] = tokenizer["model"]["vocab"]
+    vocab: dict[str, int] = {**(tokenizer.get("model") or {}).get("vocab", {}),
+                             **{t["content"]: int(t["id"]) for t in tokenizer.get("added_tokens", [])}}
     size, special = int(data.meta["vocab_size"]), special_ids_of(data.directory)
     tokens = [""] * size
     for token, index in vocab.items():

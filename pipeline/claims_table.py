@@ -21,14 +21,14 @@ from helpers.claims import (
     average_gain,
     crossing_estimate,
     english_margin,
-    gain_holds,
     includes_zero,
     is_testable,
     seed_estimate,
+    verdict,
 )
 from helpers.crossing import crossing_step
-from pipeline.layout import RunLayout
-from pipeline.results import Run, RunSet, SeedGroup, comparison_groups, display_path, order_langs, read_positions
+from pipeline.position_scores import group_positions, kind_mean, model_differences, per_seed_values
+from pipeline.results import Run, RunSet, SeedGroup, comparison_groups, order_langs
 
 CLAIM_COLUMNS = ["lang", "preset", "steps", "claim_id", "claim", "n_seeds", "ours", "ci_low", "ci_high", "interval",
                  "fraction_of_training", "testable", "holds_on_ours", "paper", "note"]
@@ -37,51 +37,35 @@ CLAIM_COLUMNS = ["lang", "preset", "steps", "claim_id", "claim", "n_seeds", "our
 # --------------------------------------------------------------------------- estimates from runs
 
 
-def positions_of(run: Run, name: str) -> dict[str, np.ndarray] | str:
-    """One model's per-position results of its final evaluation, or why they cannot be used."""
-    model = run.model(name)
-    files = model.files or RunLayout(run.run_dir).model(name)
-    if not files.positions.is_file():
-        return f"{display_path(files.positions)} not found (needs per-position results of the final evaluation)"
-    if model.last_step != run.last_step:
-        return f"{paper.MODEL_LABELS[name]} evaluated past the step both models share, so its positions do not match"
-    found = read_positions(files)
-    if abs(found["correct"].mean() - run.final(name, "eval_accuracy")) > 1e-6:
-        return f"{display_path(files.positions)} disagrees with {files.metrics.name}'s final accuracy"
-    return found
+def gain_estimate(group: SeedGroup, column: str, kind: str = "all") -> Estimate:
+    """Final BERT_FT minus BERT_TINY in ``column`` ('eval_loss' or 'eval_accuracy') at one kind of position.
 
-
-def position_differences(group: SeedGroup, key: str) -> np.ndarray | str:
-    """BERT_FT minus BERT_TINY at each evaluation position, averaged over the group's seeds."""
-    diffs = []
-    for run in group.runs:
-        tiny, ft = positions_of(run, "bert_tiny"), positions_of(run, "bert_ft")
-        for found in (tiny, ft):
-            if isinstance(found, str):
-                return found
-        diffs.append(ft[key] - tiny[key])
-    if len({len(d) for d in diffs}) != 1:
-        return "the seeds were evaluated on different numbers of positions"
-    return np.mean(diffs, axis=0)
-
-
-def gain_estimate(group: SeedGroup, column: str) -> Estimate:
-    """Final BERT_FT minus BERT_TINY in ``column`` ('eval_loss' or 'eval_accuracy'), mean and interval."""
+    The mean is over seeds; the interval is the two-level bootstrap over seeds and positions.
+    """
     key = "loss" if column == "eval_loss" else "correct"
-    values = group.per_seed(lambda r: r.final("bert_ft", column) - r.final("bert_tiny", column))
-    return seed_estimate(values, lambda: position_differences(group, key), seed=zlib.crc32(group.lang.encode()))
+    if kind == "all":
+        found = model_differences(group, key)
+        values = group.per_seed(lambda r: r.final("bert_ft", column) - r.final("bert_tiny", column))
+    else:
+        difference = lambda r, chosen: r.scores["bert_ft"][key][chosen] - r.scores["bert_tiny"][key][chosen]  # noqa: E731
+        found = per_seed_values(group, difference, kind)
+        values = [] if isinstance(found, str) else [float(v.mean()) for v in found[0]]
+    return seed_estimate(values, lambda: found, seed=zlib.crc32(f"{group.lang}-{kind}".encode()))
 
 
 def testability(group: SeedGroup) -> tuple[bool | None, str]:
-    """Whether BERT_TINY (mean over seeds) ended at least TESTABLE_MARGIN below the unigram loss, and why."""
-    base = group.baseline
-    if base is None:
-        return None, group.first.baseline_problem or "no unigram baseline"
-    tiny = group.mean(lambda r: r.final("bert_tiny", "eval_loss"))
-    if is_testable(tiny, base["unigram_loss"]):
+    """Whether BERT_TINY ended at least TESTABLE_MARGIN below the unigram at the [MASK] positions, and why.
+
+    At the other positions copying the visible token needs no context, so they do not count.
+    """
+    tiny, unigram = (kind_mean(group, scorer, "loss", "mask") for scorer in ("bert_tiny", "unigram"))
+    if math.isnan(tiny) or math.isnan(unigram):
+        found = group_positions(group)
+        return None, f"testability unknown: {found if isinstance(found, str) else 'no [MASK] positions'}"
+    if is_testable(tiny, unigram):
         return True, ""
-    return False, (f"not testable at this scale: BERT_TINY ends at {tiny:.3f}, within {TESTABLE_MARGIN} nat of the "
-                   f"unigram loss {base['unigram_loss']:.3f}")
+    return False, (f"not testable at this scale: at the [MASK] positions BERT_TINY ends at {tiny:.3f}, within "
+                   f"{TESTABLE_MARGIN} nat of the unigram's {unigram:.3f}")
 
 
 def run_crossing(run: Run, column: str, lower_is_better: bool) -> int | None:
@@ -95,7 +79,7 @@ def run_crossing(run: Run, column: str, lower_is_better: bool) -> int | None:
 # --------------------------------------------------------------------------- one row per claim and language
 
 
-def _claim_row(group: SeedGroup, claim_id: str, claim: str, est: Estimate, paper_text: str, holds: bool | None,
+def _claim_row(group: SeedGroup, claim_id: str, claim: str, est: Estimate, paper_text: str, holds: str,
                fraction: float = math.nan, notes: Sequence[str] = ()) -> dict[str, Any]:
     testable, why = testability(group)
     note = "; ".join(n for n in (why, est.note, *notes, group.note) if n)
@@ -110,15 +94,18 @@ def crossing_claim(group: SeedGroup, column: str, lower_is_better: bool, claim_i
     """Mean crossing step over seeds and its fraction of training; a seed that never crossed is reported."""
     steps = group.per_seed(lambda r: run_crossing(r, column, lower_is_better))
     est, fraction, holds = crossing_estimate(steps, group.total_steps, limit, inclusive)
-    return _claim_row(group, claim_id, claim, est, paper_text, holds, fraction)
+    return _claim_row(group, claim_id, claim, est, paper_text, {True: "holds", False: "does not hold"}.get(holds,
+                      "no value"), fraction)
 
 
 def gain_claim(group: SeedGroup, column: str, claim_id: str, claim: str, published: dict[str, dict[str, float]],
-               lower_is_better: bool) -> dict[str, Any]:
-    est = gain_estimate(group, column)
+               lower_is_better: bool, kind: str = "all") -> dict[str, Any]:
+    est = gain_estimate(group, column, kind)
     pub = published.get(group.lang)
     paper_text = f"{pub['bert_ft'] - pub['bert_tiny']:+.3f}" if pub else "language not in the paper"
-    return _claim_row(group, claim_id, claim, est, paper_text, gain_holds(est, lower_is_better),
+    if kind != "all":
+        paper_text += " (the paper's is over all masked positions)"
+    return _claim_row(group, claim_id, claim, est, paper_text, verdict(est, lower_is_better),
                       notes=[includes_zero(est)])
 
 
@@ -132,6 +119,8 @@ def group_claims(group: SeedGroup) -> list[dict[str, Any]]:
     return [
         gain_claim(group, "eval_loss", "final_eval_loss_ft_minus_tiny",
                    "final eval loss, BERT_FT minus BERT_TINY (< 0: FT lower)", paper.EVAL_LOSS, True),
+        gain_claim(group, "eval_loss", "final_eval_loss_ft_minus_tiny_at_mask",
+                   "the same at the [MASK] positions only, where context is needed", paper.EVAL_LOSS, True, "mask"),
         crossing_claim(group, "train_loss", True, "train_loss_crossing_step",
                        "first step where BERT_FT's training loss is below BERT_TINY's final",
                        "under 1/3 of training (Czech, Figure 1a)", third),
@@ -144,6 +133,9 @@ def group_claims(group: SeedGroup) -> list[dict[str, Any]]:
                        paper.CLAIM_ACCURACY_CROSSING_STEP / paper.STEPS, inclusive=True),
         gain_claim(group, "eval_accuracy", "final_accuracy_gain",
                    "final eval accuracy, BERT_FT minus BERT_TINY (> 0: FT better)", paper.EVAL_ACCURACY, False),
+        gain_claim(group, "eval_accuracy", "final_accuracy_gain_at_mask",
+                   "the same at the [MASK] positions only, where context is needed", paper.EVAL_ACCURACY, False,
+                   "mask"),
     ]
 
 
@@ -172,7 +164,8 @@ def _average_row(gains: dict[str, Estimate], langs: list[str], why: str, seeds: 
     in_paper = [lang for lang in langs if lang in paper.EVAL_ACCURACY]
     paper_same = float(np.mean([paper_gain(lang) for lang in in_paper])) if in_paper else math.nan
     paper_all = float(np.mean([paper_gain(lang) for lang in paper.LANGS]))
-    holds = None if not math.isfinite(average.low) or not in_paper else bool(average.low <= paper_same <= average.high)
+    holds = ("no interval" if not math.isfinite(average.low) or not in_paper
+             else "holds" if average.low <= paper_same <= average.high else "does not hold")
     return {"claim_id": "average_accuracy_gain",
             "claim": "final accuracy gain averaged over the languages run (paper: 'around six percent')",
             "ours": average.mean, "ci_low": average.low, "ci_high": average.high, "interval": average.interval,
@@ -189,7 +182,8 @@ def _english_row(gains: dict[str, Estimate], langs: list[str], why: str, seeds: 
     return {"claim_id": "english_gains_least",
             "claim": "English gains least: smallest other language's gain minus English's (> 0: holds)",
             "ours": margin.mean, "ci_low": margin.low, "ci_high": margin.high, "interval": margin.interval,
-            "holds_on_ours": bool(margin.mean > 0), "paper": f"{paper_margin:+.3f} over the same languages",
+            "holds_on_ours": verdict(margin, lower_is_better=False),
+            "paper": f"{paper_margin:+.3f} over the same languages",
             "note": why + "; ".join(n for n in (seeds, includes_zero(margin), margin.note) if n)}
 
 

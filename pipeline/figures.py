@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from helpers import paper_values as paper
-from helpers.claims import MIN_SEEDS_FOR_T, TESTABLE_MARGIN, Estimate
+from helpers.claims import BOOTSTRAP_DRAWS, TESTABLE_MARGIN, Estimate
 from pipeline.claims_table import gain_estimate, verify_claims
 from pipeline.figure_plots import (
     FIGURE_FORMATS,
@@ -37,6 +37,7 @@ from pipeline.figure_plots import (
 )
 from pipeline.layout import INTERACTIVE_DIR, PROVENANCE_NAME, run_folder_name
 from pipeline.notebook import quiet_libraries
+from pipeline.position_scores import group_positions, kind_mean, position_kinds_table
 from pipeline.results import (
     RunSet,
     SeedGroup,
@@ -53,21 +54,24 @@ from pipeline.runinfo import RECORDED_PACKAGES, code_version, package_versions
 __all__ = [
     # notebook 06's set-up, the tables and the outputs, defined here
     "FiguresSetup", "start", "setting_comparison", "table1_vectors_found", "table2_loss", "table3_accuracy",
+    "position_kinds_table",
     "format_table", "to_markdown", "featured_lang", "provenance", "write_outputs",
     # what notebook 06 calls from the other machinery modules, and the formats write_outputs saves figures in
-    "load_runs", "comparison_groups", "verify_claims", "figure1_loss", "figure2_accuracy",
+    "load_runs", "comparison_groups", "verify_claims", "kind_mean", "figure1_loss", "figure2_accuracy",
     "figure3_accuracy_by_language", "FIGURE_FORMATS",
 ]
 
 FIGURE_NAMES = ("fig1a_train_loss", "fig1b_eval_loss", "fig2_eval_accuracy", "fig3_accuracy_by_language")
-TABLE_NAMES = ("table1_vectors_found", "table2_loss", "table3_accuracy", "claims_check")
+TABLE_NAMES = ("table1_vectors_found", "table2_loss", "table3_accuracy", "table_position_kinds", "claims_check")
 MISSING_MARK = "—"
 PAPER_RUN_LABEL = f"paper ({paper.STEPS:,} steps, batch {paper.BATCH_SIZE}, C4, cc.LANG.300)"
+_PAPER_TRAIN_MINUS_EVAL = [paper.TRAIN_LOSS[lang][m] - paper.EVAL_LOSS[lang][m] for lang in paper.LANGS
+                           for m in paper.MODELS]  # Table 2, both columns of each model
 TRAIN_LOSS_NOTE = (
     "train_loss is the mean over the last interval between two evaluations (what Figure 1a ends on and what "
     "the comparison with the paper uses); train_loss (run mean) averages the whole run. The paper's training "
-    "losses lie 0.22-0.43 above its evaluation losses, which a whole-run average fits better; it does not say "
-    "which it reports.")
+    f"losses lie {min(_PAPER_TRAIN_MINUS_EVAL):.3f}-{max(_PAPER_TRAIN_MINUS_EVAL):.3f} above its evaluation "
+    "losses, which a whole-run average fits better; it does not say which it reports.")
 
 
 # --------------------------------------------------------------------------- notebook 06's set-up
@@ -115,14 +119,20 @@ def _unigram_row(group: SeedGroup, **values: Any) -> dict[str, Any]:
     return {**_group_row(group, "baseline", **values), "source": "unigram", "label": label}
 
 
+def _copy_row(group: SeedGroup, **values: Any) -> dict[str, Any]:
+    label = "copy-aware (copy the visible token, else unigram; no context; same evaluation positions)"
+    return {**_group_row(group, "baseline", **values), "source": "copy-aware", "label": label}
+
+
 def _empty_row(lang: str, status: str, run_dir: str | None, **values: Any) -> dict[str, Any]:
     return {"lang": lang, "source": "ours", "label": "ours (no comparable run)", "preset": None, "steps": None,
             "n_seeds": 0, "seeds": None, **values, "status": status, "run_dir": run_dir}
 
 
 def _table(runset: RunSet, paper_values: dict[str, dict[str, Any]], our_values: Callable[[SeedGroup], dict[str, Any]],
-           unigram_values: Callable[[dict[str, float]], dict[str, Any]], nan_values: dict[str, Any]) -> pd.DataFrame:
-    """Rows per language: the paper's, ours (mean over seeds), the unigram baseline, then runs that cannot count.
+           floor_values: Callable[[SeedGroup, str], dict[str, Any]], nan_values: dict[str, Any]) -> pd.DataFrame:
+    """Rows per language: the paper's, ours (mean over seeds), the floors that need no context (unigram and
+    copy-aware, ``floor_values(group, scorer)``), then runs that cannot count.
 
     ``steps`` is the step the numbers were measured at: 100,000 for the paper, our last shared evaluation for us.
     """
@@ -137,7 +147,9 @@ def _table(runset: RunSet, paper_values: dict[str, dict[str, Any]], our_values: 
         for group in (g for g in lang_groups if g.runs):
             rows.append(_group_row(group, "ok" + (f"; {group.note}" if group.note else ""), **our_values(group)))
             if group.baseline is not None:
-                rows.append(_unigram_row(group, **unigram_values(group.baseline)))
+                rows.append(_unigram_row(group, **floor_values(group, "unigram")))
+            if not isinstance(group_positions(group), str):
+                rows.append(_copy_row(group, **floor_values(group, "copy_aware")))
         for path, why in (lang_groups[0].excluded.items() if lang_groups else ()):
             rows.append(_empty_row(lang, why, path, **nan_values))
     return pd.DataFrame(rows).astype({"steps": "Int64", "n_seeds": "Int64"})
@@ -184,49 +196,61 @@ def table1_vectors_found(runset: RunSet) -> pd.DataFrame:
                                       "seed": "Int64"})
 
 
-def _interval_columns(estimate: Estimate | None) -> dict[str, Any]:
+def _interval_columns(estimate: Estimate | None, prefix: str = "") -> dict[str, Any]:
     if estimate is None:
-        return {"ci_low": math.nan, "ci_high": math.nan, "interval": None}
+        return {f"{prefix}ci_low": math.nan, f"{prefix}ci_high": math.nan, f"{prefix}interval": None}
     interval = estimate.interval if estimate.interval != "none" else estimate.note or "none"
-    return {"ci_low": estimate.low, "ci_high": estimate.high, "interval": interval}
+    return {f"{prefix}ci_low": estimate.low, f"{prefix}ci_high": estimate.high, f"{prefix}interval": interval}
 
 
 def table2_loss(runset: RunSet) -> pd.DataFrame:
-    """Table 2: final training and evaluation loss of both models (means over seeds), FT's difference, unigram.
+    """Table 2: final training and evaluation loss of both models (means over seeds), FT's difference, the floors.
 
-    Two readings of the training loss (see ``TRAIN_LOSS_NOTE``); the comparison uses ``train_loss``.
+    Two readings of the training loss (see ``TRAIN_LOSS_NOTE``); the comparison uses ``train_loss``. The
+    evaluation loss is also given at the [MASK] positions alone, where no context-free shortcut helps.
     """
     names = [(n, paper.MODEL_LABELS[n]) for n in paper.MODELS]
 
-    def columns(train: Callable, run_mean: Callable, evaluation: Callable, diff: float, est: Estimate | None):
+    def columns(train: Callable, run_mean: Callable, evaluation: Callable, at_mask: Callable, diff: float,
+                est: Estimate | None, mask_est: Estimate | None) -> dict[str, Any]:
         return {**{f"train_loss {label}": train(n) for n, label in names},
                 **{f"train_loss (run mean) {label}": run_mean(n) for n, label in names},
                 **{f"eval_loss {label}": evaluation(n) for n, label in names},
-                "eval FT - TINY": diff, **_interval_columns(est)}
+                "eval FT - TINY": diff, **_interval_columns(est),
+                **{f"[MASK] eval_loss {label}": at_mask(n) for n, label in names},
+                "[MASK] FT - TINY": mask_est.mean if mask_est else math.nan, **_interval_columns(mask_est, "[MASK] ")}
 
-    published = {lang: columns(lambda n, lang=lang: paper.TRAIN_LOSS[lang][n], lambda n: math.nan,
-                               lambda n, lang=lang: paper.EVAL_LOSS[lang][n],
-                               paper.EVAL_LOSS[lang]["bert_ft"] - paper.EVAL_LOSS[lang]["bert_tiny"], None)
+    nan = lambda n: math.nan  # noqa: E731
+    published = {lang: columns(lambda n, lang=lang: paper.TRAIN_LOSS[lang][n], nan,
+                               lambda n, lang=lang: paper.EVAL_LOSS[lang][n], nan,
+                               paper.EVAL_LOSS[lang]["bert_ft"] - paper.EVAL_LOSS[lang]["bert_tiny"], None, None)
                  for lang in paper.LANGS}
 
     def ours(group: SeedGroup) -> dict[str, Any]:
-        est = gain_estimate(group, "eval_loss")
+        est, mask_est = gain_estimate(group, "eval_loss"), gain_estimate(group, "eval_loss", "mask")
         return columns(lambda n: group.mean(lambda r: r.final(n, "train_loss")),
                        lambda n: group.mean(lambda r: r.model(n).run_mean("train_loss", r.last_step)),
-                       lambda n: group.mean(lambda r: r.final(n, "eval_loss")), est.mean, est)
+                       lambda n: group.mean(lambda r: r.final(n, "eval_loss")),
+                       lambda n: kind_mean(group, n, "loss", "mask"), est.mean, est, mask_est)
 
-    def unigram(base: dict[str, float]) -> dict[str, Any]:
-        return columns(lambda n: base["unigram_train_loss"], lambda n: math.nan, lambda n: base["unigram_loss"],
-                       math.nan, None)
+    def floor(group: SeedGroup, scorer: str) -> dict[str, Any]:
+        train = group.baseline["unigram_train_loss"] if scorer == "unigram" and group.baseline else math.nan
+        evaluation = (group.baseline["unigram_loss"] if scorer == "unigram" and group.baseline
+                      else kind_mean(group, scorer, "loss", "all"))
+        return columns(lambda n: train, nan, lambda n: evaluation, lambda n: kind_mean(group, scorer, "loss", "mask"),
+                       math.nan, None, None)
 
-    nan = columns(lambda n: math.nan, lambda n: math.nan, lambda n: math.nan, math.nan, None)
-    return _table(runset, published, ours, unigram, nan)
+    return _table(runset, published, ours, floor, columns(nan, nan, nan, nan, math.nan, None, None))
 
 
 def table3_accuracy(runset: RunSet) -> pd.DataFrame:
-    """Table 3: final masked-token accuracy of both models (means over seeds), FT's gain with its interval."""
-    def columns(tiny: float, ft: float, gain: float, est: Estimate | None) -> dict[str, Any]:
-        return {"BERT_TINY": tiny, "BERT_FT": ft, "FT - TINY": gain, **_interval_columns(est)}
+    """Table 3: final masked-token accuracy of both models (means over seeds), FT's gain with its interval,
+    at all scored positions (as the paper reports) and at the [MASK] positions alone."""
+    def columns(tiny: float, ft: float, gain: float, est: Estimate | None, mask: tuple[float, float] = (math.nan,) * 2,
+                mask_est: Estimate | None = None) -> dict[str, Any]:
+        return {"BERT_TINY": tiny, "BERT_FT": ft, "FT - TINY": gain, **_interval_columns(est),
+                "[MASK] BERT_TINY": mask[0], "[MASK] BERT_FT": mask[1],
+                "[MASK] FT - TINY": mask_est.mean if mask_est else math.nan, **_interval_columns(mask_est, "[MASK] ")}
 
     published = {lang: columns(acc["bert_tiny"], acc["bert_ft"], acc["bert_ft"] - acc["bert_tiny"], None)
                  for lang, acc in paper.EVAL_ACCURACY.items()}
@@ -234,10 +258,17 @@ def table3_accuracy(runset: RunSet) -> pd.DataFrame:
     def ours(group: SeedGroup) -> dict[str, Any]:
         est = gain_estimate(group, "eval_accuracy")
         return columns(group.mean(lambda r: r.final("bert_tiny", "eval_accuracy")),
-                       group.mean(lambda r: r.final("bert_ft", "eval_accuracy")), est.mean, est)
+                       group.mean(lambda r: r.final("bert_ft", "eval_accuracy")), est.mean, est,
+                       tuple(kind_mean(group, n, "correct", "mask") for n in paper.MODELS),
+                       gain_estimate(group, "eval_accuracy", "mask"))
 
-    unigram = lambda base: columns(base["unigram_accuracy"], base["unigram_accuracy"], math.nan, None)  # noqa: E731
-    return _table(runset, published, ours, unigram, columns(math.nan, math.nan, math.nan, None))
+    def floor(group: SeedGroup, scorer: str) -> dict[str, Any]:
+        every = (group.baseline["unigram_accuracy"] if scorer == "unigram" and group.baseline
+                 else kind_mean(group, scorer, "correct", "all"))
+        at_mask = kind_mean(group, scorer, "correct", "mask")
+        return columns(every, every, math.nan, None, (at_mask, at_mask))
+
+    return _table(runset, published, ours, floor, columns(math.nan, math.nan, math.nan, None))
 
 
 def _text(value: Any, fmt: str = "{}") -> str:
@@ -353,9 +384,13 @@ def provenance(runset: RunSet, files: Sequence[Path], lang: str | None) -> dict[
 
 TABLE_NOTES = {
     "table2_loss": TRAIN_LOSS_NOTE,
-    "claims_check": (f"testable: BERT_TINY's final eval loss is more than {TESTABLE_MARGIN} nat below the unigram "
-                     f"loss; interval: 95 %, t over seeds when there are at least {MIN_SEEDS_FOR_T}, else a bootstrap "
-                     "over evaluation positions (it measures which tokens were masked, not another seed)."),
+    "claims_check": (f"testable: at the [MASK] positions BERT_TINY's final eval loss is more than {TESTABLE_MARGIN} "
+                     "nat below the unigram's (elsewhere copying the visible token needs no context); interval: 95 %, "
+                     f"a two-level bootstrap over seeds, then positions ({BOOTSTRAP_DRAWS:,} draws; with one seed, "
+                     "positions only); holds_on_ours: 'holds' only when the whole interval lies on the paper's side "
+                     "of 0, 'not shown' when it includes 0."),
+    "table_position_kinds": ("Scored positions by what the model saw there: [MASK] (80 %), a random token (10 %) "
+                             "or its own token (10 %, where copying is right). The paper reports all positions."),
 }
 
 
@@ -372,7 +407,8 @@ def write_outputs(runset: RunSet, out_dir: str | Path) -> list[Path]:
     for name, fig in draw_figures(runset, lang).items():
         written += save_figure(fig, out_dir, name, f"{name} ({lang or 'no runs'}) - ours vs {paper.CITATION}")
     tables = {"table1_vectors_found": table1_vectors_found(runset), "table2_loss": table2_loss(runset),
-              "table3_accuracy": table3_accuracy(runset), "claims_check": verify_claims(runset)}
+              "table3_accuracy": table3_accuracy(runset), "table_position_kinds": position_kinds_table(runset),
+              "claims_check": verify_claims(runset)}
     for name, table in tables.items():
         table.to_csv(out_dir / f"{name}.csv", index=False)
         note = f"\n{TABLE_NOTES[name]}\n" if name in TABLE_NOTES else ""

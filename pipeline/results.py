@@ -51,9 +51,11 @@ def metrics_frame(path: str | Path) -> pd.DataFrame:
 
 
 def read_positions(model: ModelFiles) -> dict[str, np.ndarray]:
-    """Per masked position of a model's final evaluation: 'correct' (0 or 1) and 'loss', as floats."""
+    """Per masked position of a model's final evaluation: 'correct' (0 or 1) and 'loss' as floats, and the ids
+    kept beside them ('sequence', 'position', and in newer records 'label', 'visible', 'top1') as integers."""
     with np.load(model.positions) as data:
-        return {"correct": data["correct"].astype(float), "loss": data["loss"].astype(float)}
+        found = {key: data[key].astype(np.int64) for key in data.files if key not in ("correct", "loss")}
+        return {**found, "correct": data["correct"].astype(float), "loss": data["loss"].astype(float)}
 
 
 @dataclass

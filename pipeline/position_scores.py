@@ -1,0 +1,159 @@
+"""Scores at the [MASK], random and unchanged positions, beside all positions, with the floors that need no context.
+
+Of a run's scored positions 80 % show ``[MASK]``, 10 % a random token and 10 % their own token. A model
+that copies the visible token is right at the last kind without any context, so an all-position score
+mixes learning with copying. From the per-position records (:func:`helpers.pretrain.evaluate`) and the
+run's token facts (:mod:`pipeline.baseline_files`) this module scores BERT_TINY, BERT_FT, the unigram and
+the copy-aware rule (:func:`helpers.baselines.copy_aware_scores`) on exactly the same positions, per kind.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from helpers import paper_values as paper
+from helpers.baselines import POSITION_KINDS, copy_aware_scores, position_kinds, unigram_log_probs
+from pipeline.baseline_files import load_token_facts
+from pipeline.layout import RunLayout
+from pipeline.results import Run, RunSet, SeedGroup, comparison_groups, display_path, order_langs, read_positions
+
+SCORERS = ("bert_tiny", "bert_ft", "unigram", "copy_aware")
+SCORER_LABELS = {"bert_tiny": "BERT_TINY", "bert_ft": "BERT_FT", "unigram": "unigram (no context)",
+                 "copy_aware": "copy-aware (copy the visible token, else unigram; no context)"}
+KINDS = ("all", *POSITION_KINDS)
+
+
+@dataclass
+class RunPositions:
+    """One run's scored positions: which kind each is, and every scorer's loss and correctness there."""
+
+    kinds: np.ndarray
+    where: np.ndarray  # sequence * 2**16 + position: equal across seeds when they were scored on the same tokens
+    label: np.ndarray
+    facts: dict[str, np.ndarray]
+    scores: dict[str, dict[str, np.ndarray]]  # scorer -> {"loss", "correct"} as floats
+    top1: dict[str, np.ndarray]  # model -> its top prediction per position
+
+    def select(self, kind: str) -> np.ndarray:
+        return np.ones(len(self.kinds), bool) if kind == "all" else self.kinds == POSITION_KINDS.index(kind)
+
+    def mean(self, scorer: str, key: str, kind: str = "all") -> float:
+        chosen = self.select(kind)
+        return float(self.scores[scorer][key][chosen].mean()) if chosen.any() else math.nan
+
+
+def positions_of(run: Run, name: str) -> dict[str, np.ndarray] | str:
+    """One model's per-position results of its final evaluation, or why they cannot be used."""
+    model = run.model(name)
+    files = model.files or RunLayout(run.run_dir).model(name)
+    if not files.positions.is_file():
+        return f"{display_path(files.positions)} not found (needs per-position results of the final evaluation)"
+    if model.last_step != run.last_step:
+        return f"{paper.MODEL_LABELS[name]} evaluated past the step both models share, so its positions do not match"
+    found = read_positions(files)
+    if abs(found["correct"].mean() - run.final(name, "eval_accuracy")) > 1e-6:
+        return f"{display_path(files.positions)} disagrees with {files.metrics.name}'s final accuracy"
+    return found
+
+
+_CACHE: dict[str, RunPositions | str] = {}
+
+
+def run_positions(run: Run) -> RunPositions | str:
+    """Every scorer on the run's positions, or why they cannot be scored by kind (cached per run folder)."""
+    key = str(run.run_dir)
+    if key not in _CACHE:
+        _CACHE[key] = _score_run(run)
+    return _CACHE[key]
+
+
+def _score_run(run: Run) -> RunPositions | str:
+    found = {name: positions_of(run, name) for name in paper.MODELS}
+    for result in found.values():
+        if isinstance(result, str):
+            return result
+    tiny, ft = found["bert_tiny"], found["bert_ft"]
+    if "visible" not in tiny or "visible" not in ft:
+        return "its per-position records predate the [MASK]-only scores (no ids of what the model saw); retrain it"
+    layout = RunLayout(run.run_dir)
+    try:
+        facts = load_token_facts(layout.step("pretrain"), layout.static.found)
+    except (FileNotFoundError, KeyError, ValueError) as err:
+        return f"no token facts: {err}"
+    label, visible, mask_id = tiny["label"], tiny["visible"], int(facts["mask_id"])
+    log_probs = unigram_log_probs(facts["train_count"].astype(np.float64), [int(i) for i in facts["special"]])
+    copy_loss, copy_correct = copy_aware_scores(label, visible, mask_id, log_probs)
+    scores = {name: {"loss": found[name]["loss"], "correct": found[name]["correct"]} for name in paper.MODELS}
+    scores["unigram"] = {"loss": -log_probs[label], "correct": (label == int(np.argmax(log_probs))).astype(float)}
+    scores["copy_aware"] = {"loss": copy_loss, "correct": copy_correct.astype(float)}
+    where = tiny["sequence"].astype(np.int64) * 65_536 + tiny["position"]
+    return RunPositions(position_kinds(visible, label, mask_id), where, label, facts, scores,
+                        {name: found[name]["top1"] for name in paper.MODELS})
+
+
+def group_positions(group: SeedGroup) -> tuple[list[RunPositions], bool] | str:
+    """Each seed's positions and whether all seeds were scored on the same tokens (or why there are none)."""
+    found = [run_positions(run) for run in group.runs]
+    problems = [f for f in found if isinstance(f, str)]
+    if problems:
+        return problems[0]
+    same = all(len(f.where) == len(found[0].where) and (f.where == found[0].where).all() for f in found)
+    return found, same
+
+
+def model_differences(group: SeedGroup, key: str) -> tuple[list[np.ndarray], bool] | str:
+    """BERT_FT minus BERT_TINY in ``key`` at every scored position, per seed, and whether the seeds share
+    their positions: all positions, so records from before the [MASK]-only scores serve too."""
+    diffs, where = [], []
+    for run in group.runs:
+        tiny, ft = positions_of(run, "bert_tiny"), positions_of(run, "bert_ft")
+        for found in (tiny, ft):
+            if isinstance(found, str):
+                return found
+        diffs.append(ft[key] - tiny[key])
+        where.append(tiny["sequence"] * 65_536 + tiny["position"] if "sequence" in tiny else np.arange(len(tiny[key])))
+    return diffs, all(len(w) == len(where[0]) and (w == where[0]).all() for w in where)
+
+
+def per_seed_values(group: SeedGroup, value: Callable[[RunPositions, np.ndarray], np.ndarray],
+                    kind: str) -> tuple[list[np.ndarray], bool] | str:
+    """``value`` at each seed's positions of one kind; what :func:`helpers.claims.seed_estimate` resamples."""
+    found = group_positions(group)
+    if isinstance(found, str):
+        return found
+    runs, same = found
+    return [value(r, r.select(kind)) for r in runs], same
+
+
+def kind_mean(group: SeedGroup, scorer: str, key: str, kind: str) -> float:
+    """A scorer's mean loss or accuracy at one kind of position, averaged over the group's seeds."""
+    found = group_positions(group)
+    return math.nan if isinstance(found, str) else float(np.mean([r.mean(scorer, key, kind) for r in found[0]]))
+
+
+def position_kinds_table(runset: RunSet) -> pd.DataFrame:
+    """One row per language, scorer and kind of position: loss, accuracy and how many positions, mean over seeds."""
+    rows: list[dict[str, Any]] = []
+    for group in (g for g in comparison_groups(runset) if g.runs):
+        found = group_positions(group)
+        if isinstance(found, str):
+            rows.append({"lang": group.lang, "label": group.label, "scorer": None, "kind": None, "status": found})
+            continue
+        runs = found[0]
+        for scorer in SCORERS:
+            for kind in KINDS:
+                rows.append({"lang": group.lang, "label": group.label, "scorer": SCORER_LABELS[scorer], "kind": kind,
+                             "positions": int(runs[0].select(kind).sum()),
+                             "share": float(runs[0].select(kind).mean()),
+                             "loss": float(np.mean([r.mean(scorer, "loss", kind) for r in runs])),
+                             "accuracy": float(np.mean([r.mean(scorer, "correct", kind) for r in runs])),
+                             "status": "ok"})
+    table = pd.DataFrame(rows, columns=["lang", "label", "scorer", "kind", "positions", "share", "loss", "accuracy",
+                                        "status"])
+    order = {lang: i for i, lang in enumerate(order_langs(set(table["lang"])))}
+    return table.sort_values("lang", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)

@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 STRIP_ARGS := --keep-id --extra-keys metadata.language_info
 STRIP := $(VENV)/bin/nbstripout $(STRIP_ARGS)
 
-.PHONY: figures docs reference reference-figures test venv strip lint clean-runs
+.PHONY: figures docs reference reference-ablations reference-figures test venv strip lint clean-runs
 
 venv: $(STAMP)
 
@@ -35,28 +35,46 @@ figures: $(STAMP)
 docs: $(STAMP)
 	$(PY) -m pipeline.job --preset $(PRESET) --lang $(LANGS) --docs docs
 
-# The CPU reference runs (helpers.presets: BERT_TINY off the unigram plateau): English with 3 seeds, French
-# and Spanish with 1, then the ablations on English seeds 0 and 1. Hours on a 2-core CPU; every step resumes.
-# Their small files are saved as records under figures/reference/, so reference-figures needs no training.
-REFERENCE_RUNS := reference-en reference-en-seed1 reference-en-seed2 reference-fr reference-es
-ABLATION_RUNS := reference-en reference-en-seed1
+# The CPU reference runs (helpers.presets), every one from committed code (a record refuses a dirty tree): English
+# and French, seed 0, 1,200 steps; then the training-length series on English seed 0 (2,400 and 4,800 steps, each
+# its own schedule, from the same prepared data and vectors). Hours on a 2-core CPU; every step resumes. Their
+# small files are saved as records under figures/reference/, so reference-figures needs no training. Spanish and
+# more seeds: add them to REFERENCE_RUNS and the job lines (pipeline.job --seeds 0,1,2).
+REFERENCE_RUNS := reference-en reference-fr
+SERIES_STEPS := 2400 4800
 REFERENCE_DIR := figures/reference
 REFERENCE_DOCS := docs/reference
+SERIES_OUT := runs/series-en-seed0
 
 reference: $(STAMP)
-	$(PY) -m pipeline.job --preset reference --lang en,fr,es --seeds 0 --no-figures
-	$(PY) -m pipeline.job --preset reference --lang en --seeds 1,2 --no-figures
+	$(PY) -m pipeline.job --preset reference --lang en,fr --seeds 0 --no-figures
+	for steps in $(SERIES_STEPS); do \
+	  $(PY) -m pipeline.train_cli --data runs/reference-en/pretrain/data --out $(SERIES_OUT)/steps$$steps \
+	    --model bert_tiny --preset reference --steps $$steps && \
+	  $(PY) -m pipeline.train_cli --data runs/reference-en/pretrain/data --out $(SERIES_OUT)/steps$$steps \
+	    --model bert_ft --init runs/reference-en/static --preset reference --steps $$steps --compare || exit 1; \
+	done
 	$(PY) -m pipeline.job --figures-from $(addprefix runs/,$(REFERENCE_RUNS)) --records $(REFERENCE_DIR)/runs \
 	  --figures $(REFERENCE_DIR)
-	$(PY) -m pipeline.ablations --runs $(addprefix runs/,$(ABLATION_RUNS)) --out runs/reference-ablations \
+	$(PY) -m pipeline.series --base runs/reference-en --trained $(addprefix $(SERIES_OUT)/steps,$(SERIES_STEPS)) \
+	  --records $(REFERENCE_DIR)/series --figures $(REFERENCE_DIR)
+	$(PY) -m pipeline.records $(REFERENCE_DIR)
+
+# The ablations of pipeline.ablations on English seeds 0 and 1 (needs runs/reference-en-seed1 too); their
+# records go beside the others and reference-figures draws their table when they exist.
+reference-ablations: $(STAMP)
+	$(PY) -m pipeline.job --preset reference --lang en --seeds 1 --no-figures
+	$(PY) -m pipeline.ablations --runs runs/reference-en runs/reference-en-seed1 --out runs/reference-ablations \
 	  --records $(REFERENCE_DIR)/ablations --figures $(REFERENCE_DIR)
 	$(PY) -m pipeline.records $(REFERENCE_DIR)
 
 reference-figures: $(STAMP)
 	$(PY) -m pipeline.job --figures-from $(addprefix $(REFERENCE_DIR)/runs/,$(REFERENCE_RUNS)) --figures $(REFERENCE_DIR) \
 	  --docs $(REFERENCE_DOCS)
-	$(PY) -m pipeline.ablations --table-only --run-records $(REFERENCE_DIR)/runs \
-	  --records $(REFERENCE_DIR)/ablations --figures $(REFERENCE_DIR)
+	$(PY) -m pipeline.series --table-only --base $(REFERENCE_DIR)/runs/reference-en --records $(REFERENCE_DIR)/series \
+	  --figures $(REFERENCE_DIR)
+	if [ -d $(REFERENCE_DIR)/ablations ]; then $(PY) -m pipeline.ablations --table-only --run-records \
+	  $(REFERENCE_DIR)/runs --records $(REFERENCE_DIR)/ablations --figures $(REFERENCE_DIR); fi
 	@# The hash manifest that tests/test_reference_records.py checks: a record edited by hand fails the tests.
 	$(PY) -m pipeline.records $(REFERENCE_DIR)
 

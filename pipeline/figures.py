@@ -50,11 +50,12 @@ from pipeline.results import (
     sort_runs,
 )
 from pipeline.runinfo import RECORDED_PACKAGES, code_version, package_versions
+from pipeline.token_analysis import prediction_kinds_table, token_groups_figure, token_groups_table
 
 __all__ = [
     # notebook 06's set-up, the tables and the outputs, defined here
     "FiguresSetup", "start", "setting_comparison", "table1_vectors_found", "table2_loss", "table3_accuracy",
-    "position_kinds_table",
+    "position_kinds_table", "token_groups_table", "prediction_kinds_table",
     "format_table", "to_markdown", "featured_lang", "provenance", "write_outputs",
     # what notebook 06 calls from the other machinery modules, and the formats write_outputs saves figures in
     "load_runs", "comparison_groups", "verify_claims", "kind_mean", "figure1_loss", "figure2_accuracy",
@@ -62,7 +63,9 @@ __all__ = [
 ]
 
 FIGURE_NAMES = ("fig1a_train_loss", "fig1b_eval_loss", "fig2_eval_accuracy", "fig3_accuracy_by_language")
-TABLE_NAMES = ("table1_vectors_found", "table2_loss", "table3_accuracy", "table_position_kinds", "claims_check")
+RECORD_FIGURE_NAMES = ("fig4_gain_by_frequency",)  # drawn when the per-position records hold the [MASK]-only ids
+TABLE_NAMES = ("table1_vectors_found", "table2_loss", "table3_accuracy", "table_position_kinds", "claims_check",
+               "table_token_groups", "table_prediction_kinds")
 MISSING_MARK = "—"
 PAPER_RUN_LABEL = f"paper ({paper.STEPS:,} steps, batch {paper.BATCH_SIZE}, C4, cc.LANG.300)"
 _PAPER_TRAIN_MINUS_EVAL = [paper.TRAIN_LOSS[lang][m] - paper.EVAL_LOSS[lang][m] for lang in paper.LANGS
@@ -389,6 +392,11 @@ TABLE_NOTES = {
                      f"a two-level bootstrap over seeds, then positions ({BOOTSTRAP_DRAWS:,} draws; with one seed, "
                      "positions only); holds_on_ours: 'holds' only when the whole interval lies on the paper's side "
                      "of 0, 'not shown' when it includes 0."),
+    "table_token_groups": ("At the [MASK] positions only, grouped by the true token; FT - TINY with a 95 % "
+                           f"two-level bootstrap interval ({BOOTSTRAP_DRAWS:,} draws). Beyond the paper."),
+    "table_prediction_kinds": ("At the [MASK] positions: the share of the true tokens and of each model's top "
+                               "prediction that is punctuation or one of the 50 most frequent whole words of the "
+                               "training text (mostly function words); seed 0. Beyond the paper."),
     "table_position_kinds": ("Scored positions by what the model saw there: [MASK] (80 %), a random token (10 %) "
                              "or its own token (10 %, where copying is right). The paper reports all positions."),
 }
@@ -408,7 +416,11 @@ def write_outputs(runset: RunSet, out_dir: str | Path) -> list[Path]:
         written += save_figure(fig, out_dir, name, f"{name} ({lang or 'no runs'}) - ours vs {paper.CITATION}")
     tables = {"table1_vectors_found": table1_vectors_found(runset), "table2_loss": table2_loss(runset),
               "table3_accuracy": table3_accuracy(runset), "table_position_kinds": position_kinds_table(runset),
-              "claims_check": verify_claims(runset)}
+              "claims_check": verify_claims(runset), "table_token_groups": token_groups_table(runset),
+              "table_prediction_kinds": prediction_kinds_table(runset)}
+    if tables["table_token_groups"]["grouping"].notna().any():
+        written += save_figure(token_groups_figure(tables["table_token_groups"]), out_dir, RECORD_FIGURE_NAMES[0],
+                               f"fig4_gain_by_frequency - ours, beyond {paper.CITATION}")
     for name, table in tables.items():
         table.to_csv(out_dir / f"{name}.csv", index=False)
         note = f"\n{TABLE_NOTES[name]}\n" if name in TABLE_NOTES else ""

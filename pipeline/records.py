@@ -19,7 +19,7 @@ from typing import Sequence
 
 from pipeline.baseline_files import compute_baseline, compute_token_facts, save_baseline, save_token_facts
 from pipeline.fingerprints import copy_fingerprint
-from pipeline.layout import FIGURES_DIR, MODEL_NAMES, STEP_FOLDERS, RunLayout
+from pipeline.layout import FIGURES_DIR, MODEL_NAMES, STEP_FOLDERS, PretrainFiles, RunLayout
 
 
 def record_files(run: RunLayout) -> list[Path]:
@@ -47,7 +47,7 @@ class UncommittedRun(ValueError):
     """A run whose models were not both trained from one clean commit: its numbers cannot be audited."""
 
 
-def trained_commit(run: RunLayout) -> str:
+def trained_commit(run: RunLayout | PretrainFiles) -> str:
     """The one clean commit both models were trained at; UncommittedRun naming the run and the fix otherwise."""
     commits = {}
     for name in MODEL_NAMES:
@@ -57,7 +57,8 @@ def trained_commit(run: RunLayout) -> str:
     if dirty or len(set(commits.values())) != 1:
         why = (f"trained from uncommitted code ({', '.join(dirty)})" if dirty
                else f"trained at different commits {commits}")
-        raise UncommittedRun(f"{run.root} was {why}: a record must name one clean commit for both models. Commit, "
+        where = run.root if isinstance(run, RunLayout) else run.folder
+        raise UncommittedRun(f"{where} was {why}: a record must name one clean commit for both models. Commit, "
                              "train again (the job resumes nothing of other code), or pass --draft to record it as a "
                              "draft outside figures/")
     return commits["bert_tiny"]
@@ -102,7 +103,7 @@ def save_records(run_dirs: Sequence[str | Path], records_dir: str | Path, draft:
 # --------------------------------------------------------------------------------------------
 
 MANIFEST_NAME = "records.sha256"  # in a figures folder whose records are committed (figures/reference/)
-MANIFEST_FOLDERS = ("runs", "ablations")  # the records; the tables and their notes beside them count too
+MANIFEST_FOLDERS = ("runs", "series", "ablations")  # the records; the tables and their notes beside them count too
 MANIFEST_SUFFIXES = (".csv", ".md")
 
 

@@ -16,7 +16,8 @@ pytestmark = pytest.mark.notebook
 
 
 def test_every_output_exists_and_is_not_empty(smoke_figures: Path) -> None:
-    expected = [f"{n}.{ext}" for n in figures.FIGURE_NAMES for ext in figures.FIGURE_FORMATS]
+    expected = [f"{n}.{ext}" for n in (*figures.FIGURE_NAMES, *figures.RECORD_FIGURE_NAMES)
+                for ext in figures.FIGURE_FORMATS]
     expected += [f"{n}.{ext}" for n in figures.TABLE_NAMES for ext in ("csv", "md")] + ["provenance.json"]
     for name in expected:
         path = smoke_figures / name
@@ -68,7 +69,8 @@ def test_the_exercises_pass_their_self_checks_and_write_only_into_out_dir(smoke_
     for n in (1, 2, 3):
         assert f"Exercise {n}: ✓ right" in printed
     written = {p.name for p in smoke_figures.iterdir()}
-    expected = {f"{n}.{ext}" for n in figures.FIGURE_NAMES for ext in figures.FIGURE_FORMATS}
+    expected = {f"{n}.{ext}" for n in (*figures.FIGURE_NAMES, *figures.RECORD_FIGURE_NAMES)
+                for ext in figures.FIGURE_FORMATS}
     expected |= {f"{n}.{ext}" for n in figures.TABLE_NAMES for ext in ("csv", "md")} | {"provenance.json"}
     assert expected <= written and all(name in expected or name.startswith(".") for name in written)
 

@@ -65,3 +65,26 @@ def test_the_manifest_names_a_record_edited_by_hand(tmp_path: Path) -> None:
     values[2] = f"{float(values[2]) + 0.1}"  # eval_accuracy + 0.1, as in the issue
     metrics.write_text("\n".join([*lines[:-1], ",".join([step, *values])]) + "\n")
     assert manifest_differences(copy) == ["runs/reference-fr/pretrain/bert_ft/metrics.csv"]
+
+
+SERIES_RECORDS = REFERENCE / "series"
+
+
+def test_every_committed_record_names_one_clean_commit_for_both_models() -> None:
+    from pipeline.layout import RunLayout
+    from pipeline.records import trained_commit
+
+    folders = [p for root in (RUN_RECORDS, SERIES_RECORDS) if root.is_dir() for p in root.iterdir() if p.is_dir()]
+    assert folders
+    for folder in folders:
+        assert len(trained_commit(RunLayout(folder))) == 40, folder  # raises naming the folder otherwise
+
+
+@pytest.mark.skipif(not SERIES_RECORDS.is_dir(), reason="no series records committed")
+def test_the_committed_series_table_regenerates_from_its_records(tmp_path: Path) -> None:
+    from pipeline import series
+
+    argv = ["--table-only", "--base", str(RUN_RECORDS / "reference-en"), "--records", str(SERIES_RECORDS),
+            "--figures", str(tmp_path)]
+    assert series.main(argv) == 0
+    _same_table(tmp_path / f"{series.TABLE_NAME}.csv", REFERENCE / f"{series.TABLE_NAME}.csv")

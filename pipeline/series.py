@@ -1,0 +1,158 @@
+"""The training-length series: does BERT_FT's head start last, fade or grow as training goes on?
+
+Each length is a pair of models trained from the same prepared data and static vectors as a base run
+(``runs/reference-en``), with its own warm-up and decay over its own number of steps:
+``python -m pipeline.train_cli --data runs/reference-en/pretrain/data --out runs/series-en-seed0/steps2400
+--model bert_tiny --preset reference --steps 2400`` (and ``--model bert_ft --init runs/reference-en/static``).
+:func:`save_series_record` keeps such a pair as a record shaped like a run folder
+(``<records>/reference-en-steps2400/``), so notebook 06's readers, the [MASK]-only scores and the two-level
+intervals apply unchanged. :func:`series_table` lays out one row per length; no trend is fitted.
+
+``python -m pipeline.series --base runs/reference-en --trained runs/series-en-seed0/steps2400 ...
+--records figures/reference/series --figures figures/reference`` records and draws;
+``--table-only`` draws from the records (and the base run's record) alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from pipeline.baseline_files import compute_baseline, compute_token_facts, save_baseline, save_token_facts
+from pipeline.claims_table import gain_estimate, run_crossing
+from pipeline.figure_plots import save_figure
+from pipeline.figures import to_markdown
+from pipeline.layout import MODEL_NAMES, PretrainFiles, RunLayout
+from pipeline.position_scores import kind_mean
+from pipeline.records import eval_sequences_of, trained_commit
+from pipeline.results import SeedGroup, comparison_groups, load_runs
+
+TABLE_NAME = "series_training_length"
+NOTE = ("One pair of models per length, seed 0, each with its own warm-up and decay; 1,200 steps is the base run. "
+        "Intervals: 95 %, bootstrap over the evaluation positions (one seed, 10,000 draws), so they hold no seed "
+        "variance. [MASK] TINY - unigram: BERT_TINY's loss at the [MASK] positions minus the unigram's there "
+        "(testable below -0.5). No trend is fitted; nothing here extrapolates beyond the longest run.")
+
+
+def save_series_record(base_run: Path, trained: Path, records_dir: Path) -> Path:
+    """Record one trained pair of the series beside its base run's facts; refused unless it shares the base's data."""
+    base, pair = RunLayout(Path(base_run)), PretrainFiles(Path(trained))
+    trained_commit(pair)
+    infos = {name: json.loads(pair.model(name).run_json.read_text(encoding="utf-8")) for name in MODEL_NAMES}
+    base_info = json.loads(base.model("bert_tiny").run_json.read_text(encoding="utf-8"))
+    fingerprint = (base_info.get("identity") or {}).get("data_fingerprint")
+    for name, info in infos.items():
+        if (info.get("identity") or {}).get("data_fingerprint") != fingerprint:
+            raise ValueError(f"{pair.model(name).run_json} was trained on other data than {base.root}; "
+                             "train the series from the base run's pretrain/data")
+    record = RunLayout(Path(records_dir) / f"{base.root.name}-steps{infos['bert_tiny']['steps']}")
+    for name in MODEL_NAMES:
+        source, target = pair.model(name), record.model(name)
+        target.folder.mkdir(parents=True, exist_ok=True)
+        for path in (source.metrics, source.run_json, source.positions):
+            shutil.copyfile(path, target.folder / path.name)
+    record.static.folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(base.static.manifest, record.static.manifest)
+    if pair.comparison.is_file():
+        shutil.copyfile(pair.comparison, record.comparison)
+    eval_sequences = eval_sequences_of(base)
+    save_baseline(compute_baseline(base.step("pretrain"), eval_sequences), record.step("pretrain"), eval_sequences)
+    save_token_facts(compute_token_facts(base.step("pretrain"), base.static.found), record.step("pretrain"))
+    return record.root
+
+
+def _interval(est: Any) -> str:
+    return f"[{est.low:+.3f}, {est.high:+.3f}]"
+
+
+def series_row(group: SeedGroup) -> dict[str, Any]:
+    """One length: the final differences (all and [MASK] positions), crossings, overfitting and epochs."""
+    run, steps = group.first, group.total_steps
+    sequences = ((run.model("bert_tiny").info or {}).get("data") or {}).get("train", {}).get("sequences")
+    batch = (run.model("bert_tiny").info or {}).get("batch_size")
+    row: dict[str, Any] = {"steps": steps, "epochs": steps * batch / sequences if sequences and batch else None,
+                           "n_seeds": len(group.runs)}
+    for column, short in (("eval_loss", "loss"), ("eval_accuracy", "accuracy")):
+        for kind, prefix in (("all", ""), ("mask", "[MASK] ")):
+            est = gain_estimate(group, column, kind)
+            row[f"{prefix}{short} FT - TINY"], row[f"{prefix}{short} interval"] = est.mean, _interval(est)
+    row["[MASK] TINY - unigram"] = kind_mean(group, "bert_tiny", "loss", "mask") - kind_mean(group, "unigram", "loss",
+                                                                                                "mask")
+    for column, lower in (("eval_loss", True), ("eval_accuracy", False)):
+        crossing = run_crossing(run, column, lower)
+        row[f"{column} crossing (fraction)"] = None if crossing is None else crossing / steps
+    for name, label in (("bert_tiny", "TINY"), ("bert_ft", "FT")):
+        row[f"train - eval {label}"] = run.final(name, "train_loss") - run.final(name, "eval_loss")
+    return row
+
+
+def series_table(run_dirs: Sequence[Path]) -> pd.DataFrame:
+    """One row per training length, shortest first."""
+    groups = [g for g in comparison_groups(load_runs(list(run_dirs))) if g.runs]
+    return pd.DataFrame([series_row(g) for g in sorted(groups, key=lambda g: g.total_steps or 0)])
+
+
+def series_figure(table: pd.DataFrame) -> plt.Figure:
+    """BERT_FT minus BERT_TINY against training length, at all and at [MASK] positions, with 95 % intervals."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for ax, short, ylabel in ((axes[0], "accuracy", "accuracy gain (FT - TINY)"), (axes[1], "loss",
+                                                                                    "eval loss (FT - TINY), nats")):
+        for prefix, marker in (("", "o"), ("[MASK] ", "s")):
+            means = table[f"{prefix}{short} FT - TINY"].to_numpy(float)
+            bounds = [[float(x) for x in text.strip("[]").split(",")] for text in table[f"{prefix}{short} interval"]]
+            err = [[m - b[0] for m, b in zip(means, bounds)], [b[1] - m for m, b in zip(means, bounds)]]
+            ax.errorbar(table["steps"], means, yerr=err, marker=marker, capsize=3,
+                        label="all scored positions" if not prefix else "[MASK] positions")
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(table["steps"], [f"{s:,}" for s in table["steps"]])
+        ax.set_xlabel("training steps (each run its own schedule)")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=8)
+    fig.suptitle("English, reference preset, seed 0: BERT_FT's advantage by training length (ours; no trend fitted)",
+                 fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def write_series(run_dirs: Sequence[Path], figures_dir: Path) -> list[Path]:
+    table = series_table(run_dirs)
+    figures_dir.mkdir(parents=True, exist_ok=True)
+    table.to_csv(figures_dir / f"{TABLE_NAME}.csv", index=False)
+    (figures_dir / f"{TABLE_NAME}.md").write_text(to_markdown(table.round(3)) + f"\n{NOTE}\n")
+    paths = [figures_dir / f"{TABLE_NAME}.csv", figures_dir / f"{TABLE_NAME}.md"]
+    return paths + save_figure(series_figure(table), figures_dir, TABLE_NAME, "training-length series (ours)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pipeline.series", description=__doc__.splitlines()[0])
+    parser.add_argument("--base", required=True, type=Path, help="the base run (folder or record) of 1,200 steps")
+    parser.add_argument("--trained", nargs="*", default=[], type=Path, help="pretrain folders of the series to record")
+    parser.add_argument("--records", required=True, type=Path, help="the series' records (read with --table-only)")
+    parser.add_argument("--figures", required=True, type=Path, help="where the table and figure go")
+    parser.add_argument("--table-only", action="store_true", help="record nothing; draw from --records")
+    args = parser.parse_args(argv)
+    try:
+        if not args.table_only:
+            for trained in args.trained:
+                print(f"recorded {save_series_record(args.base, trained, args.records)}")
+        recorded = sorted(p for p in args.records.glob(f"{args.base.name}-steps*") if p.is_dir())
+        if not recorded:
+            raise FileNotFoundError(f"no series records {args.base.name}-steps* in {args.records}")
+        for path in write_series([args.base, *recorded], args.figures):
+            print(path)
+    except (FileNotFoundError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

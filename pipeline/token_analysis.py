@@ -1,0 +1,127 @@
+"""Beyond the paper: which tokens BERT_FT's head start helps, and what each model predicts, from the records alone.
+
+Every number here comes from the per-position records of the final evaluation (no new training), at the
+``[MASK]`` positions only, where a model must use context. Positions are grouped by their true token:
+how often it occurs in the training text (:data:`FREQUENCY_EDGES`), whether it is a whole word or a ``##``
+piece, and whether BERT_FT's embedding row started from a fastText vector or from zero. Each group gets
+BERT_FT minus BERT_TINY with the two-level interval of :func:`helpers.claims.two_level_estimate`.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any, Callable
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from helpers.claims import two_level_estimate
+from pipeline.position_scores import RunPositions, group_positions
+from pipeline.results import RunSet, SeedGroup, comparison_groups
+
+# Training-text count of the true token: rare (< 10) to very frequent (>= 10,000); log-spaced, so a bucket
+# holds tokens of one order of magnitude.
+FREQUENCY_EDGES = (0, 10, 100, 1_000, 10_000)
+FREQUENT_WORDS = 50  # the most frequent whole-word tokens of the training text: mostly function words
+
+
+def frequency_bucket(counts: np.ndarray) -> np.ndarray:
+    return np.searchsorted(np.asarray(FREQUENCY_EDGES[1:]), counts, side="right")
+
+
+def bucket_names() -> list[str]:
+    edges = [*FREQUENCY_EDGES, None]
+    return [f"{low:,}-{high - 1:,}" if high else f">= {low:,}" for low, high in zip(edges[:-1], edges[1:])]
+
+
+def groupings(run: RunPositions) -> dict[str, Callable[[], tuple[np.ndarray, list[str]]]]:
+    """Per grouping, each [MASK] position's group index and the groups' names."""
+    facts, label = run.facts, run.label
+    return {
+        "training-text frequency": lambda: (frequency_bucket(facts["train_count"][label]), bucket_names()),
+        "word or piece": lambda: (facts["is_piece"][label].astype(int), ["whole word", "## piece"]),
+        "BERT_FT's initial row": lambda: (facts["has_vector"][label].astype(int),
+                                          ["zero (no fastText vector)", "fastText vector"]),
+    }
+
+
+def _group_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[str, Any]]:
+    rows = []
+    for grouping in groupings(runs[0]):
+        split = [groupings(r)[grouping]() for r in runs]
+        names = split[0][1]
+        for index, name in enumerate(names):
+            chosen = [(r.select("mask")) & (ids == index) for r, (ids, _) in zip(runs, split)]
+            if not chosen[0].any():
+                continue
+            row: dict[str, Any] = {"lang": group.lang, "label": group.label, "grouping": grouping, "group": name,
+                                   "positions": int(chosen[0].sum())}
+            for key, short in (("correct", "accuracy"), ("loss", "loss")):
+                for model, label in (("bert_tiny", "TINY"), ("bert_ft", "FT")):
+                    row[f"{short} {label}"] = float(np.mean([r.scores[model][key][c].mean()
+                                                             for r, c in zip(runs, chosen)]))
+                diffs = [r.scores["bert_ft"][key][c] - r.scores["bert_tiny"][key][c] for r, c in zip(runs, chosen)]
+                est = two_level_estimate(diffs, same, seed=zlib.crc32(f"{group.lang}{grouping}{name}{key}".encode()))
+                row.update({f"{short} FT - TINY": est.mean, f"{short} ci_low": est.low, f"{short} ci_high": est.high})
+            row["interval"] = est.interval
+            rows.append(row)
+    return rows
+
+
+def token_groups_table(runset: RunSet) -> pd.DataFrame:
+    """BERT_FT minus BERT_TINY at [MASK] positions, by frequency, word or piece, and initial row."""
+    rows: list[dict[str, Any]] = []
+    for group in (g for g in comparison_groups(runset) if g.runs):
+        found = group_positions(group)
+        if isinstance(found, str):
+            rows.append({"lang": group.lang, "label": group.label, "grouping": None, "group": found})
+            continue
+        rows += _group_rows(group, *found)
+    return pd.DataFrame(rows, columns=["lang", "label", "grouping", "group", "positions", "accuracy TINY",
+                                       "accuracy FT", "accuracy FT - TINY", "accuracy ci_low", "accuracy ci_high",
+                                       "loss TINY", "loss FT", "loss FT - TINY", "loss ci_low", "loss ci_high",
+                                       "interval"])
+
+
+def prediction_kinds_table(runset: RunSet) -> pd.DataFrame:
+    """At [MASK] positions: the share of each model's top-1 predictions (and of the true tokens) that are
+    punctuation, or one of the FREQUENT_WORDS most frequent whole words of the training text."""
+    rows: list[dict[str, Any]] = []
+    for group in (g for g in comparison_groups(runset) if g.runs):
+        found = group_positions(group)
+        if isinstance(found, str):
+            continue
+        for run_positions in found[0][:1]:  # seed 0's predictions; the shares vary little between seeds
+            facts = run_positions.facts
+            words = np.where(~facts["is_piece"] & ~facts["is_punctuation"], facts["train_count"], -1)
+            frequent = np.zeros(len(words), bool)
+            frequent[np.argsort(words)[::-1][:FREQUENT_WORDS]] = True
+            chosen = run_positions.select("mask")
+            for who, ids in (("true token", run_positions.label), ("BERT_TINY", run_positions.top1["bert_tiny"]),
+                             ("BERT_FT", run_positions.top1["bert_ft"])):
+                ids = ids[chosen]
+                rows.append({"lang": group.lang, "label": group.label, "who": who, "positions": int(chosen.sum()),
+                             "punctuation": float(facts["is_punctuation"][ids].mean()),
+                             f"top {FREQUENT_WORDS} words": float(frequent[ids].mean()),
+                             "distinct tokens": int(len(np.unique(ids)))})
+    return pd.DataFrame(rows)
+
+
+def token_groups_figure(table: pd.DataFrame) -> plt.Figure:
+    """Accuracy gain at [MASK] positions per training-text frequency bucket, one line per language."""
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    rows = table[table["grouping"] == "training-text frequency"]
+    for lang, part in rows.groupby("lang", sort=False):
+        x = np.arange(len(part))
+        gain = part["accuracy FT - TINY"]
+        err = [gain - part["accuracy ci_low"], part["accuracy ci_high"] - gain]
+        ax.errorbar(x, gain, yerr=err, marker="o", capsize=3, label=f"{lang} ({part['label'].iloc[0]})")
+        ax.set_xticks(x, part["group"], fontsize=8)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xlabel("count of the true token in the training text")
+    ax.set_ylabel("accuracy gain at [MASK] (FT - TINY)")
+    ax.set_title("Where BERT_FT's gain comes from (ours, 95 % intervals)", fontsize=10)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig

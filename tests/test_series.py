@@ -1,0 +1,66 @@
+"""The training-length series records a longer pair beside its base run and tabulates one row per length."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pipeline import layout, records, series, train_cli
+
+
+def _set_commit(pretrain: Path, commit: str) -> None:
+    for name in layout.MODEL_NAMES:
+        path = layout.PretrainFiles(pretrain).model(name).run_json
+        info = json.loads(path.read_text())
+        info.setdefault("environment", {})["git_commit"] = commit
+        path.write_text(json.dumps(info))
+
+
+@pytest.fixture(scope="module")
+def longer_pair(smoke_step, smoke_run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The smoke run's pair trained again for twice its steps, from the same data and vectors."""
+    smoke_step("04_pretraining")
+    run = layout.RunLayout(smoke_run_dir)
+    steps = json.loads(run.model("bert_tiny").run_json.read_text())["steps"] * 2
+    out = tmp_path_factory.mktemp("series") / f"steps{steps}"
+    for model, init in (("bert_tiny", "random"), ("bert_ft", str(run.static.folder))):
+        assert train_cli.main(["--data", str(run.step("pretrain") / "data"), "--out", str(out), "--model", model,
+                               "--init", init, "--preset", "smoke", "--steps", str(steps), "--device", "cpu",
+                               "--compare"]) == 0
+    return out
+
+
+def test_a_pair_from_uncommitted_code_is_refused(longer_pair: Path, smoke_run_dir: Path, tmp_path: Path) -> None:
+    _set_commit(longer_pair, "f" * 40 + "+dirty")
+    with pytest.raises(records.UncommittedRun, match="uncommitted code"):
+        series.save_series_record(smoke_run_dir, longer_pair, tmp_path / "records")
+
+
+def test_a_recorded_pair_gives_one_row_per_length_with_intervals(longer_pair: Path, smoke_run_dir: Path,
+                                                                 tmp_path: Path) -> None:
+    _set_commit(longer_pair, "e" * 40)
+    record = series.save_series_record(smoke_run_dir, longer_pair, tmp_path / "records")
+    assert not list(record.rglob("*.pt")) and (record / "pretrain" / "token_facts.npz").is_file()
+    paths = series.write_series([smoke_run_dir, record], tmp_path / "figures")
+    table = pd.read_csv(tmp_path / "figures" / f"{series.TABLE_NAME}.csv")
+    assert {p.name for p in paths} >= {f"{series.TABLE_NAME}.{ext}" for ext in ("csv", "md", "png", "pdf")}
+    assert len(table) == 2 and table["steps"].iloc[1] == 2 * table["steps"].iloc[0]
+    assert table["epochs"].iloc[1] == pytest.approx(2 * table["epochs"].iloc[0])
+    for column in ("loss FT - TINY", "[MASK] accuracy FT - TINY", "[MASK] TINY - unigram", "train - eval TINY"):
+        assert table[column].map(math.isfinite).all(), column
+    low, high = (float(x) for x in table["[MASK] loss interval"].iloc[1].strip("[]").split(","))
+    assert low <= table["[MASK] loss FT - TINY"].iloc[1] <= high
+
+
+def test_a_pair_trained_on_other_data_is_refused(longer_pair: Path, smoke_run_dir: Path, tmp_path: Path) -> None:
+    _set_commit(longer_pair, "e" * 40)
+    path = layout.PretrainFiles(longer_pair).model("bert_ft").run_json
+    info = json.loads(path.read_text())
+    info["identity"]["data_fingerprint"] = "0" * 64
+    path.write_text(json.dumps(info))
+    with pytest.raises(ValueError, match="other data"):
+        series.save_series_record(smoke_run_dir, longer_pair, tmp_path / "records")

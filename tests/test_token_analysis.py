@@ -1,0 +1,45 @@
+"""Where the gain comes from: positions grouped by their true token, from the smoke run's records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipeline import position_scores, results, token_analysis
+
+
+def test_frequency_buckets_hold_one_order_of_magnitude_each() -> None:
+    counts = np.array([0, 9, 10, 99, 100, 9_999, 10_000, 1_000_000])
+    assert token_analysis.frequency_bucket(counts).tolist() == [0, 0, 1, 1, 2, 3, 4, 4]
+    assert token_analysis.bucket_names() == ["0-9", "10-99", "100-999", "1,000-9,999", ">= 10,000"]
+
+
+@pytest.fixture(scope="module")
+def smoke_runset(smoke_figures: Path, smoke_run_dir: Path) -> results.RunSet:
+    return results.load_runs([smoke_run_dir])
+
+
+def test_each_grouping_splits_the_mask_positions_without_loss(smoke_runset: results.RunSet) -> None:
+    table = token_analysis.token_groups_table(smoke_runset)
+    group = [g for g in results.comparison_groups(smoke_runset) if g.runs][0]
+    runs, _ = position_scores.group_positions(group)
+    n_mask = int(runs[0].select("mask").sum())
+    assert n_mask > 0 and set(table["grouping"]) == {"training-text frequency", "word or piece",
+                                                     "BERT_FT's initial row"}
+    for _, part in table.groupby("grouping"):
+        assert part["positions"].sum() == n_mask
+        # the groups' accuracies, weighted by their positions, give back the [MASK]-only accuracy
+        weighted = (part["accuracy FT"] * part["positions"]).sum() / n_mask
+        assert weighted == pytest.approx(runs[0].mean("bert_ft", "correct", "mask"))
+    assert ((table["accuracy ci_low"] <= table["accuracy FT - TINY"])
+            & (table["accuracy FT - TINY"] <= table["accuracy ci_high"])).all()
+
+
+def test_prediction_shares_compare_each_model_with_the_true_tokens(smoke_runset: results.RunSet) -> None:
+    table = token_analysis.prediction_kinds_table(smoke_runset)
+    assert table["who"].tolist() == ["true token", "BERT_TINY", "BERT_FT"]
+    shares = table[["punctuation", f"top {token_analysis.FREQUENT_WORDS} words"]].to_numpy()
+    assert ((0 <= shares) & (shares <= 1)).all()
+    assert (table["distinct tokens"] >= 1).all() and table["positions"].nunique() == 1

@@ -52,8 +52,8 @@ def main() -> None:
     print("| --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as tmp:
         for model in ("bert_tiny", "bert_ft"):
-            runs = [train(args.data, args.static, model, args.steps, args.eval_every, threads, Path(tmp) / f"{model}{i}")
-                    for i, threads in enumerate((1, 1, 2))]
+            runs = [train(args.data, args.static, model, args.steps, args.eval_every, threads,
+                          Path(tmp) / f"{model}{i}") for i, threads in enumerate((1, 1, 2))]
             for row in (0, len(runs[0]) - 1):
                 print(f"| {model} | {runs[0][row]['step']} | {largest_difference(runs[0], runs[1], row):.3e} | "
                       f"{largest_difference(runs[0], runs[2], row):.3e} |")

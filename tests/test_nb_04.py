@@ -88,3 +88,30 @@ def test_prepared_data_and_fixed_eval_mask(pretrain_dir):
     data = prepare.load_data(pretrain_dir)
     assert data.meta["lang"] == "en" and data.seq_len == 64 and not data.meta["packing"]
     assert data.meta["eval"]["masked_positions"] == int((data.eval_labels != -100).sum()) > 0
+
+
+def test_the_copying_sentence_states_the_accuracies_of_the_saved_positions(pretrain_dir):
+    import re
+
+    import numpy as np
+
+    from helpers.baselines import position_kinds
+
+    executed = json.loads((pretrain_dir.parent / "04_pretraining.ipynb").read_text())
+    text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for c in executed["cells"]
+                   for o in c.get("outputs", []))
+    sentence = text[text.index("At the unchanged positions"):]
+    stated = [float(x) for x in re.findall(r"(\d+(?:\.\d+)?)%", sentence)[:6]]
+    tokenizer = json.loads((pretrain_dir / "data" / "tokenizer" / "tokenizer.json").read_text())
+    mask_id = next(t["id"] for t in tokenizer["added_tokens"] if t["content"] == "[MASK]")
+    measured = {}
+    for name in MODEL_NAMES:
+        saved = np.load(ModelFiles(pretrain_dir / name).positions)
+        kinds = position_kinds(saved["visible"], saved["label"], mask_id)
+        measured[name] = {"unchanged": saved["correct"][kinds == 2].mean(), "mask": saved["correct"][kinds == 0].mean(),
+                          "all": saved["correct"].mean()}
+    expected = [measured["bert_tiny"]["unchanged"], measured["bert_ft"]["unchanged"], measured["bert_tiny"]["mask"],
+                measured["bert_ft"]["mask"], measured["bert_tiny"]["all"], measured["bert_ft"]["all"]]
+    decimals = [0, 0, 1, 1, 1, 1]  # as the sentence rounds them
+    for value, want, places in zip(stated, expected, decimals):
+        assert value == pytest.approx(round(100 * want, places), abs=10 ** -places / 2 + 1e-9)

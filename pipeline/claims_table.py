@@ -83,6 +83,8 @@ def _claim_row(group: SeedGroup, claim_id: str, claim: str, est: Estimate, paper
                fraction: float = math.nan, notes: Sequence[str] = ()) -> dict[str, Any]:
     testable, why = testability(group)
     note = "; ".join(n for n in (why, est.note, *notes, group.note) if n)
+    if testable is False:  # the one rule of notebook 06: below the margin a verdict says nothing about the paper
+        holds = f"not testable (on our runs: {holds})"
     return {"lang": group.lang, "preset": group.first.preset, "steps": group.total_steps, "claim_id": claim_id,
             "claim": claim, "n_seeds": len(group.runs), "ours": est.mean, "ci_low": est.low, "ci_high": est.high,
             "interval": est.interval, "fraction_of_training": fraction, "testable": testable,
@@ -201,6 +203,9 @@ def language_claims(groups: Sequence[SeedGroup]) -> list[dict[str, Any]]:
     rows = [{**common, **_average_row(gains, langs, why, seeds)}]
     if "en" in chosen and len(chosen) > 1:
         rows.append({**common, **_english_row(gains, langs, why, seeds)})
+    if common["testable"] is False:
+        for row in rows:
+            row["holds_on_ours"] = f"not testable (on our runs: {row['holds_on_ours']})"
     return rows
 
 

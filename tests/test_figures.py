@@ -468,6 +468,7 @@ def test_testability_is_judged_at_the_mask_positions_where_copying_cannot_help(t
     checked = claims_table.verify_claims(runset)
     per_lang = checked[(checked["lang"] == "en") & (checked["claim_id"] != "average_accuracy_gain")]
     assert len(per_lang) == 7 and (checked["testable"] == False).all()  # noqa: E712  ... at [MASK] only 0.26 below
+    assert per_lang["holds_on_ours"].str.startswith("not testable (on our runs: ").all()
     assert per_lang["note"].str.contains(f"BERT_TINY ends at 1.000, within 0.5 nat of the unigram's "
                                          f"{unigram_at_mask:.3f}").all()
     table = figures.table2_loss(runset)

@@ -16,6 +16,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from helpers import paper_values as paper
+from pipeline.position_scores import kind_mean
 from pipeline.results import RunSet, SeedGroup, comparison_groups
 
 FIGURE_FORMATS = ("png", "pdf")  # every figure is saved in each: PNG for slides and the README, PDF for print
@@ -80,6 +81,14 @@ def unigram_line(ax: Axes, group: SeedGroup, key: str) -> None:
         ax.axhline(group.baseline[key], **UNIGRAM_STYLE, label="unigram baseline (no context, same positions)")
 
 
+def copy_aware_line(ax: Axes, group: SeedGroup, key: str) -> None:
+    """The floor that copies the visible token (else unigram) on the same positions, when the records allow it."""
+    value = kind_mean(group, "copy_aware", key, "all")
+    if math.isfinite(value):
+        ax.axhline(value, color="black", linestyle="-.", linewidth=1.0,
+                   label="copy-aware floor (copy the visible token, else unigram; no context)")
+
+
 def finish(ax: Axes, ylabel: str, absent: list[str], fontsize: float = 8) -> None:
     ax.set_xlabel("training step")
     ax.set_ylabel(ylabel)
@@ -106,6 +115,7 @@ def figure1_loss(runset: RunSet, lang: str, kind: str = "train", paper_refs: boo
     absent = plot_models(ax, group, KIND_COLUMN[kind])
     if kind == "eval":
         unigram_line(ax, group, "unigram_loss")
+        copy_aware_line(ax, group, "loss")
     if paper_refs:
         paper_lines(ax, paper.TRAIN_LOSS if kind == "train" else paper.EVAL_LOSS, lang, "Table 2")
     what = "training loss" if kind == "train" else "evaluation loss"
@@ -124,6 +134,7 @@ def figure2_accuracy(runset: RunSet, lang: str, paper_refs: bool = True) -> Figu
     ax = fig.add_subplot()
     absent = plot_models(ax, group, "eval_accuracy")
     unigram_line(ax, group, "unigram_accuracy")
+    copy_aware_line(ax, group, "correct")
     if paper_refs:
         paper_lines(ax, paper.EVAL_ACCURACY, lang, "Table 3")
     finish(ax, "evaluation accuracy (masked tokens)", absent)

@@ -483,6 +483,9 @@ def test_testability_is_judged_at_the_mask_positions_where_copying_cannot_help(t
     assert accuracy["[MASK] BERT_TINY"] == 0.0 and accuracy["[MASK] BERT_FT"] == 0.5
     fig = plots.figure1_loss(runset, "en", "eval")
     assert "unigram baseline (no context, same positions)" in legend_labels(fig.axes[0])
+    copy_label = "copy-aware floor (copy the visible token, else unigram; no context)"
+    assert copy_label in legend_labels(fig.axes[0])
+    assert copy_label in legend_labels(plots.figure2_accuracy(runset, "en").axes[0])
 
 
 def test_table2_reports_both_readings_of_the_training_loss(tmp_path: Path) -> None:

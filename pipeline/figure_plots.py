@@ -85,7 +85,7 @@ def copy_aware_line(ax: Axes, group: SeedGroup, key: str) -> None:
     """The floor that copies the visible token (else unigram) on the same positions, when the records allow it."""
     value = kind_mean(group, "copy_aware", key, "all")
     if math.isfinite(value):
-        ax.axhline(value, color="black", linestyle="-.", linewidth=1.0,
+        ax.axhline(value, color="tab:purple", linestyle=(0, (3, 1, 1, 1, 1, 1)), linewidth=1.2,
                    label="copy-aware floor (copy the visible token, else unigram; no context)")
 
 

@@ -84,6 +84,6 @@ def two_level_draws(per_seed: list[np.ndarray], *, same_positions: bool, draws: 
             positions = rng.integers(0, len(arrays[0]), size=(c, arrays[0].size))
             out[start:start + c] = np.stack(arrays)[seeds[:, :, None], positions[:, None, :]].mean(axis=(1, 2))
             continue
-        means = np.stack([[a[rng.integers(0, len(a), size=len(a))].mean() for a in arrays] for _ in range(c * k)])
-        out[start:start + c] = means.reshape(c, k, k)[np.arange(c)[:, None], np.arange(k)[None, :], seeds].mean(axis=1)
+        out[start:start + c] = [np.mean([arrays[s][rng.integers(0, len(arrays[s]), size=len(arrays[s]))].mean()
+                                         for s in row]) for row in seeds]
     return out

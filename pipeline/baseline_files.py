@@ -75,12 +75,13 @@ def compute_token_facts(pretrain_dir: str | Path, found_path: str | Path | None)
     tokens = [""] * size
     for token, index in vocab.items():
         tokens[index] = token
-    found = np.load(found_path) if found_path is not None and Path(found_path).is_file() else np.zeros(size, bool)
+    known = found_path is not None and Path(found_path).is_file()
+    found = np.load(found_path) if known else np.zeros(size, bool)
     return {"train_count": unigram_counts(data.train_ids, data.train_lengths, size, special).astype(np.int64),
             "special": np.asarray(special, dtype=np.int64), "mask_id": np.asarray(vocab["[MASK]"], dtype=np.int64),
             "is_piece": np.array([t.startswith("##") for t in tokens]),
             "is_punctuation": np.array([_is_punctuation(t) for t in tokens]),
-            "has_vector": found.astype(bool)}
+            "has_vector": found.astype(bool), "has_vector_known": np.asarray(known)}
 
 
 def save_token_facts(facts: dict[str, np.ndarray], pretrain_dir: str | Path) -> Path:

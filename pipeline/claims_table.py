@@ -49,7 +49,9 @@ def gain_estimate(group: SeedGroup, column: str, kind: str = "all") -> Estimate:
     else:
         difference = lambda r, chosen: r.scores["bert_ft"][key][chosen] - r.scores["bert_tiny"][key][chosen]  # noqa: E731
         found = per_seed_values(group, difference, kind)
-        values = [] if isinstance(found, str) else [float(v.mean()) for v in found[0]]
+        if isinstance(found, str):
+            return Estimate(math.nan, note=f"no value: {found}")
+        values = [float(v.mean()) for v in found[0]]
     return seed_estimate(values, lambda: found, seed=zlib.crc32(f"{group.lang}-{kind}".encode()))
 
 
@@ -83,8 +85,8 @@ def _claim_row(group: SeedGroup, claim_id: str, claim: str, est: Estimate, paper
                fraction: float = math.nan, notes: Sequence[str] = ()) -> dict[str, Any]:
     testable, why = testability(group)
     note = "; ".join(n for n in (why, est.note, *notes, group.note) if n)
-    if testable is False:  # the one rule of notebook 06: below the margin a verdict says nothing about the paper
-        holds = f"not testable (on our runs: {holds})"
+    if testable is not True:  # the one rule of notebook 06: below the margin a verdict says nothing about the paper
+        holds = f"{'not testable' if testable is False else 'testability unknown'} (on our runs: {holds})"
     return {"lang": group.lang, "preset": group.first.preset, "steps": group.total_steps, "claim_id": claim_id,
             "claim": claim, "n_seeds": len(group.runs), "ours": est.mean, "ci_low": est.low, "ci_high": est.high,
             "interval": est.interval, "fraction_of_training": fraction, "testable": testable,
@@ -157,7 +159,7 @@ def _language_common(chosen: dict[str, SeedGroup], langs: list[str]) -> tuple[di
     seeds = "seeds per language: " + ", ".join(f"{lang} {len(chosen[lang].runs)}" for lang in langs)
     common = {"lang": ",".join(langs), "preset": "/".join(sorted({str(g.first.preset) for g in chosen.values()})),
               "steps": None, "n_seeds": min(len(g.runs) for g in chosen.values()), "fraction_of_training": math.nan,
-              "testable": None if None in testable else all(testable)}
+              "testable": False if False in testable else None if None in testable else True}
     return common, why, seeds
 
 
@@ -203,9 +205,10 @@ def language_claims(groups: Sequence[SeedGroup]) -> list[dict[str, Any]]:
     rows = [{**common, **_average_row(gains, langs, why, seeds)}]
     if "en" in chosen and len(chosen) > 1:
         rows.append({**common, **_english_row(gains, langs, why, seeds)})
-    if common["testable"] is False:
+    if common["testable"] is not True:
+        label = "not testable" if common["testable"] is False else "testability unknown"
         for row in rows:
-            row["holds_on_ours"] = f"not testable (on our runs: {row['holds_on_ours']})"
+            row["holds_on_ours"] = f"{label} (on our runs: {row['holds_on_ours']})"
     return rows
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -61,12 +62,21 @@ def positions_of(run: Run, name: str) -> dict[str, np.ndarray] | str:
     return found
 
 
-_CACHE: dict[str, RunPositions | str] = {}
+_CACHE: dict[tuple[Any, ...], RunPositions | str] = {}
+
+
+def _file_states(run: Run) -> tuple[Any, ...]:
+    """The run folder and the size and time of every file the scores read: a rewritten run is scored again."""
+    layout = RunLayout(run.run_dir)
+    paths = [layout.model(name).positions for name in paper.MODELS]
+    paths += [layout.token_facts, layout.static.found, layout.step("pretrain") / "data" / "meta.json"]
+    return (str(Path(run.run_dir).resolve()),
+            *((p.stat().st_mtime_ns, p.stat().st_size) if p.is_file() else None for p in paths))
 
 
 def run_positions(run: Run) -> RunPositions | str:
-    """Every scorer on the run's positions, or why they cannot be scored by kind (cached per run folder)."""
-    key = str(run.run_dir)
+    """Every scorer on the run's positions, or why they cannot be scored by kind (cached per state of its files)."""
+    key = _file_states(run)
     if key not in _CACHE:
         _CACHE[key] = _score_run(run)
     return _CACHE[key]
@@ -80,6 +90,8 @@ def _score_run(run: Run) -> RunPositions | str:
     tiny, ft = found["bert_tiny"], found["bert_ft"]
     if "visible" not in tiny or "visible" not in ft:
         return "its per-position records predate the [MASK]-only scores (no ids of what the model saw); retrain it"
+    if not all(np.array_equal(tiny[key], ft[key]) for key in ("sequence", "position", "label", "visible")):
+        return "BERT_TINY and BERT_FT were scored on different positions"
     layout = RunLayout(run.run_dir)
     try:
         facts = load_token_facts(layout.step("pretrain"), layout.static.found)
@@ -102,7 +114,7 @@ def group_positions(group: SeedGroup) -> tuple[list[RunPositions], bool] | str:
     problems = [f for f in found if isinstance(f, str)]
     if problems:
         return problems[0]
-    same = all(len(f.where) == len(found[0].where) and (f.where == found[0].where).all() for f in found)
+    same = all(np.array_equal(f.where, found[0].where) and np.array_equal(f.kinds, found[0].kinds) for f in found)
     return found, same
 
 

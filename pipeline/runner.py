@@ -237,13 +237,27 @@ class folder_lock:  # noqa: N801 - used as a context manager, reads like `with f
         self._lock.release()
 
 
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def without_progress_widgets(notebook: Any) -> Any:
+    """The notebook without widget outputs (tqdm.auto's progress bars): a render would show them frozen at
+    their first state, '0%|'; an interactive session still shows them live."""
+    for cell in notebook.cells:
+        if cell.get("cell_type") == "code":
+            cell.outputs = [o for o in cell.get("outputs", []) if WIDGET_MIME not in o.get("data", {})]
+    return notebook
+
+
 def render_notebook(executed: Path, out_dir: Path) -> Path:
     """Markdown with its images beside it, paths made repository-relative, for readers on the web."""
+    import nbformat
     from nbconvert import MarkdownExporter
 
     files_dir_name = f"{executed.stem}_files"  # one images folder per notebook, so names never collide
-    body, resources = MarkdownExporter().from_filename(
-        str(executed), resources={"output_files_dir": files_dir_name, "unique_key": executed.stem})
+    notebook = without_progress_widgets(nbformat.read(str(executed), as_version=4))
+    body, resources = MarkdownExporter().from_notebook_node(
+        notebook, resources={"output_files_dir": files_dir_name, "unique_key": executed.stem})
     out_dir.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(out_dir / files_dir_name, ignore_errors=True)
     for name, data in resources.get("outputs", {}).items():

@@ -38,12 +38,15 @@ def bucket_names() -> list[str]:
 def groupings(run: RunPositions) -> dict[str, Callable[[], tuple[np.ndarray, list[str]]]]:
     """Per grouping, each [MASK] position's group index and the groups' names."""
     facts, label = run.facts, run.label
-    return {
+    found = {
         "training-text frequency": lambda: (frequency_bucket(facts["train_count"][label]), bucket_names()),
         "word or piece": lambda: (facts["is_piece"][label].astype(int), ["whole word", "## piece"]),
         "BERT_FT's initial row": lambda: (facts["has_vector"][label].astype(int),
                                           ["zero (no fastText vector)", "fastText vector"]),
     }
+    if not bool(facts.get("has_vector_known", True)):  # the static step's found.npy was not there to read
+        del found["BERT_FT's initial row"]
+    return found
 
 
 def _group_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[str, Any]]:

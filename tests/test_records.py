@@ -35,6 +35,8 @@ def test_figures_from_records_match_the_figures_from_the_run(smoke_figures: Path
     # --docs renders 06 and the run folder's own executed notebooks (its record holds none)
     assert (docs / "figures" / "06_figures.md").is_file()
     assert (docs / smoke_run_dir.name / "04_pretraining.md").is_file()
+    for render in (docs / smoke_run_dir.name).glob("*.md"):  # no progress bar frozen at its first state
+        assert "0%|" not in render.read_text(), render.name
     for name in ("table2_loss", "table3_accuracy", "claims_check"):
         regenerated, original = (pd.read_csv(folder / f"{name}.csv").drop(columns="run_dir", errors="ignore")
                                  for folder in (out, smoke_figures))
@@ -98,3 +100,16 @@ def test_figures_only_arguments_fail_with_one_clear_line(argv: list[str], expect
     monkeypatch.chdir(tmp_path)
     assert job.main([*argv, "--out", str(tmp_path / "runs")]) == 1
     assert expected in capsys.readouterr().err
+
+
+def test_a_render_leaves_out_progress_widgets_and_keeps_other_outputs() -> None:
+    import nbformat
+
+    from pipeline.runner import WIDGET_MIME, without_progress_widgets
+
+    cell = nbformat.v4.new_code_cell("train()")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={WIDGET_MIME: {"model_id": "x"},
+                                                                  "text/plain": "bert_tiny:   0%|  | 0/300"}),
+                    nbformat.v4.new_output("stream", name="stdout", text="training time: 12 s\n")]
+    notebook = without_progress_widgets(nbformat.v4.new_notebook(cells=[cell, nbformat.v4.new_markdown_cell("x")]))
+    assert [o["output_type"] for o in notebook.cells[0].outputs] == ["stream"]

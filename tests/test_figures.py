@@ -456,18 +456,31 @@ def test_without_an_identity_block_the_train_config_is_compared(tmp_path: Path) 
     assert results.pair_problem(runset.runs[0]) == "mismatch: train_config.lr: 0.001 -> 0.002"
 
 
-def test_testability_is_judged_at_the_mask_positions_where_copying_cannot_help(tmp_path: Path) -> None:
+THREE_LABELS, THREE_SEEN = np.array([5, 8, 6]), np.array([4, 8, 4])  # [MASK] (id 4), its own token, [MASK]
+
+
+def three_position_run(tmp_path: Path, tiny_mask_loss: float = 1.0) -> Path:
+    """Three scored positions (labels 5, 8, 6): the model saw [MASK] at the first and last, its own token at the
+    second. Unigram (add-one over test_baselines' training counts): p(5) = 0.4, p(6) = 0.2, p(8) = 0.1."""
     from test_baselines import write_prepared_data
 
-    # three scored positions (labels 5, 8, 6); the model saw [MASK] (id 4) at the first and last, its own token at
-    # the second. Unigram (add-one over the training counts): p(5) = 0.4, p(6) = 0.2, p(8) = 0.1.
     curves = flat_curves([9, 8, 7, 6, 0.67], [9, 7, 5.5, 4.9, 0.5], [0, 0.1, 0.2, 0.3, 1 / 3],
                          [0, 0.2, 0.3, 0.4, 2 / 3])
     run_dir = write_run(tmp_path, "demo", "en", curves)
     write_prepared_data(run_dir / "pretrain")
-    label, visible = np.array([5, 8, 6]), np.array([4, 8, 4])
-    write_positions(run_dir, "bert_tiny", np.array([False, True, False]), np.array([1.0, 0.01, 1.0]), visible, label)
-    write_positions(run_dir, "bert_ft", np.array([True, True, False]), np.array([0.5, 0.01, 1.0]), visible, label)
+    write_three_positions(run_dir, tiny_mask_loss)
+    return run_dir
+
+
+def write_three_positions(run_dir: Path, tiny_mask_loss: float) -> None:
+    write_positions(run_dir, "bert_tiny", np.array([False, True, False]),
+                    np.array([tiny_mask_loss, 0.01, tiny_mask_loss]), THREE_SEEN, THREE_LABELS)
+    write_positions(run_dir, "bert_ft", np.array([True, True, False]), np.array([0.5, 0.01, 1.0]), THREE_SEEN,
+                    THREE_LABELS)
+
+
+def test_testability_is_judged_at_the_mask_positions_where_copying_cannot_help(tmp_path: Path) -> None:
+    run_dir = three_position_run(tmp_path)
     runset = results.load_runs([run_dir])
     base = runset.runs[0].baseline
     unigram_at_mask = -(math.log(0.4) + math.log(0.2)) / 2  # 1.263
@@ -585,19 +598,11 @@ def test_notebook_06_draws_the_interactive_demo_run_unless_given_folders(capsys:
 def test_scores_by_kind_follow_a_rewritten_run_in_the_same_process(tmp_path: Path) -> None:
     import time
 
-    from test_baselines import write_prepared_data
-
     from pipeline import position_scores
 
-    curves = flat_curves([9, 8, 7, 6, 0.67], [9, 7, 5.5, 4.9, 0.5], [0, 0.1, 0.2, 0.3, 1 / 3],
-                         [0, 0.2, 0.3, 0.4, 2 / 3])
-    run_dir = write_run(tmp_path, "demo", "en", curves)
-    write_prepared_data(run_dir / "pretrain")
-    label, visible = np.array([5, 8, 6]), np.array([4, 8, 4])
-    write_positions(run_dir, "bert_ft", np.array([True, True, False]), np.array([0.5, 0.01, 1.0]), visible, label)
+    run_dir = three_position_run(tmp_path)
     for loss in (1.0, 2.0):  # notebook 06 run twice in one kernel, the run retrained in between
-        write_positions(run_dir, "bert_tiny", np.array([False, True, False]), np.array([loss, 0.01, loss]), visible,
-                        label)
+        write_three_positions(run_dir, loss)
         group = [g for g in results.comparison_groups(results.load_runs([run_dir])) if g.runs][0]
         assert position_scores.kind_mean(group, "bert_tiny", "loss", "mask") == pytest.approx(loss)
         time.sleep(0.01)  # a new modification time even on coarse clocks

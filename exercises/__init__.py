@@ -17,8 +17,12 @@ class WrongAnswer(AssertionError):
     """The answer given to an exercise's self-check is not right; the message says why."""
 
 
-def check(name: str, answer: Any, is_right: Callable[[Any], bool], hint: str) -> bool | None:
-    """None if unanswered, True if ``is_right(answer)``; otherwise raise WrongAnswer with ``hint``."""
+def check(name: str, answer: Any, is_right: Callable[[Any], bool], hint: str, explanation: str = "") -> bool | None:
+    """None if unanswered, True if ``is_right(answer)``; otherwise raise WrongAnswer with ``hint``.
+
+    ``explanation`` is the written reference answer of a prediction or explanation exercise: it is
+    printed only after a right answer, so it never stands on the screen before the student answers.
+    """
     if answer is None:
         print(f"{name}: not answered yet (set the answer in the cell above and run both cells again)")
         return None
@@ -29,9 +33,22 @@ def check(name: str, answer: Any, is_right: Callable[[Any], bool], hint: str) ->
     if not right:
         raise WrongAnswer(f"{name}: {answer!r} is not right. {hint}")
     print(f"{name}: ✓ right")
+    if explanation:
+        print(f"Why: {explanation}")
     return True
 
 
 def close_to(expected: float, tolerance: float) -> Callable[[Any], bool]:
     """A checker that accepts a number within ``tolerance`` of ``expected``."""
     return lambda answer: math.isfinite(float(answer)) and abs(float(answer) - expected) <= tolerance
+
+
+def choice(right: str, options: str) -> Callable[[Any], bool]:
+    """A checker for a multiple-choice explanation: accepts the letter ``right`` (any case), refuses
+    a letter outside ``options`` with a message that lists them."""
+    def is_right(answer: Any) -> bool:
+        letter = str(answer).strip().lower()
+        if letter not in options.lower():
+            raise ValueError(f"answer with one of the letters {', '.join(options)}")
+        return letter == right.lower()
+    return is_right

@@ -36,9 +36,9 @@ from pipeline.results import SeedGroup, comparison_groups, load_runs
 
 TABLE_NAME = "series_training_length"
 NOTE = ("One pair of models per length, seed 0, each with its own warm-up and decay; 1,200 steps is the base run. "
-        "Intervals: 95 %, bootstrap over the evaluation positions (one seed, 10,000 draws), so they hold no seed "
-        "variance. [MASK] TINY - unigram: BERT_TINY's loss at the [MASK] positions minus the unigram's there "
-        "(testable below -0.5). No trend is fitted; nothing here extrapolates beyond the longest run.")
+        "Intervals (columns low, high): 95 %, bootstrap over the evaluation positions (one seed, 10,000 draws), so "
+        "they hold no seed variance. [MASK] TINY - unigram: BERT_TINY's loss at the [MASK] positions minus the "
+        "unigram's there (testable below -0.5). No trend is fitted; nothing here extrapolates beyond the longest run.")
 
 
 def save_series_record(base_run: Path, trained: Path, records_dir: Path) -> Path:
@@ -68,10 +68,6 @@ def save_series_record(base_run: Path, trained: Path, records_dir: Path) -> Path
     return record.root
 
 
-def _interval(est: Any) -> str:
-    return f"[{est.low:+.3f}, {est.high:+.3f}]"
-
-
 def series_row(group: SeedGroup) -> dict[str, Any]:
     """One length: the final differences (all and [MASK] positions), crossings, overfitting and epochs."""
     run, steps = group.first, group.total_steps
@@ -82,7 +78,8 @@ def series_row(group: SeedGroup) -> dict[str, Any]:
     for column, short in (("eval_loss", "loss"), ("eval_accuracy", "accuracy")):
         for kind, prefix in (("all", ""), ("mask", "[MASK] ")):
             est = gain_estimate(group, column, kind)
-            row[f"{prefix}{short} FT - TINY"], row[f"{prefix}{short} interval"] = est.mean, _interval(est)
+            row[f"{prefix}{short} FT - TINY"] = est.mean
+            row[f"{prefix}{short} low"], row[f"{prefix}{short} high"] = est.low, est.high  # numbers, not text
     row["[MASK] TINY - unigram"] = kind_mean(group, "bert_tiny", "loss", "mask") - kind_mean(group, "unigram", "loss",
                                                                                                 "mask")
     for column, lower in (("eval_loss", True), ("eval_accuracy", False)):
@@ -106,8 +103,8 @@ def series_figure(table: pd.DataFrame) -> plt.Figure:
                                                                                     "eval loss (FT - TINY), nats")):
         for prefix, marker in (("", "o"), ("[MASK] ", "s")):
             means = table[f"{prefix}{short} FT - TINY"].to_numpy(float)
-            bounds = [[float(x) for x in text.strip("[]").split(",")] for text in table[f"{prefix}{short} interval"]]
-            err = [[m - b[0] for m, b in zip(means, bounds)], [b[1] - m for m, b in zip(means, bounds)]]
+            low, high = (table[f"{prefix}{short} {end}"].to_numpy(float) for end in ("low", "high"))
+            err = [means - low, high - means]
             ax.errorbar(table["steps"], means, yerr=err, marker=marker, capsize=3,
                         label="all scored positions" if not prefix else "[MASK] positions")
         ax.axhline(0, color="black", linewidth=0.8)

@@ -61,3 +61,12 @@ def special_draws_right(answer: Any, rel_tolerance: float = 0.02) -> bool:
     """Exercise 3's check: within 2 % of the expected count (rounding is fine, a missing factor is not)."""
     expected = exercise_3()
     return math.isfinite(float(answer)) and abs(float(answer) - expected) <= rel_tolerance * expected
+
+
+# Exercise 1's written reference answer, printed by the self-check only after a right answer.
+SPLIT_EXPLANATION = (
+    "Each selected token takes its action on its own, with the probabilities of the split, so the expected "
+    "shares of the selected tokens are the split itself: 0.5 [MASK], 0.25 random, 0.25 unchanged. What you "
+    "measure differs only by binomial noise, about sqrt(p(1 - p) / n) for n selected tokens, and by the random "
+    "draws that hit the original id (1 in the number of non-special ids), which count as unchanged."
+)

@@ -414,6 +414,23 @@ def test_exercise_1_accepts_the_predicted_split_and_rejects_plausible_mistakes(s
             exercises.check("Exercise 1", answer, lambda a: nb01.shares_agree(a, stats_50, Z), "")
 
 
+def test_exercise_1_prints_its_written_reason_only_after_a_right_answer(stats_50, capsys):
+    def is_right(answer):
+        return nb01.shares_agree(answer, stats_50, Z)
+
+    assert exercises.check("Exercise 1", None, is_right, "", explanation=nb01.SPLIT_EXPLANATION) is None
+    assert nb01.SPLIT_EXPLANATION not in capsys.readouterr().out
+    with pytest.raises(exercises.WrongAnswer):
+        exercises.check("Exercise 1", {"mask": 0.8, "random": 0.1, "unchanged": 0.1}, is_right, "",
+                        explanation=nb01.SPLIT_EXPLANATION)
+    assert nb01.SPLIT_EXPLANATION not in capsys.readouterr().out
+    exercises.check("Exercise 1", nb01.exercise_1(0.5, 0.25), is_right, "", explanation=nb01.SPLIT_EXPLANATION)
+    assert nb01.SPLIT_EXPLANATION in capsys.readouterr().out
+    # the written answer states the same shares as the reference solution
+    assert all(f"{share:g} {word}" in nb01.SPLIT_EXPLANATION
+               for share, word in zip(nb01.exercise_1(0.5, 0.25).values(), ("[MASK]", "random", "unchanged")))
+
+
 def test_exercise_2_wants_the_smallest_whole_number_of_epochs():
     reference = nb01.exercise_2(0.15, 0.99)
     assert 1 - 0.85 ** reference >= 0.99 > 1 - 0.85 ** (reference - 1)

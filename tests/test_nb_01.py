@@ -102,3 +102,59 @@ def test_notebook_is_committed_without_outputs():
     cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
     code = [c for c in cells if c["cell_type"] == "code"]
     assert code and all(c["outputs"] == [] and c["execution_count"] is None for c in code)
+
+
+def _printed(masking_dir) -> str:
+    """Everything the executed notebook printed or displayed as text."""
+    executed = json.loads((masking_dir.parent / NOTEBOOK.name).read_text(encoding="utf-8"))
+    return "".join("".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/plain", ""))
+                   for cell in executed["cells"] for out in cell.get("outputs", []))
+
+
+@pytest.mark.notebook
+def test_the_special_token_count_of_transformers_rests_on_enough_maskings_and_its_sentence_on_the_record(
+        masking_dir, result):
+    from scipy.stats import chi2
+
+    from helpers.masking import expected_random_specials
+
+    rec = result["transformers"]["special_insertions"]
+    tokenizer = result["tokenizer"]
+    assert rec["expected"] >= 20  # enough maskings that the demonstration can show something
+    assert rec["expected"] == pytest.approx(
+        expected_random_specials(rec["n_selected"], tokenizer["n_special"], tokenizer["vocab_size"]))
+    one_masking = result["transformers"]["counts"]["n_selected"]
+    assert rec["per_masking"] == pytest.approx(
+        expected_random_specials(one_masking, tokenizer["n_special"], tokenizer["vocab_size"]))
+    assert rec["maskings"] == math.ceil(20 / rec["per_masking"])  # no more maskings than needed: the cell stays cheap
+    observed = rec["observed"]
+    low = chi2.ppf(0.025, 2 * observed) / 2 if observed else 0.0
+    high = chi2.ppf(0.975, 2 * observed + 2) / 2
+    assert rec["interval"] == pytest.approx([low, high])
+    assert rec["consistent"] == (low <= rec["expected"] <= high)
+    sentence = (f"special tokens among transformers' random replacements in {rec['maskings']} maskings of the batch "
+                f"({rec['n_selected']:,} selected tokens): {observed}, 95 % Poisson interval {low:.1f} to {high:.1f}; "
+                f"expected {rec['expected']:.1f}, "
+                + ("inside the interval: consistent" if rec["consistent"] else "outside the interval: not consistent")
+                + f". Ours (section 2): {result['counts']['n_random_special']}.")
+    assert sentence in _printed(masking_dir)
+
+
+@pytest.mark.notebook
+def test_the_results_file_sentence_replaces_the_dump_and_follows_the_record(masking_dir, result):
+    printed = _printed(masking_dir)
+    outside = [k for k, ok in result["within_tolerance"].items() if not ok]
+    tail = (f"all {len(result['rates'])} rates lie within {result['z']:g} binomial standard deviations of BERT's recipe"
+            if not outside else f"outside {result['z']:g} binomial standard deviations: {', '.join(outside)}")
+    assert f"masking_stats.json: {tail}" in printed
+    assert '"tolerances"' not in printed  # the JSON dump that repeated the table is gone
+
+
+def test_exercise_1_shows_the_measured_shares_only_after_an_answer():
+    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    check = next("".join(c["source"]) for c in cells if 'exercises.check("Exercise 1"' in "".join(c["source"]))
+    lines = check.splitlines()
+    guard = lines.index("if answer_1 is not None:")
+    prints = [i for i, line in enumerate(lines) if "print(" in line]
+    assert prints and all(i > guard and lines[i].startswith("    ") for i in prints)
+    assert "explanation=" in check  # a prediction exercise with a written reference answer

@@ -186,13 +186,15 @@ def paired_difference(a: ProbeResult, b: ProbeResult, test_y: np.ndarray, n_boot
 
 
 def default_pairs(results: Mapping[tuple[str, str], ProbeResult]) -> list[tuple[tuple[str, str], tuple[str, str]]]:
-    """The comparisons notebook 05 asks about: mean vs cls per encoder, BERT_FT vs each other encoder."""
+    """The comparisons notebook 05 asks about: mean vs cls per encoder, BERT_FT vs each other encoder, and
+    BERT_TINY vs its untrained control (what MLM pretraining alone added)."""
     pairs = [((model, "mean"), (model, "cls")) for model in MODEL_ORDER
              if (model, "mean") in results and (model, "cls") in results]
     for feature in FEATURES:
         for other in ("BERT_TINY", "random init"):
             pairs.append((("BERT_FT", feature), (other, feature)))
         pairs.append((("BERT_FT", feature), ("static vectors (mean)", "-")))
+    pairs += [(("BERT_TINY", feature), ("random init", feature)) for feature in FEATURES]
     return [(a, b) for a, b in pairs if a in results and b in results]
 
 
@@ -346,49 +348,42 @@ def best_feature(df: "pd.DataFrame", model: str) -> str:
 
 
 def pooling_verdict(df: "pd.DataFrame", paired: "pd.DataFrame | None" = None) -> str:
-    """Which pooling wins for each encoder in this run, and whether the difference is clear.
-
-    With ``paired`` (from :func:`paired_table`) a difference is clear when its paired interval
-    excludes zero; without it, only when the two separate intervals do not overlap (conservative).
+    """Which pooling wins for each encoder in this run, counted by the one rule: a difference whose interval
+    includes 0 is not shown. The interval is the paired one of mean - cls (from :func:`paired_table`) when
+    ``paired`` is given; without it, a difference counts only when the two separate intervals do not overlap.
     """
-    lines = []
-    wins = {"cls": 0, "mean": 0}
-    encoders = [m for m in MODEL_ORDER if m in set(df.loc[df["feature"].isin(FEATURES), "model"])]
+    lines, shown = [], {}
+    encoders = [m for m in MODEL_ORDER if {(m, f) for f in FEATURES} <= set(zip(df["model"], df["feature"]))]
     for model in encoders:
         rows = df[df["model"] == model].set_index("feature")
-        if not set(FEATURES) <= set(rows.index):
-            continue
         better = best_feature(df, model)
         worse = "cls" if better == "mean" else "mean"
-        wins[better] += 1
-        b, w = rows.loc[better], rows.loc[worse]
-        lines.append(f"- **{model}**: {better} {b['accuracy']:.3f} vs {worse} {w['accuracy']:.3f} "
-                     f"({_pooling_evidence(model, b, w, paired)})")
+        evidence, clear = _pooling_evidence(model, rows.loc[better], rows.loc[worse], paired)
+        shown[model] = better if clear else None
+        lines.append(f"- **{model}**: {better} {rows.loc[better, 'accuracy']:.3f} vs {worse} "
+                     f"{rows.loc[worse, 'accuracy']:.3f} ({evidence})")
     if not lines:
         return "No encoder has both CLS and mean features in this table."
-    pretrained = [m for m in PRETRAINED if m in encoders]
-    if pretrained:
-        agree = sum(best_feature(df, m) == "mean" for m in pretrained)
-        tail = (f"Expected for encoders pretrained with MLM only: mean pooling. "
-                f"{agree} of {len(pretrained)} pretrained encoders ({', '.join(pretrained)}) agree in this run.")
-    else:
-        tail = ""
-    if wins["mean"] == wins["cls"]:
-        head = (f"In this run the two poolings split: mean pooling is better for {wins['mean']} of {len(lines)} "
-                f"encoders, the [CLS] vector for {wins['cls']}:")
-    else:
-        leader = "mean pooling" if wins["mean"] > wins["cls"] else "the [CLS] vector"
-        head = f"In this run **{leader}** is better for {max(wins.values())} of {len(lines)} encoders:"
+    wins = {feature: sum(s == feature for s in shown.values()) for feature in FEATURES}
+    unclear = len(lines) - wins["mean"] - wins["cls"]
+    head = (f"In this run mean pooling is shown better for {wins['mean']} of {len(lines)} encoders and the [CLS] "
+            f"vector for {wins['cls']}" + (f"; for {unclear} the difference is not shown" if unclear else "") + ":")
+    pretrained = [m for m in PRETRAINED if m in shown]
+    tail = (f"Expected for encoders pretrained with MLM only: mean pooling. Shown for "
+            f"{sum(shown[m] == 'mean' for m in pretrained)} of {len(pretrained)} pretrained encoders "
+            f"({', '.join(pretrained)}) in this run." if pretrained else "")
     return "\n".join([head, *lines, "", tail]).strip()
 
 
-def _pooling_evidence(model: str, better: "pd.Series", worse: "pd.Series", paired: "pd.DataFrame | None") -> str:
-    row = None
-    if paired is not None:
-        match = paired[(paired["a"] == f"{model} / mean") & (paired["b"] == f"{model} / cls")]
-        row = match.iloc[0] if len(match) else None
-    if row is None:
-        separated = better["ci_low"] > worse["ci_high"]
-        return "intervals do not overlap" if separated else "intervals overlap: not a clear difference"
+def _pooling_evidence(model: str, better: "pd.Series", worse: "pd.Series",
+                      paired: "pd.DataFrame | None") -> tuple[str, bool]:
+    """The interval's words for one encoder's mean - cls difference, and whether it excludes 0."""
+    match = (paired[(paired["a"] == f"{model} / mean") & (paired["b"] == f"{model} / cls")]
+             if paired is not None else [])
+    if not len(match):
+        separated = bool(better["ci_low"] > worse["ci_high"])
+        return ("intervals do not overlap" if separated else "intervals overlap: not shown"), separated
+    row = match.iloc[0]
     interval = f"paired 95 % interval of mean - cls: [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
-    return f"{interval}, a clear difference" if row["clear"] else f"{interval}: not a clear difference"
+    clear = bool(row["ci_low"] > 0 or row["ci_high"] < 0)
+    return (f"{interval}, a clear difference" if clear else f"{interval}, includes 0: not shown"), clear

@@ -301,10 +301,11 @@ def test_table_order_files_and_verdict(tmp_path):
     assert saved["preset"] == "smoke" and len(saved["results"]) == 5
     assert saved["results"][0]["best_C"] == 0.1
     verdict = probe.pooling_verdict(df)
-    assert "for 1 of 2 encoders" in verdict
+    assert ("mean pooling is shown better for 1 of 2 encoders and the [CLS] vector for 0; "
+            "for 1 the difference is not shown:") in verdict
     assert "**BERT_FT**: mean 0.800 vs cls 0.600 (intervals do not overlap)" in verdict
-    assert "**random init**: cls 0.500 vs mean 0.480 (intervals overlap" in verdict
-    assert "1 of 1 pretrained encoders (BERT_FT) agree" in verdict
+    assert "**random init**: cls 0.500 vs mean 0.480 (intervals overlap: not shown)" in verdict
+    assert "Shown for 1 of 1 pretrained encoders (BERT_FT) in this run." in verdict
     assert probe.best_feature(df, "BERT_FT") == "mean" and probe.best_feature(df, "random init") == "cls"
     with pytest.raises(ValueError, match="no cls/mean rows"):
         probe.best_feature(df, "majority")
@@ -314,11 +315,36 @@ def test_verdict_uses_the_paired_interval_when_given():
     rows = [probe.result_row("BERT_FT", "mean", _fake_result(0.62, 0.59, 0.65)),
             probe.result_row("BERT_FT", "cls", _fake_result(0.60, 0.57, 0.63))]
     df = probe.results_table(rows)
-    assert "intervals overlap: not a clear difference" in probe.pooling_verdict(df)
+    assert "intervals overlap: not shown" in probe.pooling_verdict(df)
     paired = pd.DataFrame([{"a": "BERT_FT / mean", "b": "BERT_FT / cls", "difference": 0.02, "ci_low": 0.01,
                             "ci_high": 0.03, "clear": True}])
     verdict = probe.pooling_verdict(df, paired)
     assert "paired 95 % interval of mean - cls: [+0.010, +0.030], a clear difference" in verdict
+    assert "Shown for 1 of 1 pretrained encoders (BERT_FT)" in verdict
+
+
+def test_a_pooling_whose_paired_interval_includes_zero_is_not_shown_and_not_counted_as_agreeing():
+    rows = [probe.result_row(model, feature, _fake_result(acc, acc - 0.03, acc + 0.03))
+            for model, feature, acc in (("BERT_TINY", "mean", 0.55), ("BERT_TINY", "cls", 0.50),
+                                        ("BERT_FT", "mean", 0.74), ("BERT_FT", "cls", 0.70))]
+    paired = pd.DataFrame([{"a": "BERT_TINY / mean", "b": "BERT_TINY / cls", "difference": 0.05, "ci_low": 0.02,
+                            "ci_high": 0.08, "clear": True},
+                           {"a": "BERT_FT / mean", "b": "BERT_FT / cls", "difference": 0.04, "ci_low": -0.001,
+                            "ci_high": 0.08, "clear": False}])
+    verdict = probe.pooling_verdict(probe.results_table(rows), paired)
+    assert "**BERT_FT**: mean 0.740 vs cls 0.700 (paired 95 % interval of mean - cls: [-0.001, +0.080], " \
+           "includes 0: not shown)" in verdict
+    assert "shown better for 1 of 2 encoders and the [CLS] vector for 0; for 1 the difference is not shown" in verdict
+    assert "Shown for 1 of 2 pretrained encoders (BERT_TINY, BERT_FT)" in verdict
+
+
+def test_the_paired_table_compares_bert_tiny_with_its_untrained_control_for_both_poolings():
+    results = {(model, feature): _fake_result(0.5, 0.4, 0.6) for model in ("random init", "BERT_TINY", "BERT_FT")
+               for feature in probe.FEATURES}
+    pairs = probe.default_pairs(results)
+    for feature in probe.FEATURES:
+        assert (("BERT_TINY", feature), ("random init", feature)) in pairs
+    assert len(pairs) == len(set(pairs))
 
 
 # --------------------------------------------------------------------------------------------
@@ -341,15 +367,32 @@ def test_plots_draw_every_row_and_panel():
     assert len(fig.axes) == 2 and all("first 2 PCs" in ax.get_title() for ax in fig.axes)
 
 
-def test_exercise_1_accepts_the_majority_accuracy_and_rejects_chance():
+def test_exercise_1_accepts_the_guessing_floor_to_three_decimals_and_rejects_the_other_floors():
     from exercises import nb05
 
     train_y, test_y = np.array([2] * 50 + [0] * 30 + [1] * 20), np.array([2] * 40 + [1] * 60)
-    assert nb05.exercise_1(train_y, test_y) == pytest.approx(0.4)
-    is_right = nb05.majority_right(train_y, test_y)
-    assert is_right(nb05.exercise_1(train_y, test_y))
-    assert not is_right(1 / 3)  # uniform chance over three classes
-    assert not is_right(0.6)  # the test set's own largest class
+    expected = 0.5 * 0.4 + 0.3 * 0.0 + 0.2 * 0.6  # training share times test share, summed over the classes
+    assert nb05.exercise_1(train_y, test_y) == pytest.approx(expected)
+    is_right = nb05.proportional_guess_right(train_y, test_y)
+    assert is_right(expected) and is_right(round(expected, 3)) and is_right(expected + 0.0004)
+    assert not is_right(0.4)  # always the largest training class: the majority row
+    assert not is_right(1 / 3)  # uniform guessing over three classes
+    assert not is_right(0.5 * 0.5 + 0.3 * 0.3 + 0.2 * 0.2)  # the training shares squared: not scored on the test set
+    assert nb05.exercise_1(np.array([0, 1]), np.array([2, 2])) == 0.0  # a class the training labels never hold
+
+
+def test_exercise_4_wants_the_reason_and_explains_it_only_after_a_right_answer(capsys):
+    import exercises
+    from exercises import nb05
+
+    is_right = exercises.choice(nb05.POOLING_REASON, nb05.POOLING_OPTIONS)
+    assert is_right(nb05.exercise_4()) and not any(is_right(x) for x in "abcd" if x != nb05.exercise_4())
+    with pytest.raises(exercises.WrongAnswer):
+        exercises.check("Exercise 4", "a", is_right, hint="", explanation=nb05.POOLING_EXPLANATION)
+    assert nb05.POOLING_EXPLANATION not in capsys.readouterr().out
+    exercises.check("Exercise 4", nb05.exercise_4(), is_right, hint="", explanation=nb05.POOLING_EXPLANATION)
+    assert nb05.POOLING_EXPLANATION in capsys.readouterr().out
+    assert nb05.POOLING_EXPLANATION.startswith(f"({nb05.POOLING_REASON})")
 
 
 def test_exercise_2_measures_predictions_changed_by_a_test_fitted_scaler():

@@ -8,8 +8,11 @@ from typing import Callable
 
 import pytest
 
+from exercises import nb02
 from helpers import presets
 from helpers.tokenizer import SPECIAL_TOKENS
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 pytestmark = pytest.mark.notebook
 
@@ -76,9 +79,45 @@ def test_the_hand_counted_merges_are_the_trainers(printed: str) -> None:
     assert f"the trainer's merges: {merges}; by hand: {merges}" in printed
 
 
+@pytest.fixture(scope="module")
+def markdown(out_dir: Path) -> str:
+    """The prose the executed notebook built from its values (display(Markdown(...)))."""
+    cells = json.loads((out_dir.parent / "02_tokenizer.ipynb").read_text())["cells"]
+    return "\n".join("".join(output.get("data", {}).get("text/markdown", "")) for cell in cells
+                     for output in cell.get("outputs", []))
+
+
 def test_every_exercise_passes_its_self_check(printed: str) -> None:
-    for n in (1, 2, 3):
+    for n in (1, 2, 3, 4):
         assert f"Exercise {n}: ✓ right" in printed
+    assert f"Why: {nb02.EXERCISE_4_EXPLANATION}" in printed  # the reference answer, after the right answer
+
+
+def test_no_exercise_cell_shows_the_tokenization_it_asks_for(out_dir: Path, printed: str) -> None:
+    from transformers import AutoTokenizer
+
+    pieces = AutoTokenizer.from_pretrained(str(out_dir)).tokenize(nb02.EXERCISE_2_SENTENCE)
+    assert str(pieces) not in printed and " ".join(pieces) not in printed
+
+
+def test_the_first_merge_sentence_states_the_counts_of_the_six_words(markdown: str) -> None:
+    toy = {"walk": 9, "walked": 4, "talked": 5, "talk": 3, "milk": 6, "mild": 2}
+    with_lk = sum(n for word, n in toy.items() if "lk" in word[1:])  # every "lk" here is inside a word
+    l_count = sum(n * word[1:].count("l") for word, n in toy.items())
+    m_count = sum(n for word, n in toy.items() if word.startswith("m"))
+    assert (f"By frequency, `##l + ##k` wins with {with_lk} occurrences (every word but *mild* holds *lk*)"
+            in markdown)
+    assert f"By score, `m + ##i` wins with {m_count} / ({m_count} · {m_count}) = {1 / m_count:.3f}" in markdown
+    assert f"score only {with_lk} / ({l_count} · {with_lk}) ≈ {1 / l_count:.3f}." in markdown
+
+
+def test_the_run_bookkeeping_stands_only_in_the_closing_appendix() -> None:
+    cells = json.loads((NOTEBOOKS / "02_tokenizer.ipynb").read_text())["cells"]
+    sources = ["".join(cell["source"]) for cell in cells]
+    assert sources[-1].startswith("## Appendix: how this run is kept")
+    for note in (".step.json", "tokenizers#1794", "hash\nmap"):
+        assert note in sources[-1]
+        assert not any(note in source for source in sources[:-1]), note
 
 
 def test_the_listing_leaves_out_the_main_jobs_bookkeeping(out_dir: Path, printed: str) -> None:

@@ -445,33 +445,62 @@ def benchmark_vectors(seed: int = 0) -> sv.WordVectors:
     return sv.WordVectors(words, (rng.normal(size=(len(words), 16)) + 1.5) * scale)
 
 
-def test_exercise_1_check_accepts_the_solution_and_rejects_the_centred_score() -> None:
+def test_exercise_1_check_accepts_the_solution_or_the_raw_score_to_three_decimals() -> None:
+    import exercises
+
     raw = benchmark_vectors()
     from pipeline import wordsim
 
     right = nb03.right_1(raw.words, raw.matrix, wordsim.word_similarity)
-    assert right(nb03.exercise_1(raw.words, raw.matrix, wordsim.word_similarity))
+    solution = nb03.exercise_1(raw.words, raw.matrix, wordsim.word_similarity)
+    assert right(solution) and right(round(solution, 3))  # as the tables print it
 
     centred = wordsim.evaluate(raw.words, sv.normalise(raw.matrix), "wordsim353", n_bootstrap=1)["spearman"]
+    assert abs(centred - solution) > nb03.SPEARMAN_TOLERANCE
     assert not right(centred)
-    assert not right(0.0)
+    with pytest.raises(exercises.WrongAnswer):
+        exercises.check("Ex1", round(solution, 2) + 0.01, right, hint="")
 
 
-def test_exercise_2_check_accepts_the_solution_and_rejects_the_stripped_total(vectors: sv.WordVectors) -> None:
-    right = nb03.right_2(VOCAB, vectors)
-    assert right(nb03.exercise_2(VOCAB, vectors))
-    assert nb03.exercise_2(VOCAB, vectors) == 3
-    assert not right(sv.align(VOCAB, vectors, pieces="strip").report["n_found"])  # the total, not the change
-    assert not right(0)
+def test_exercise_2_counts_the_pieces_that_start_as_copies_of_a_word_token(vectors: sv.WordVectors) -> None:
+    import exercises
+
+    # ##ing and ##zz find 'ing' and 'zz' when stripped, ##river finds 'river'; only 'ing' is also a token
+    vocab = {**VOCAB, "ing": len(VOCAB), "river": len(VOCAB) + 1}
+    right = nb03.right_2(vocab, vectors)
+    assert nb03.exercise_2(vocab, vectors) == 2 and right(2)  # ##ing = ing and ##river = river
+    assert nb03.exercise_2(VOCAB, vectors) == 0 and nb03.right_2(VOCAB, vectors)(0)  # no bare form is a token
+    strip = sv.align(vocab, vectors, pieces="strip").report
+    with pytest.raises(exercises.WrongAnswer):  # every piece strip finds, not only those with a twin token
+        exercises.check("Ex2", strip["n_found_pieces"], right, hint="")
+    with pytest.raises(exercises.WrongAnswer):
+        exercises.check("Ex2", 1, right, hint="")
 
 
-def test_exercise_3_check_accepts_random_fallback_and_rejects_zeros_or_random_found_rows() -> None:
+def test_exercise_3_wants_the_ratio_of_copied_to_random_row_lengths_to_two_decimals() -> None:
+    import exercises
+
     words = [f"w{i}" for i in range(50)]
     wv = sv.normalise_vectors(sv.WordVectors(words, np.random.default_rng(0).normal(size=(50, 300))))
     vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words[:20],
-                                         *(f"##p{i}" for i in range(200))])}
+                                         *(f"##p{i}" for i in range(2000))])}
     right = nb03.right_3(vocab, wv)
-    assert right(nb03.exercise_3(vocab, wv, seed=0))
-    assert not right(sv.align(vocab, wv))  # the paper's zeros
-    assert not right(sv.align(vocab, wv, fallback="random", random_std=0.05))  # the wrong spread
-    assert not right(sv.align(vocab, wv, fallback="random", scale="bert"))  # found rows changed
+    solution = nb03.exercise_3(vocab, wv, seed=0)
+    assert 2.0 < solution < 3.0  # rows a little under 1 against 0.02 * sqrt(300) = 0.35
+    assert right(solution) and right(round(solution, 2)) and right(nb03.exercise_3(vocab, wv, seed=1))
+    with pytest.raises(exercises.WrongAnswer):  # forgetting that centring shortens the copied rows
+        exercises.check("Ex3", 1 / (0.02 * math.sqrt(300)), right, hint="")
+    with pytest.raises(exercises.WrongAnswer):  # the inverse ratio
+        exercises.check("Ex3", 1 / solution, right, hint="")
+
+
+def test_the_explanations_of_notebook_03_come_only_after_a_right_answer(capsys) -> None:
+    import exercises
+
+    right = exercises.choice(nb03.EXERCISE_4_ANSWER, "abcd")
+    for wrong in set("abcd") - {nb03.EXERCISE_4_ANSWER}:
+        with pytest.raises(exercises.WrongAnswer):
+            exercises.check("Ex4", wrong, right, hint="", explanation=nb03.EXERCISE_4_EXPLANATION)
+    assert nb03.EXERCISE_4_EXPLANATION not in capsys.readouterr().out
+    exercises.check("Ex4", nb03.EXERCISE_4_ANSWER, right, hint="", explanation=nb03.EXERCISE_4_EXPLANATION)
+    assert nb03.EXERCISE_4_EXPLANATION in capsys.readouterr().out

@@ -296,3 +296,66 @@ def test_vocab_ceiling_is_where_the_error_starts(train_texts: list[str]) -> None
     with pytest.raises(ValueError, match="far fewer"):
         T.train_wordpiece(texts, 2 * ceiling, show_progress=False)
     assert T.vocab_ceiling(texts, min_frequency=5) < ceiling
+
+
+# ---- notebook 02's exercise checks ---------------------------------------------------------
+
+
+def test_exercise_1_check_wants_the_score_pair_then_the_frequency_pair() -> None:
+    import exercises
+    from exercises import nb02
+
+    right = nb02.right_1(nb02.EXERCISE_1_WORDS)
+    assert right(nb02.exercise_1(nb02.EXERCISE_1_WORDS))
+    assert right([["##e", "##r"], ["##n", "##g"]])  # lists and tuples alike
+    assert not right((("##n", "##g"), ("##e", "##r")))  # the two rules swapped
+    with pytest.raises(exercises.WrongAnswer):
+        exercises.check("Ex1", (("s", "##i"), ("##n", "##g")), right, hint="")
+    with pytest.raises(exercises.WrongAnswer):  # a malformed answer is a wrong answer, not a crash
+        exercises.check("Ex1", "##e ##r", right, hint="")
+
+
+def test_exercise_2_check_accepts_a_fertility_rounded_to_two_decimals_and_not_a_miscount(cased) -> None:
+    import exercises
+    from exercises import nb02
+
+    sentence = nb02.EXERCISE_2_SENTENCE
+    n_words, n_pieces = len(sentence.split()), len(cased.tokenize(sentence))
+    right = nb02.right_2(cased, sentence)
+    exact = nb02.exercise_2(cased, sentence)
+    assert exact == n_pieces / n_words
+    assert right(exact) and right(round(exact, 2)) and right(f"{exact:.2f}")
+    for miscount in (n_pieces - 1, n_pieces + 1):  # one piece too few or too many is wrong at 2 decimals
+        with pytest.raises(exercises.WrongAnswer):
+            exercises.check("Ex2", round(miscount / n_words, 2), right, hint="")
+    with pytest.raises(exercises.WrongAnswer):  # with [CLS] and [SEP]
+        exercises.check("Ex2", (n_pieces + 2) / n_words, right, hint="")
+
+
+def test_exercise_3_check_counts_strings_with_and_without_the_mark(cased) -> None:
+    import exercises
+    from exercises import nb02
+
+    right = nb02.right_3(cased)
+    answer = nb02.exercise_3(cased)
+    assert 0 < answer < len(cased) and right(answer)
+    vocab = cased.get_vocab()
+    pieces = [t for t in vocab if t.startswith("##") and len(t) > 2]
+    assert answer < len(pieces)  # not every piece has a word-initial twin
+    with pytest.raises(exercises.WrongAnswer):
+        exercises.check("Ex3", len(pieces), right, hint="")
+    with pytest.raises(exercises.WrongAnswer):
+        exercises.check("Ex3", answer + 1, right, hint="")
+
+
+def test_exercise_4_takes_one_letter_and_explains_it_only_after_a_right_answer(capsys) -> None:
+    import exercises
+    from exercises import nb02
+
+    right = exercises.choice(nb02.EXERCISE_4_ANSWER, "abcd")
+    for wrong in set("abcd") - {nb02.EXERCISE_4_ANSWER}:
+        with pytest.raises(exercises.WrongAnswer):
+            exercises.check("Ex4", wrong, right, hint="", explanation=nb02.EXERCISE_4_EXPLANATION)
+    assert nb02.EXERCISE_4_EXPLANATION not in capsys.readouterr().out
+    exercises.check("Ex4", nb02.EXERCISE_4_ANSWER, right, hint="", explanation=nb02.EXERCISE_4_EXPLANATION)
+    assert nb02.EXERCISE_4_EXPLANATION in capsys.readouterr().out

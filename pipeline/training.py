@@ -387,29 +387,3 @@ def write_comparison(out_dir: str | Path) -> dict[str, Any]:
     result = compare_runs(folder.model("bert_tiny").metrics, folder.model("bert_ft").metrics)
     folder.comparison.write_text(json.dumps(result, indent=2))
     return result
-
-
-def describe_comparison(result: Mapping[str, Any]) -> str:
-    """A few sentences, written from the numbers, on whether BERT_FT came out ahead."""
-    t, f = result["bert_tiny_final"], result["bert_ft_final"]
-    steps = t["step"]
-    lines = [f"After {steps:,} steps BERT_TINY reached evaluation loss {t['eval_loss']:.3f} and accuracy "
-             f"{t['eval_accuracy']:.3f}; BERT_FT reached {f['eval_loss']:.3f} and {f['eval_accuracy']:.3f}."]
-    for what, key in (("evaluation loss", "ft_steps_to_tiny_final_eval_loss"),
-                      ("accuracy", "ft_steps_to_tiny_final_eval_accuracy")):
-        reached = result[key]
-        if reached is None:
-            lines.append(f"BERT_FT never reached BERT_TINY's final {what} within the run.")
-        else:
-            lines.append(f"BERT_FT reached BERT_TINY's final {what} at step {reached:,} "
-                         f"({reached / max(steps, 1):.0%} of the run).")
-    if result["ft_ahead"]:
-        lines.append("So at this scale the static initialisation helped, in the direction the paper reports.")
-    elif f["eval_loss"] < t["eval_loss"] or f["eval_accuracy"] > t["eval_accuracy"]:
-        lines.append("The result is mixed: BERT_FT is ahead on one measure and behind on the other, so this run "
-                     "neither confirms nor contradicts the paper.")
-    else:
-        lines.append("At this scale BERT_FT did **not** come out ahead: this run does not reproduce the paper's "
-                     "advantage. It is one seed of a very short run on a small corpus, so it is weak evidence "
-                     "either way.")
-    return " ".join(lines)

@@ -42,3 +42,25 @@ def plot_runs(runs: Mapping[str, Sequence[Mapping[str, float]]], out_dir: str | 
         loss_fig.savefig(Path(out_dir) / "pretrain_loss.png", dpi=120)
         acc_fig.savefig(Path(out_dir) / "pretrain_accuracy.png", dpi=120)
     return [loss_fig, acc_fig]
+
+
+def plot_attention(weights: Mapping[str, Any], tokens: Sequence[str], title: str,
+                   out_path: str | Path | None = None) -> Any:
+    """One head's attention weights on one sentence, one panel per model: row = the token that looks,
+    column = the token looked at; each row sums to 1. Saved to ``out_path`` when one is given."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(weights), figsize=(5.2 * len(weights), 4.6), squeeze=False)
+    for ax, (name, matrix) in zip(axes[0], weights.items()):
+        image = ax.imshow(matrix, cmap="viridis", vmin=0.0)
+        ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7)
+        ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
+        ax.set_title(LABELS.get(name, name), fontsize=9)
+        ax.set_xlabel("looked at (key)")
+        ax.set_ylabel("looking (query)")
+        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    if out_path is not None:
+        fig.savefig(out_path, dpi=120)
+    return fig

@@ -115,3 +115,112 @@ def test_the_copying_sentence_states_the_accuracies_of_the_saved_positions(pretr
     decimals = [0, 0, 1, 1, 1, 1]  # as the sentence rounds them
     for value, want, places in zip(stated, expected, decimals):
         assert value == pytest.approx(round(100 * want, places), abs=10 ** -places / 2 + 1e-9)
+
+
+# --------------------------------------------------------------------------- sentences built from the run's values
+
+
+def _printed(pretrain_dir) -> str:
+    """Everything the executed notebook printed or displayed as text (streams and Markdown)."""
+    executed = json.loads((pretrain_dir.parent / "04_pretraining.ipynb").read_text())
+    parts = []
+    for cell in executed["cells"]:
+        for output in cell.get("outputs", []):
+            parts.append("".join(output.get("text", "")))
+            parts.append("".join(output.get("data", {}).get("text/markdown", "")))
+    return "\n".join(parts)
+
+
+def _numbers(text: str) -> list[float]:
+    import re
+
+    return [float(x.replace(",", "")) for x in re.findall(r"[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?", text)]
+
+
+def test_the_hand_written_attention_matches_transformers_and_a_missing_scale_does_not(pretrain_dir):
+    check = json.loads((pretrain_dir / "attention_check.json").read_text())
+    tolerance = check["tolerance"]
+    assert tolerance == 1e-5
+    for what in ("attention weights", "attention output", "layer 0 output"):
+        assert 0.0 <= check[what] <= tolerance, what
+    assert check["weights without the sqrt(d) scale"] > 100 * tolerance
+
+
+def test_the_segment_sentence_states_the_counts_and_two_rows_fit_table_4(pretrain_dir):
+    from helpers.model import TABLE4_PARAMETERS, build_model, count_parameters
+
+    saved = json.loads((pretrain_dir / "model_structure.json").read_text())
+    counts = {int(rows): count for rows, count in saved["segment_rows_to_parameters"].items()}
+    assert counts[2] == count_parameters(build_model("random")) == TABLE4_PARAMETERS
+    assert counts[2] - counts[1] == counts[1] - counts[0] == 300
+    printed = _printed(pretrain_dir)
+    sentence = printed[printed.index("With two token-type rows"):]
+    sentence = sentence[:sentence.index("\n") if "\n" in sentence else None]
+    numbers = _numbers(sentence)  # the three counts, then Table 4 (the 4 of its name) and its count
+    assert numbers[:3] + numbers[4:5] == [counts[2], counts[1], counts[0], TABLE4_PARAMETERS]
+    assert "Only 2 row(s) fit it" in sentence
+
+
+def test_the_perplexities_printed_are_exp_of_the_final_losses(pretrain_dir):
+    import re
+
+    from helpers import paper_values as paper
+
+    comparison = json.loads((pretrain_dir / "comparison.json").read_text())
+    printed = _printed(pretrain_dir)
+    line = printed[printed.index("perplexity = exp(final evaluation loss):"):].splitlines()[0]
+    stated = [float(x) for x in re.findall(r"BERT_(?:TINY|FT) (\d+\.\d)", line)]
+    expected = [math.exp(comparison[f"{m}_final"]["eval_loss"]) for m in paper.MODELS]
+    expected += [math.exp(paper.EVAL_LOSS["en"][m]) for m in paper.MODELS]
+    assert stated == pytest.approx([round(x, 1) for x in expected], abs=0.05 + 1e-9)
+
+
+def test_the_verdict_follows_the_testability_rule_at_the_mask_positions(pretrain_dir):
+    import numpy as np
+
+    from helpers.baselines import position_kinds, unigram_counts, unigram_log_probs
+    from helpers.claims import is_testable
+
+    data = prepare.load_data(pretrain_dir)
+    tokenizer = json.loads((pretrain_dir / "data" / "tokenizer" / "tokenizer.json").read_text())
+    special = sorted(t["id"] for t in tokenizer["added_tokens"] if t["special"])
+    mask_id = next(t["id"] for t in tokenizer["added_tokens"] if t["content"] == "[MASK]")
+    tiny = np.load(ModelFiles(pretrain_dir / "bert_tiny").positions)
+    at_mask = position_kinds(tiny["visible"], tiny["label"], mask_id) == 0
+    log_probs = unigram_log_probs(unigram_counts(data.train_ids, data.train_lengths, int(data.meta["vocab_size"]),
+                                                 special), special)
+    unigram_loss = float(-log_probs[tiny["label"][at_mask]].mean())
+    tiny_loss = float(tiny["loss"][at_mask].mean())
+    printed = _printed(pretrain_dir)
+    paragraph = printed[printed.index("After "):]
+    paragraph = paragraph[:paragraph.index("\n")] if "\n" in paragraph else paragraph
+    assert "helped, in the direction the paper reports" not in paragraph.replace("**", "") or is_testable(
+        tiny_loss, unigram_loss)
+    if not is_testable(tiny_loss, unigram_loss):
+        assert "**Not testable on this run**" in paragraph
+        assert f"ends at {tiny_loss:.3f}, not 0.5 nat below the unigram's {unigram_loss:.3f}" in paragraph
+    else:
+        assert "Not testable" not in paragraph and "so the claim is testable" in paragraph
+
+
+def test_exercise_3_quotes_the_step_0_losses_and_its_explanation_the_measured_excess(pretrain_dir):
+    rows = {name: training.read_metrics(pretrain_dir / name / "metrics.csv")[0] for name in MODEL_NAMES}
+    vocab_size = json.loads((pretrain_dir / "bert_tiny" / "run.json").read_text())["model_config"]["vocab_size"]
+    printed = _printed(pretrain_dir)
+    premise = printed[printed.index("log V = "):].splitlines()[0]
+    assert premise == (f"log V = {math.log(vocab_size):.3f}; evaluation loss at step 0: "
+                       f"BERT_TINY {rows['bert_tiny']['eval_loss']:.3f}, BERT_FT {rows['bert_ft']['eval_loss']:.3f}")
+    why = printed[printed.index("Why: (a)"):]
+    excess = {name: rows[name]["eval_loss"] - math.log(vocab_size) for name in MODEL_NAMES}
+    assert (f"losses above log V: BERT_TINY {excess['bert_tiny']:.3f} and BERT_FT {excess['bert_ft']:.3f}"
+            in why)
+
+
+def test_exercise_2_asks_a_count_the_structure_printout_does_not_show(pretrain_dir):
+    from exercises import nb04
+    from helpers.model import bert_tiny_config
+
+    answer = nb04.exercise_2(bert_tiny_config(**nb04.STARTING_MODEL).to_dict())
+    assert nb04.counts_agree(answer, nb04.parameter_counts(nb04.STARTING_MODEL))
+    assert str(f"{answer['tied']:,}") not in _printed(pretrain_dir).split("Exercise 2")[0]
+    assert f"{answer['tied']:,}".replace(",", "") not in _printed(pretrain_dir).split("Exercise 2")[0]

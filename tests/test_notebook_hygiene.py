@@ -50,3 +50,12 @@ def test_the_sync_check_catches_a_notebook_that_drifted_from_the_package(tmp_pat
     assert problem.name == "fraction_of" and "differs" in problem.problem
     assert notebook_sync.write_notebook(path) == 1
     assert notebook_sync.check_notebook(path) == []
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_notebook_has_an_explanation_exercise_whose_reference_answer_shows_only_after_the_check(
+        path: Path) -> None:
+    checks = ["".join(c["source"]) for c in _cells(path) if "exercises.check(" in "".join(c["source"])]
+    assert any("explanation=" in s for s in checks), (
+        f"{path.name}: no exercise asks for a prediction or an explanation with a written reference answer "
+        "(pass explanation=... to exercises.check, which prints it after a right answer)")

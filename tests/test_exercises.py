@@ -5,6 +5,13 @@ from __future__ import annotations
 import pytest
 
 import exercises
+from exercises import nb02, nb03, nb05, nb06
+
+# Each notebook's multiple-choice explanation: (its right letter, its written reference answer).
+EXPLANATIONS = {"02 Ex4": (nb02.EXERCISE_4_ANSWER, nb02.EXERCISE_4_EXPLANATION),
+                "03 Ex4": (nb03.EXERCISE_4_ANSWER, nb03.EXERCISE_4_EXPLANATION),
+                "05 Ex4": (nb05.POOLING_REASON, nb05.POOLING_EXPLANATION),
+                "06 Ex4": (nb06.EXERCISE_4_ANSWER, nb06.EXERCISE_4_EXPLANATION)}
 
 
 def test_an_unanswered_exercise_shows_neither_a_verdict_nor_the_reference_answer(capsys) -> None:
@@ -28,3 +35,15 @@ def test_a_letter_outside_the_options_is_refused_naming_the_options() -> None:
     with pytest.raises(exercises.WrongAnswer, match="a, b, c"):
         exercises.check("Ex", "z", exercises.choice("b", "abc"), hint="")
     assert exercises.check("Ex", " B ", exercises.choice("b", "abc"), hint="") is True
+
+
+@pytest.mark.parametrize("name", EXPLANATIONS)
+def test_every_wrong_letter_is_refused_and_the_reference_answer_shows_only_after_the_right_one(name, capsys) -> None:
+    letter, explanation = EXPLANATIONS[name]
+    right = exercises.choice(letter, "abcd")
+    for wrong in set("abcd") - {letter}:
+        with pytest.raises(exercises.WrongAnswer):
+            exercises.check(name, wrong, right, hint="", explanation=explanation)
+    assert explanation not in capsys.readouterr().out
+    assert exercises.check(name, letter, right, hint="", explanation=explanation) is True
+    assert explanation in capsys.readouterr().out

@@ -492,15 +492,3 @@ def test_exercise_3_wants_the_ratio_of_copied_to_random_row_lengths_to_two_decim
         exercises.check("Ex3", 1 / (0.02 * math.sqrt(300)), right, hint="")
     with pytest.raises(exercises.WrongAnswer):  # the inverse ratio
         exercises.check("Ex3", 1 / solution, right, hint="")
-
-
-def test_the_explanations_of_notebook_03_come_only_after_a_right_answer(capsys) -> None:
-    import exercises
-
-    right = exercises.choice(nb03.EXERCISE_4_ANSWER, "abcd")
-    for wrong in set("abcd") - {nb03.EXERCISE_4_ANSWER}:
-        with pytest.raises(exercises.WrongAnswer):
-            exercises.check("Ex4", wrong, right, hint="", explanation=nb03.EXERCISE_4_EXPLANATION)
-    assert nb03.EXERCISE_4_EXPLANATION not in capsys.readouterr().out
-    exercises.check("Ex4", nb03.EXERCISE_4_ANSWER, right, hint="", explanation=nb03.EXERCISE_4_EXPLANATION)
-    assert nb03.EXERCISE_4_EXPLANATION in capsys.readouterr().out

@@ -346,16 +346,3 @@ def test_exercise_3_check_counts_strings_with_and_without_the_mark(cased) -> Non
         exercises.check("Ex3", len(pieces), right, hint="")
     with pytest.raises(exercises.WrongAnswer):
         exercises.check("Ex3", answer + 1, right, hint="")
-
-
-def test_exercise_4_takes_one_letter_and_explains_it_only_after_a_right_answer(capsys) -> None:
-    import exercises
-    from exercises import nb02
-
-    right = exercises.choice(nb02.EXERCISE_4_ANSWER, "abcd")
-    for wrong in set("abcd") - {nb02.EXERCISE_4_ANSWER}:
-        with pytest.raises(exercises.WrongAnswer):
-            exercises.check("Ex4", wrong, right, hint="", explanation=nb02.EXERCISE_4_EXPLANATION)
-    assert nb02.EXERCISE_4_EXPLANATION not in capsys.readouterr().out
-    exercises.check("Ex4", nb02.EXERCISE_4_ANSWER, right, hint="", explanation=nb02.EXERCISE_4_EXPLANATION)
-    assert nb02.EXERCISE_4_EXPLANATION in capsys.readouterr().out

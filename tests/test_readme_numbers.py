@@ -1,0 +1,64 @@
+"""The README's numbers of the reference runs are the committed tables' numbers, rounded as printed.
+
+The README is written by hand from figures/reference/; these tests parse its tables and compare each
+cell with the CSV it quotes, so a rerun that changes a number fails until the README says the new one.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = ROOT / "figures" / "reference"
+SERIES_CSV = REFERENCE / "series_training_length.csv"
+
+
+def _number(text: str) -> float:
+    return float(text.replace("−", "-").replace(",", "").replace("+", ""))
+
+
+def _readme_table(first_header: str) -> list[list[str]]:
+    """The body rows of the README table whose header starts with ``first_header``."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"| {first_header} |"))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+def _value_and_interval(cell: str) -> list[float]:
+    """'−0.84 [−0.89, −0.80]' -> [-0.84, -0.89, -0.80]; '0.17 / 0.58' -> [0.17, 0.58]."""
+    return [_number(x) for x in re.findall(r"[−+-]?[\d,]*\.?\d+", cell)]
+
+
+@pytest.mark.skipif(not SERIES_CSV.is_file(), reason="no training-length series committed")
+def test_the_readmes_series_table_quotes_the_committed_series_table() -> None:
+    table = pd.read_csv(SERIES_CSV).set_index("steps")
+    rows = _readme_table("steps")
+    assert sorted(int(_number(r[0])) for r in rows) == sorted(table.index), "README rows are not the series' lengths"
+    columns = [("epochs", 1), ("[MASK] TINY - unigram", 2), ("[MASK] loss FT - TINY", 2),
+               ("[MASK] loss low", 2), ("[MASK] loss high", 2)]
+    for row in rows:
+        data = table.loc[int(_number(row[0]))]
+        quoted = {"epochs": _number(row[1]), "[MASK] TINY - unigram": _number(row[2])}
+        mean, *ends = _value_and_interval(row[3])
+        quoted.update({"[MASK] loss FT - TINY": mean, "[MASK] loss low": min(ends), "[MASK] loss high": max(ends)})
+        for column, digits in columns:
+            assert quoted[column] == pytest.approx(round(float(data[column]), digits), abs=1e-9), (row[0], column)
+        for cell, prefix in ((row[4], "[MASK] accuracy"), (row[5], "accuracy")):
+            mean, low, high = _value_and_interval(cell)
+            expected = [round(float(data[f"{prefix} {end}"]), 3) for end in ("FT - TINY", "low", "high")]
+            assert [mean, low, high] == pytest.approx(expected, abs=1e-9), (row[0], prefix)
+        crossings = _value_and_interval(row[6])
+        assert crossings == pytest.approx([round(float(data[f"{c} crossing (fraction)"]), 2)
+                                           for c in ("eval_loss", "eval_accuracy")], abs=1e-9), row[0]
+        gaps = _value_and_interval(row[7])
+        assert gaps == pytest.approx([round(float(data[f"train - eval {m}"]), 2) for m in ("TINY", "FT")],
+                                     abs=1e-9), row[0]

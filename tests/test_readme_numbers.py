@@ -21,10 +21,10 @@ def _number(text: str) -> float:
     return float(text.replace("−", "-").replace(",", "").replace("+", ""))
 
 
-def _readme_table(first_header: str) -> list[list[str]]:
-    """The body rows of the README table whose header starts with ``first_header``."""
+def _readme_table(*headers: str) -> list[list[str]]:
+    """The body rows of the README table whose header starts with the columns ``headers``."""
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(f"| {first_header} |"))
+    start = next(i for i, line in enumerate(lines) if line.startswith("| " + " | ".join(headers) + " |"))
     rows = []
     for line in lines[start + 2:]:
         if not line.startswith("|"):
@@ -62,3 +62,32 @@ def test_the_readmes_series_table_quotes_the_committed_series_table() -> None:
         gaps = _value_and_interval(row[7])
         assert gaps == pytest.approx([round(float(data[f"train - eval {m}"]), 2) for m in ("TINY", "FT")],
                                      abs=1e-9), row[0]
+
+
+KINDS_CSV = REFERENCE / "table_position_kinds.csv"
+
+
+@pytest.mark.skipif(not KINDS_CSV.is_file(), reason="no reference position-kind table committed")
+def test_the_readmes_real_floor_table_quotes_the_committed_position_kind_table() -> None:
+    table = pd.read_csv(KINDS_CSV)
+    scorer = {"TINY": "BERT_TINY", "FT": "BERT_FT", "copy": "copy-aware (copy the visible token, else unigram; "
+              "no context)", "unigram": "unigram (no context)"}
+
+    def value(lang: str, who: str, kind: str, key: str) -> float:
+        row = table[(table["lang"] == lang) & (table["scorer"] == scorer[who]) & (table["kind"] == kind)]
+        assert len(row) == 1, (lang, who, kind)
+        return float(row[key].iloc[0])
+
+    rows = _readme_table("language", "scored positions ([MASK])")
+    langs = [r[0].lower() for r in rows]
+    assert sorted(langs) == sorted(set(table["lang"])), "README rows are not the reference languages"
+    for row, lang in zip(rows, langs):
+        positions, masked = (int(x) for x in _value_and_interval(row[1]))
+        assert positions == value(lang, "TINY", "all", "positions"), lang
+        assert masked == value(lang, "TINY", "mask", "positions"), lang
+        quoted = [_value_and_interval(cell) for cell in row[2:5]]
+        expected = [[value(lang, w, "all", "accuracy") for w in ("TINY", "FT", "copy")],
+                    [value(lang, w, "mask", "accuracy") for w in ("TINY", "FT", "unigram")],
+                    [value(lang, w, "mask", "loss") for w in ("TINY", "FT", "unigram")]]
+        for cell, want in zip(quoted, expected):
+            assert cell == pytest.approx([round(x, 3) for x in want], abs=1e-9), (lang, row)

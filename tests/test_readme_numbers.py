@@ -91,3 +91,34 @@ def test_the_readmes_real_floor_table_quotes_the_committed_position_kind_table()
                     [value(lang, w, "mask", "loss") for w in ("TINY", "FT", "unigram")]]
         for cell, want in zip(quoted, expected):
             assert cell == pytest.approx([round(x, 3) for x in want], abs=1e-9), (lang, row)
+
+
+DEMO = ROOT / "figures"
+
+
+@pytest.mark.skipif(not (DEMO / "table3_accuracy.csv").is_file(), reason="no demo figures committed")
+def test_the_readmes_demo_table_quotes_the_committed_demo_tables() -> None:
+    loss = pd.read_csv(DEMO / "table2_loss.csv")
+    accuracy = pd.read_csv(DEMO / "table3_accuracy.csv")
+    kinds = pd.read_csv(DEMO / "table_position_kinds.csv").set_index(["lang", "scorer", "kind"])
+    rows = _readme_table("language", "eval loss BERT_TINY / BERT_FT")
+    ours_langs = set(accuracy.loc[(accuracy["source"] == "ours") & (accuracy["status"] == "ok"), "lang"])
+    assert sorted(r[0].lower() for r in rows) == sorted(ours_langs), "README rows are not the languages run"
+    for row in rows:
+        lang = row[0].lower()
+        ours_loss = loss[(loss["lang"] == lang) & (loss["source"] == "ours")].iloc[0]
+        ours = accuracy[(accuracy["lang"] == lang) & (accuracy["source"] == "ours")].iloc[0]
+        paper = accuracy[(accuracy["lang"] == lang) & (accuracy["source"] == "paper")].iloc[0]
+        expected = [
+            [ours_loss["eval_loss BERT_TINY"], ours_loss["eval_loss BERT_FT"]],
+            [kinds.loc[(lang, "unigram (no context)", "all"), "loss"]],
+            [ours["BERT_TINY"], ours["BERT_FT"]],
+            [kinds.loc[(lang, "copy-aware (copy the visible token, else unigram; no context)", "all"), "accuracy"]],
+            [ours["FT - TINY"], ours["ci_low"], ours["ci_high"]],
+            [ours["[MASK] BERT_TINY"], ours["[MASK] BERT_FT"]],
+            [ours["[MASK] FT - TINY"], ours["[MASK] ci_low"], ours["[MASK] ci_high"]],
+            [paper["FT - TINY"]],
+        ]
+        for cell, want in zip(row[1:], expected):
+            rounded = [round(float(x), 3) for x in want]
+            assert _value_and_interval(cell) == pytest.approx(rounded, abs=1e-9), (lang, cell)

@@ -85,17 +85,32 @@ def pick_device(prefer: str = "auto") -> str:
     return prefer
 
 
+# A loaded machine (training beside a fresh clone's first `git status`) was seen to take over 10 s here, and a
+# silent None then left a run with no provenance; so the wait is long and running out of it is an error.
+GIT_TIMEOUT_S = 300
+
+
+def _git(*args: str) -> str | None:
+    """git's output in the repository, or None where there is no git or no repository; an error if git hangs."""
+    try:
+        return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True,
+                              timeout=GIT_TIMEOUT_S).stdout
+    except subprocess.TimeoutExpired as error:
+        raise RuntimeError(f"`git {' '.join(args)}` in {REPO_ROOT} took over {GIT_TIMEOUT_S} s, so the code that "
+                           "produced this result cannot be named; run it again when the machine is less busy "
+                           "(a result is never recorded without its provenance)") from error
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
 def git_commit() -> str | None:
     """HEAD, with '+dirty' when tracked files outside figures/ have uncommitted changes; None outside git."""
-    try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True,
-                             text=True, check=True, timeout=10).stdout.strip()
-        # figures/ holds regenerated outputs, not code: notebook 06 rewriting it must not mark its own run dirty.
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!figures"],
-                               cwd=REPO_ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
+    sha = _git("rev-parse", "HEAD")
+    # figures/ holds regenerated outputs, not code: notebook 06 rewriting it must not mark its own run dirty.
+    dirty = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!figures")
+    if sha is None or dirty is None:
         return None
-    return sha + ("+dirty" if dirty else "")
+    return sha.strip() + ("+dirty" if dirty.strip() else "")
 
 
 CODE_PATHS = ("helpers", "plots", "exercises", "pipeline", "notebooks", "pyproject.toml")
@@ -108,15 +123,12 @@ def code_version() -> str | None:
     Unlike the commit, it stays the same in every later commit that leaves the code alone, so outputs that
     name it (figures/provenance.json) regenerate byte for byte from a fresh clone of a later commit.
     """
-    try:
-        listing = subprocess.run(["git", "ls-tree", "HEAD", "--", *CODE_PATHS], cwd=REPO_ROOT, capture_output=True,
-                                 text=True, check=True, timeout=10).stdout
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", *CODE_PATHS], cwd=REPO_ROOT,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
+    listing = _git("ls-tree", "HEAD", "--", *CODE_PATHS)
+    dirty = _git("status", "--porcelain", "--", *CODE_PATHS)
+    if listing is None or dirty is None:
         return None
     digest = hashlib.sha256(listing.encode()).hexdigest()[:16]
-    return digest + ("+dirty" if dirty else "")
+    return digest + ("+dirty" if dirty.strip() else "")
 
 
 def package_versions(names: tuple[str, ...] = RECORDED_PACKAGES) -> dict[str, str | None]:

@@ -36,18 +36,19 @@ docs: $(STAMP)
 	$(PY) -m pipeline.job --preset $(PRESET) --lang $(LANGS) --docs docs
 
 # The CPU reference runs (helpers.presets), every one from committed code (a record refuses a dirty tree): English
-# and French, seed 0, 1,200 steps; then the training-length series on English seed 0 (2,400 and 4,800 steps, each
-# with its own schedule, from the same prepared data and vectors). Hours on a 2-core CPU; every step resumes. Their
-# small files are saved as records under figures/reference/, so reference-figures needs no training. Spanish and
-# more seeds: add them to REFERENCE_RUNS and the job lines (pipeline.job --seeds 0,1,2).
-REFERENCE_RUNS := reference-en reference-fr
+# seeds 0 and 1, French and Spanish seed 0, 1,200 steps; then the training-length series on English seed 0 (2,400
+# and 4,800 steps, each with its own schedule, from the same prepared data and vectors). Hours on a 2-core CPU;
+# every step resumes. Their small files are saved as records under figures/reference/, so reference-figures needs
+# no training. More seeds: add them to REFERENCE_RUNS and the job lines (pipeline.job --seeds 0,1,2).
+REFERENCE_RUNS := reference-en reference-en-seed1 reference-fr reference-es
 SERIES_STEPS := 2400 4800
 REFERENCE_DIR := figures/reference
 REFERENCE_DOCS := docs/reference
 SERIES_OUT := runs/series-en-seed0
 
 reference: $(STAMP)
-	$(PY) -m pipeline.job --preset reference --lang en,fr --seeds 0 --no-figures
+	$(PY) -m pipeline.job --preset reference --lang en,fr,es --seeds 0 --no-figures
+	$(PY) -m pipeline.job --preset reference --lang en --seeds 1 --no-figures
 	for steps in $(SERIES_STEPS); do \
 	  $(PY) -m pipeline.train_cli --data runs/reference-en/pretrain/data --out $(SERIES_OUT)/steps$$steps \
 	    --model bert_tiny --preset reference --steps $$steps && \

@@ -1,7 +1,8 @@
-"""The README's numbers of the reference runs are the committed tables' numbers, rounded as printed.
+"""The README's tables quote the committed tables' numbers, rounded as printed.
 
-The README is written by hand from figures/reference/; these tests parse its tables and compare each
-cell with the CSV it quotes, so a rerun that changes a number fails until the README says the new one.
+The README is written by hand from figures/ (the demo) and figures/reference/; these tests parse its demo,
+real-floor and series tables and compare each cell with the CSV it quotes, so a rerun that changes a number
+fails until the README says the new one.
 """
 
 from __future__ import annotations

@@ -54,6 +54,12 @@ def test_an_unfinished_run_is_refused_before_any_record_is_written(smoke_figures
     assert not (tmp_path / "records").exists()
 
 
+@pytest.fixture
+def finished_run(smoke_figures: Path, smoke_run_dir: Path) -> Path:
+    """The smoke run once notebooks 01-06 have run on it, so a test needs no other test to have finished it."""
+    return smoke_run_dir
+
+
 def _with_commits(run_dir: Path, tmp_path: Path, tiny: str, ft: str) -> Path:
     copy = tmp_path / "copied" / run_dir.name
     shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns("data", "checkpoint.pt", "model", "*.npy"))
@@ -69,22 +75,22 @@ def _with_commits(run_dir: Path, tmp_path: Path, tiny: str, ft: str) -> Path:
     ("a" * 40 + "+dirty", "a" * 40, "uncommitted code"),
     ("a" * 40, "b" * 40, "different commits"),
 ])
-def test_a_run_not_trained_at_one_clean_commit_is_refused_as_a_record(smoke_run_dir: Path, tmp_path: Path,
+def test_a_run_not_trained_at_one_clean_commit_is_refused_as_a_record(finished_run: Path, tmp_path: Path,
                                                                        tiny: str, ft: str, expected: str) -> None:
-    run = _with_commits(smoke_run_dir, tmp_path, tiny, ft)
+    run = _with_commits(finished_run, tmp_path, tiny, ft)
     with pytest.raises(records.UncommittedRun, match=expected):
         records.save_records([run], tmp_path / "records")
     assert not (tmp_path / "records").exists()
 
 
-def test_one_clean_commit_for_both_models_is_what_a_record_names(smoke_run_dir: Path, tmp_path: Path) -> None:
-    run = _with_commits(smoke_run_dir, tmp_path, "c" * 40, "c" * 40)
+def test_one_clean_commit_for_both_models_is_what_a_record_names(finished_run: Path, tmp_path: Path) -> None:
+    run = _with_commits(finished_run, tmp_path, "c" * 40, "c" * 40)
     assert records.trained_commit(layout.RunLayout(run)) == "c" * 40
 
 
-def test_a_draft_record_never_goes_into_figures(smoke_run_dir: Path) -> None:
+def test_a_draft_record_never_goes_into_figures(finished_run: Path) -> None:
     with pytest.raises(records.UncommittedRun, match="--draft records may not go into"):
-        records.save_records([smoke_run_dir], layout.FIGURES_DIR / "drafts", draft=True)
+        records.save_records([finished_run], layout.FIGURES_DIR / "drafts", draft=True)
     assert not (layout.FIGURES_DIR / "drafts").exists()
 
 
@@ -113,3 +119,46 @@ def test_a_render_leaves_out_progress_widgets_and_keeps_other_outputs() -> None:
                     nbformat.v4.new_output("stream", name="stdout", text="training time: 12 s\n")]
     notebook = without_progress_widgets(nbformat.v4.new_notebook(cells=[cell, nbformat.v4.new_markdown_cell("x")]))
     assert [o["output_type"] for o in notebook.cells[0].outputs] == ["stream"]
+
+
+def _file_hashes(folder: Path) -> dict[str, str]:
+    import hashlib
+
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_record_passed_back_into_its_own_folder_is_left_as_it_is(finished_run: Path, tmp_path: Path) -> None:
+    record = records.save_record(finished_run, tmp_path / "records")
+    before = _file_hashes(record)
+    assert records.save_records([record], tmp_path / "records", draft=True) == [record]
+    assert _file_hashes(record) == before
+
+
+def test_a_record_of_another_configuration_is_never_replaced(finished_run: Path, tmp_path: Path) -> None:
+    record = records.save_record(finished_run, tmp_path / "records")
+    before = _file_hashes(record)
+    other = _with_commits(finished_run, tmp_path, "a" * 40, "a" * 40)
+    path = layout.RunLayout(other).model("bert_ft").run_json
+    info = json.loads(path.read_text())
+    info["identity"]["seed"] = 99
+    path.write_text(json.dumps(info))
+    with pytest.raises(records.RecordConflict, match="another configuration"):
+        records.save_records([other], tmp_path / "records")
+    assert _file_hashes(record) == before
+
+
+def test_a_failure_while_recording_leaves_the_previous_record_whole(finished_run: Path, tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    record = records.save_record(finished_run, tmp_path / "records")
+    before = _file_hashes(record)
+    retrained = _with_commits(finished_run, tmp_path, "b" * 40, "b" * 40)  # same configuration, other run.json
+
+    def failing(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(records, "compute_baseline", failing)  # after the run's files are copied
+    with pytest.raises(OSError, match="disk full"):
+        records.save_record(retrained, tmp_path / "records")
+    assert _file_hashes(record) == before
+    assert sorted(p.name for p in (tmp_path / "records").iterdir()) == [finished_run.name]  # no staging left

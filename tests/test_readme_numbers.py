@@ -1,8 +1,8 @@
 """The README's tables quote the committed tables' numbers, rounded as printed.
 
 The README is written by hand from figures/ (the demo) and figures/reference/; these tests parse its demo,
-real-floor and series tables and compare each cell with the CSV it quotes, so a rerun that changes a number
-fails until the README says the new one.
+real-floor, reference-gain and series tables and its average-gain sentences, and compare each number with the
+CSV it quotes, so a rerun that changes a number fails until the README says the new one.
 """
 
 from __future__ import annotations
@@ -123,3 +123,43 @@ def test_the_readmes_demo_table_quotes_the_committed_demo_tables() -> None:
         for cell, want in zip(row[1:], expected):
             rounded = [round(float(x), 3) for x in want]
             assert _value_and_interval(cell) == pytest.approx(rounded, abs=1e-9), (lang, cell)
+
+
+CLAIMS_CSV = REFERENCE / "claims_check.csv"
+
+
+def _claims() -> pd.DataFrame:
+    return pd.read_csv(CLAIMS_CSV).set_index(["lang", "claim_id"])
+
+
+@pytest.mark.skipif(not CLAIMS_CSV.is_file(), reason="no reference claims check committed")
+def test_the_readmes_reference_gains_quote_the_committed_claims_check() -> None:
+    claims = _claims()
+    rows = _readme_table("language", "seeds")
+    langs = [r[0].lower() for r in rows]
+    single = {lang for lang, _ in claims.index if "," not in lang}  # not the rows over several languages
+    assert sorted(langs) == sorted(single), "README rows are not the reference languages"
+    cells = [("final_eval_loss_ft_minus_tiny_at_mask", 2), ("final_accuracy_gain_at_mask", 3),
+             ("final_accuracy_gain", 3)]
+    for row, lang in zip(rows, langs):
+        assert int(row[1]) == claims.loc[(lang, "final_accuracy_gain"), "n_seeds"], lang
+        for cell, (claim, digits) in zip(row[2:5], cells):
+            data = claims.loc[(lang, claim)]
+            expected = [round(float(data[key]), digits) for key in ("ours", "ci_low", "ci_high")]
+            assert _value_and_interval(cell) == pytest.approx(expected, abs=1e-9), (lang, claim)
+        paper = [_number(claims.loc[(lang, claim), "paper"])
+                 for claim in ("final_eval_loss_ft_minus_tiny", "final_accuracy_gain")]
+        assert _value_and_interval(row[5]) == pytest.approx(paper, abs=1e-9), lang
+
+
+@pytest.mark.skipif(not CLAIMS_CSV.is_file(), reason="no reference claims check committed")
+def test_the_readmes_average_gain_and_english_sentence_quote_the_claims_check() -> None:
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    claims = _claims()
+    for phrase, claim in (("the gain averages", "average_accuracy_gain"),
+                          ("the smallest other gain minus English's is", "english_gains_least")):
+        found = re.search(re.escape(phrase) + r" ([−+-]?[\d.]+ \[[^\]]+\])", readme)
+        assert found, f"README has no sentence '{phrase} …'"
+        data = claims.loc[[key for key in claims.index if key[1] == claim][0]]
+        expected = [round(float(data[key]), 3) for key in ("ours", "ci_low", "ci_high")]
+        assert _value_and_interval(found.group(1)) == pytest.approx(expected, abs=1e-9), phrase

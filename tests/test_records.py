@@ -119,4 +119,3 @@ def test_a_render_leaves_out_progress_widgets_and_keeps_other_outputs() -> None:
                     nbformat.v4.new_output("stream", name="stdout", text="training time: 12 s\n")]
     notebook = without_progress_widgets(nbformat.v4.new_notebook(cells=[cell, nbformat.v4.new_markdown_cell("x")]))
     assert [o["output_type"] for o in notebook.cells[0].outputs] == ["stream"]
-

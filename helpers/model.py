@@ -1,4 +1,4 @@
-"""The Table 4 model, its two initialisations (BERT_TINY, BERT_FT) and a masked-only MLM loss.
+"""The Table 4 model, its initialisations (BERT_TINY, BERT_FT, the control BERT_FT_PERM) and a masked-only MLM loss.
 
 Only torch, numpy and transformers at module level: this module runs on the GPU machines, which
 lack datasets, fasttext and papermill.
@@ -110,6 +110,30 @@ def copy_static_embeddings(model: BertForMaskedLM, matrix: np.ndarray) -> None:
     weight = model.bert.embeddings.word_embeddings.weight
     with torch.no_grad():
         weight.copy_(torch.from_numpy(np.ascontiguousarray(matrix)).to(weight.dtype))
+
+
+# The control arm's permutation stream: a SeedSequence of (seed, this constant), so it never shares numbers
+# with the model's or the masks' streams of the same seed.
+PERMUTATION_STREAM = 0x5045524D  # "PERM"
+
+
+def permute_vector_rows(matrix: np.ndarray, found: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The control arm's start: BERT_FT's rows that hold a static vector, shuffled among themselves.
+
+    Every copied row keeps its length and the set of rows keeps its spread, but no row stays with its word
+    (except by chance: about one fixed point in any permutation); rows without a vector stay zero. So a gain
+    of BERT_FT over this control is the vectors' knowledge of words, not their scale. Returns the new matrix
+    and the permutation ``order``: row ``rows[i]`` of the result is row ``rows[order[i]]`` of ``matrix``,
+    where ``rows`` are the found rows in id order.
+    """
+    found = np.asarray(found, dtype=bool)
+    if found.shape != (matrix.shape[0],):
+        raise ValueError(f"found must hold one flag per row of the {matrix.shape[0]}-row matrix, got {found.shape}")
+    rows = np.flatnonzero(found)
+    order = np.random.default_rng(np.random.SeedSequence([seed, PERMUTATION_STREAM])).permutation(len(rows))
+    permuted = np.array(matrix, dtype=np.float32, copy=True)
+    permuted[rows] = matrix[rows[order]]
+    return permuted, order
 
 
 def count_parameters(model: torch.nn.Module) -> int:

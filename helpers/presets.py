@@ -356,7 +356,7 @@ PRESETS: dict[str, Preset] = {
         probe=ProbeConfig(max_train=2_000, max_test=1_000, Cs=(1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0), n_boot=1000,
                           batch_size=64, max_length=64),
     ),
-    # The demo's data, tokenizer and probe, with better vectors and 4x the training: BERT_TINY off the plateau.
+    # The demo's data, tokenizer and probe, with better vectors and 16x the training: BERT_TINY off the plateau.
     "reference": Preset(
         "reference",
         masking=MaskingConfig(train_docs=2000, vocab_size=8000, stats_docs=400, stats_repeats=8, seq_len=128,
@@ -364,11 +364,12 @@ PRESETS: dict[str, Preset] = {
         tokenizer=TokenizerConfig(max_docs=None, vocab_size=30_000, min_frequency=2, corpus_source="embedded"),
         # The best vectors measured within 5 minutes of training (benchmarks/fasttext_settings.py).
         vectors=VectorsConfig(source="train", fasttext=REFERENCE_FASTTEXT),
-        # A budget that takes BERT_TINY 0.5 nat under the unigram loss on the fixed evaluation positions (the
-        # testability rule of helpers.claims), measured on English (benchmarks/README.md): a 1,500-step schedule
-        # crosses at step 600, but a whole 800-step schedule ends 0.49 nat under (its learning rate decays
-        # sooner), so 1,200 steps. Every evaluation sequence is scored.
-        train=TrainConfig(name="reference", steps=1_200, batch_size=32, seq_len=128, eval_every=100,
+        # 4,800 steps: where the paper's claims become testable. 1,200 steps (the first row of the training-length
+        # series) left BERT_TINY only 0.18-0.26 nat under the unigram at [MASK] in all nine committed runs, where
+        # the testability rule of helpers.claims asks 0.5; English seed 0 at 4,800 steps ends 2.68 nat under.
+        # Shorter rows of the series are this configuration with fewer steps (its own warm-up and decay).
+        # Every evaluation sequence is scored.
+        train=TrainConfig(name="reference", steps=4_800, batch_size=32, seq_len=128, eval_every=100,
                           checkpoint_every=100, eval_batch_size=128, lr=1e-3, warmup_fraction=0.1,
                           batching="bucketed"),
         # The committed reference runs were probed on this grid; notebook 05 names a probe whose C lies at its edge.

@@ -6,7 +6,7 @@ A run folder (``runs/<preset>-<lang>[-seed<N>]``) holds one folder per notebook 
       masking/      01: masking_stats.json, plots
       tokenizer/    02: the trained tokenizer (tokenizer.json and the files save_pretrained writes), report.json
       static/       03: embeddings.npy, found.npy, manifest.json
-      pretrain/     04: data/ (prepared sequences), bert_tiny/ and bert_ft/ (ModelFiles), comparison.json,
+      pretrain/     04: data/ (prepared sequences), bert_tiny/, bert_ft/, bert_ft_perm/ (ModelFiles), comparison.json,
                         baseline.json and token_facts.npz (in a record, where data/ is not kept)
       probe/        05: results.csv, results.json, paired_differences.csv
       NN_<name>.ipynb            the executed copy of each notebook, when the main job ran it
@@ -32,7 +32,11 @@ DOCS_DIR = REPO_ROOT / "docs"
 # The project's own packages: the taught code, its plots, the exercises' answers and the machinery.
 PROJECT_PACKAGES = ("helpers", "plots", "exercises", "pipeline")
 
-MODEL_NAMES = ("bert_tiny", "bert_ft")
+MODEL_NAMES = ("bert_tiny", "bert_ft")  # the paper's pair: every finished run folder holds both
+# The control arm: BERT_FT's vector rows permuted among themselves (helpers.model.permute_vector_rows); trained
+# only where asked, so a run folder may or may not hold it.
+CONTROL_MODEL = "bert_ft_perm"
+TRAINABLE_MODELS = (*MODEL_NAMES, CONTROL_MODEL)
 STEP_FOLDERS = ("masking", "tokenizer", "static", "pretrain", "probe")  # one per notebook 01-05, in order
 STAMP_NAME = ".step.json"
 STARTED_NAME = ".step-started.json"
@@ -133,8 +137,8 @@ class RunLayout:
         return PreparedFiles(self.step("pretrain") / "data")
 
     def model(self, name: str) -> ModelFiles:
-        if name not in MODEL_NAMES:
-            raise ValueError(f"unknown model {name!r}; choose from {', '.join(MODEL_NAMES)}")
+        if name not in TRAINABLE_MODELS:
+            raise ValueError(f"unknown model {name!r}; choose from {', '.join(TRAINABLE_MODELS)}")
         return ModelFiles(self.step("pretrain") / name)
 
     @property
@@ -295,8 +299,8 @@ class PretrainFiles:
         return PreparedFiles(self.folder / "data")
 
     def model(self, name: str) -> ModelFiles:
-        if name not in MODEL_NAMES:
-            raise ValueError(f"unknown model {name!r}; choose from {', '.join(MODEL_NAMES)}")
+        if name not in TRAINABLE_MODELS:
+            raise ValueError(f"unknown model {name!r}; choose from {', '.join(TRAINABLE_MODELS)}")
         return ModelFiles(self.folder / name)
 
     @property

@@ -20,7 +20,7 @@ from helpers import presets
 from helpers.presets import PRESET_HELP, PRESET_NAMES, TrainConfig
 from helpers.pretrain import TrainingDiverged, cap_steps
 from pipeline import training
-from pipeline.layout import MODEL_NAMES, PretrainFiles
+from pipeline.layout import MODEL_NAMES, TRAINABLE_MODELS, PretrainFiles
 from pipeline.runinfo import device_argument
 
 
@@ -55,10 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m pipeline.train_cli",
                                      description=training.__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, help="folder written by prepare_data (or the out_dir holding data/)")
-    parser.add_argument("--out", required=True, help="folder for bert_tiny/ and bert_ft/")
-    parser.add_argument("--model", required=True, choices=MODEL_NAMES)
+    parser.add_argument("--out", required=True, help="folder for bert_tiny/, bert_ft/ and bert_ft_perm/")
+    parser.add_argument("--model", required=True, choices=TRAINABLE_MODELS,
+                        help="bert_tiny (random embeddings), bert_ft (static vectors) or bert_ft_perm (the control: "
+                             "BERT_FT's vector rows permuted among themselves, a fixed permutation per seed)")
     parser.add_argument("--init", default="random",
-                        help="'random' for bert_tiny; the static-vector folder of notebook 03 for bert_ft (required)")
+                        help="'random' for bert_tiny; the static-vector folder of notebook 03 for bert_ft and "
+                             "bert_ft_perm (required)")
     parser.add_argument("--preset", default="paper", choices=PRESET_NAMES, help=PRESET_HELP)
     parser.add_argument("--device", default="auto", type=device_argument, help="auto, cpu, cuda or cuda:N")
     parser.add_argument("--seed", type=_count("seed", low=0), default=0)

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from helpers.crossing import crossing_step, fraction_of
-from helpers.model import InitSpec, build_model, count_parameters, use_attention
+from helpers.model import InitSpec, build_model, count_parameters, permute_vector_rows, use_attention
 from helpers.presets import TrainConfig, check_choice, check_count
 from helpers.pretrain import (
     Evaluation,
@@ -32,10 +32,10 @@ from helpers.pretrain import (
     step_options,
     train_loop,
 )
-from helpers.static_vectors import vocab_fingerprint
+from helpers.static_vectors import Alignment, vocab_fingerprint
 from pipeline import checkpoints as ck
 from pipeline import distributed
-from pipeline.layout import MODEL_NAMES, ModelFiles, PretrainFiles
+from pipeline.layout import CONTROL_MODEL, TRAINABLE_MODELS, ModelFiles, PretrainFiles
 from pipeline.prepare import PreparedData, load_data, load_data_tokenizer
 from pipeline.runinfo import environment, pick_device
 from pipeline.static_files import load_aligned
@@ -56,11 +56,13 @@ METRIC_COLUMNS = ("step", "train_loss", "eval_loss", "eval_accuracy", "lr", "ela
 
 
 def check_model_init(model_name: str, init: InitSpec) -> None:
-    """BERT_TINY starts from random embeddings and BERT_FT from static vectors; anything else is mislabelled."""
-    check_choice("model name", model_name, MODEL_NAMES)
+    """BERT_TINY starts from random embeddings, BERT_FT and its control from static vectors; anything else is
+    mislabelled."""
+    check_choice("model name", model_name, TRAINABLE_MODELS)
     random = isinstance(init, str) and init == "random"
-    if model_name == "bert_ft" and random:
-        raise ValueError("bert_ft needs static vectors: pass init (--init) = the static/ folder notebook 03 wrote")
+    if model_name != "bert_tiny" and random:
+        raise ValueError(f"{model_name} needs static vectors: pass init (--init) = the static/ folder notebook 03 "
+                         "wrote")
     if model_name == "bert_tiny" and not random:
         raise ValueError(f"bert_tiny starts from random embeddings, but init={str(init)!r} was given; "
                          "use --model bert_ft for static vectors, or --init random")
@@ -139,8 +141,11 @@ def _train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Pa
     if world.is_main:
         files.folder.mkdir(parents=True, exist_ok=True)
     overrides = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id, **(model_overrides or {})}
-    ctx = make_run_context(init, cfg, tokenizer, dev, world, seed, overrides)
-    record = run_record(model_name, init, cfg, seed, data, tokenizer, ctx.model, dev)
+    start, permutation = starting_embeddings(model_name, init, seed)
+    ctx = make_run_context(start, cfg, tokenizer, dev, world, seed, overrides)
+    record = run_record(model_name, start, cfg, seed, data, tokenizer, ctx.model, dev)
+    if permutation is not None:
+        record["init"].update(source=ck.init_record(init)["source"], permutation=permutation)
     record.update(world_size=world.world_size, step_options=asdict(ctx.options))
     key = {"model_name": model_name, "identity": record["identity"], "init": record["init"],
            "model_overrides": overrides, "world_size": world.world_size}
@@ -153,6 +158,26 @@ def _train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Pa
     finally:
         run.close()
     return run.finish(step, ctx)
+
+
+def starting_embeddings(model_name: str, init: InitSpec, seed: int) -> tuple[InitSpec, dict[str, Any] | None]:
+    """What the model starts from, and for the control arm how its rows were permuted (recorded in run.json).
+
+    The control's permutation is fixed by the seed, so BERT_FT_PERM of seed s always starts from the same matrix.
+    """
+    if model_name != CONTROL_MODEL:
+        return init, None
+    alignment = static_init(init)
+    found = getattr(alignment, "found", None)
+    if found is None:
+        raise ValueError(f"{CONTROL_MODEL} permutes the rows that hold a static vector, so it needs the static/ "
+                         "folder (or an Alignment with its found mask), not a bare matrix")
+    matrix, order = permute_vector_rows(np.asarray(alignment.matrix), found, seed)
+    record = {"rows": int(len(order)), "fixed_points": int((order == np.arange(len(order))).sum()),
+              "generator": "numpy default_rng(SeedSequence([seed, helpers.model.PERMUTATION_STREAM]))",
+              "order_sha256": ck.arrays_fingerprint({"order": order}, {}),
+              "unpermuted_embeddings_sha256": ck.init_record(alignment)["embeddings_sha256"]}
+    return Alignment(matrix, np.asarray(found), dict(alignment.report)), record
 
 
 def static_init(init: InitSpec) -> InitSpec:

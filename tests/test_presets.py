@@ -44,6 +44,24 @@ def test_every_preset_fits_the_table4_model_and_the_probes_grow_with_the_preset(
     assert all(len(p.probe.Cs) >= 2 and p.probe.n_boot >= 100 for p in PRESETS.values())
 
 
+def test_the_reference_preset_trained_fewer_steps_is_the_configuration_of_the_committed_series_rows() -> None:
+    """The 4,800-step reference with steps=1,200 (or 2,400) is exactly what the committed 1,200-step runs and
+    the series were trained with: the same train_config_hash, so their records pair with new runs by content."""
+    import json
+    from pathlib import Path
+
+    from pipeline.checkpoints import run_identity
+
+    root = Path(__file__).resolve().parent.parent / "figures" / "reference"
+    reference = presets.get("reference").train
+    assert reference.steps == 4_800
+    for record in (root / "runs" / "reference-en", root / "series" / "reference-en-steps2400",
+                   root / "series" / "reference-en-steps4800"):
+        info = json.loads((record / "pretrain" / "bert_tiny" / "run.json").read_text(encoding="utf-8"))
+        ours = run_identity("en", 0, reference.replace(steps=info["steps"]), "embedded", "x", "y")
+        assert ours["train_config_hash"] == info["identity"]["train_config_hash"], record.name
+
+
 def test_the_reference_preset_is_the_demo_trained_longer_on_better_vectors() -> None:
     demo, reference = presets.get("demo"), presets.get("reference")
     assert reference.train.steps > demo.train.steps and reference.train.eval_sequences is None

@@ -209,6 +209,42 @@ def test_bert_ft_run_records_its_static_init(tokenizer, data_dir, tmp_path):
     assert load_aligned(static).matrix.shape == (len(tokenizer), 32)
 
 
+def test_the_control_starts_from_bert_fts_rows_permuted_among_the_rows_with_a_vector(tokenizer, data_dir, tmp_path):
+    """BERT_FT_PERM: the same rows as BERT_FT (so the same norms and spread), each moved to another token's id;
+    rows without a vector stay zero; the permutation is fixed by the seed and recorded in run.json."""
+    from helpers.static_vectors import Alignment
+    from pipeline.static_files import save_aligned
+
+    rng = np.random.default_rng(1)
+    found = rng.random(len(tokenizer)) < 0.6
+    matrix = np.where(found[:, None], rng.normal(size=(len(tokenizer), 32)), 0).astype(np.float32)
+    static = save_aligned(tmp_path / "static", Alignment(matrix, found, {}), {"fallback": "zero"})
+    cfg = CFG.replace(steps=2, eval_every=2)
+    for name in ("bert_ft", "bert_ft_perm"):
+        training.train(name, str(static), cfg, data_dir, tmp_path, tokenizer=tokenizer, device="cpu", seed=3,
+                       progress=False, model_overrides=SMALL_MODEL, stop_at=1)
+    start, record = training.starting_embeddings("bert_ft_perm", str(static), seed=3)
+    rows = np.flatnonzero(found)
+    assert np.array_equal(start.matrix[~found], matrix[~found]) and not start.matrix[~found].any()
+    assert np.array_equal(np.sort(np.linalg.norm(start.matrix[rows], axis=1)),
+                          np.sort(np.linalg.norm(matrix[rows], axis=1)))
+    assert (start.matrix[rows] != matrix[rows]).any(axis=1).mean() > 0.95  # almost every row moved
+    again, _ = training.starting_embeddings("bert_ft_perm", str(static), seed=3)
+    other, _ = training.starting_embeddings("bert_ft_perm", str(static), seed=4)
+    assert np.array_equal(again.matrix, start.matrix) and not np.array_equal(other.matrix, start.matrix)
+    control = json.loads((tmp_path / "bert_ft_perm" / "run.json").read_text())
+    ft = json.loads((tmp_path / "bert_ft" / "run.json").read_text())
+    assert control["identity"] == ft["identity"]  # one experiment: only the init differs
+    assert control["init"]["source"] == str(static) and control["init"]["permutation"] == record
+    assert record["rows"] == found.sum() and record["unpermuted_embeddings_sha256"] == ft["init"]["embeddings_sha256"]
+    assert control["init"]["embeddings_sha256"] != ft["init"]["embeddings_sha256"]
+
+
+def test_the_control_refuses_random_embeddings(tokenizer, data_dir, tmp_path):
+    with pytest.raises(ValueError, match="bert_ft_perm needs static vectors"):
+        training.train("bert_ft_perm", "random", CFG, data_dir, tmp_path, tokenizer=tokenizer)
+
+
 def test_mismatched_data_and_config_are_refused(tokenizer, data_dir, tmp_path):
     with pytest.raises(ValueError, match="seq_len"):
         _train(tokenizer, data_dir, tmp_path, cfg=CFG.replace(seq_len=64))

@@ -384,7 +384,7 @@ def plot_ablations(table: pd.DataFrame) -> Any:
 def _write_set(table: pd.DataFrame, out_dir: Path, sources: dict[str, Any]) -> list[str]:
     """ablations.csv/.md, the figure (PNG + PDF) and ablations_provenance.json in ``out_dir``; their names."""
     table.to_csv(out_dir / f"{TABLE_NAME}.csv", index=False)
-    (out_dir / f"{TABLE_NAME}.md").write_text(to_markdown(table.round(4)) + "\n")
+    (out_dir / f"{TABLE_NAME}.md").write_text(to_markdown(table) + "\n")  # rounded once, by to_markdown
     fig = plot_ablations(table)
     names = [f"{TABLE_NAME}.csv", f"{TABLE_NAME}.md"]
     for fmt in FIGURE_FORMATS:

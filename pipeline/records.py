@@ -20,6 +20,7 @@ from typing import Sequence
 from pipeline.baseline_files import compute_baseline, compute_token_facts, save_baseline, save_token_facts
 from pipeline.fingerprints import copy_fingerprint
 from pipeline.layout import FIGURES_DIR, MODEL_NAMES, STEP_FOLDERS, PretrainFiles, RunLayout
+from pipeline.staging import move_into, staged
 
 
 def record_files(run: RunLayout) -> list[Path]:
@@ -64,22 +65,57 @@ def trained_commit(run: RunLayout | PretrainFiles) -> str:
     return commits["bert_tiny"]
 
 
+class RecordConflict(ValueError):
+    """The records folder already holds a record of that name for another configuration."""
+
+
+def _model_identities(run: RunLayout) -> dict[str, object]:
+    """What each model of a run is (run.json's identity: preset, language, seed, data and config fingerprints)."""
+    return {name: json.loads(run.model(name).run_json.read_text(encoding="utf-8")).get("identity")
+            for name in MODEL_NAMES}
+
+
+def check_replaceable(run_dir: Path, record_dir: Path) -> None:
+    """A record may replace only a record of the same configuration (a retrained run of it); RecordConflict else."""
+    if not all(RunLayout(record_dir).model(name).run_json.is_file() for name in MODEL_NAMES):
+        return  # no finished record there: nothing to protect
+    old, new = _model_identities(RunLayout(record_dir)), _model_identities(RunLayout(run_dir))
+    if old != new:
+        raise RecordConflict(f"{record_dir} already records another configuration than {run_dir} ({old} against "
+                             f"{new}); record into another folder, or rename the run folder")
+
+
+def is_record_of_itself(run_dir: Path, records_dir: Path) -> bool:
+    """True when ``run_dir`` is already the record it would be saved as (a records folder passed back in)."""
+    return (Path(records_dir) / run_dir.name).resolve() == run_dir.resolve()
+
+
 def save_record(run_dir: str | Path, records_dir: str | Path) -> Path:
-    """Copy the record files of one finished run into ``records_dir/<run folder name>`` and save its baseline."""
-    run_dir = Path(run_dir)
+    """Copy the record files of one finished run into ``records_dir/<run folder name>`` and save its baseline.
+
+    The record is built in a staging folder and moved into place only when whole, so a failure leaves the previous
+    record as it was; a folder that already is that record is left alone.
+    """
+    run_dir, records_dir = Path(run_dir), Path(records_dir)
     check_finished(run_dir)
-    run, record = RunLayout(run_dir), RunLayout(Path(records_dir) / run_dir.name)
-    for path in record_files(run):
-        target = record.root / path.relative_to(run_dir)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
-    for folder in STEP_FOLDERS:
-        copy_fingerprint(run.step(folder), record.step(folder))
-    eval_sequences = eval_sequences_of(run)
-    baseline = compute_baseline(run.step("pretrain"), eval_sequences)
-    save_baseline(baseline, record.step("pretrain"), eval_sequences)
-    save_token_facts(compute_token_facts(run.step("pretrain"), run.static.found), record.step("pretrain"))
-    return record.root
+    if is_record_of_itself(run_dir, records_dir):
+        return run_dir
+    check_replaceable(run_dir, records_dir / run_dir.name)
+    run = RunLayout(run_dir)
+    with staged(records_dir, run_dir.name) as staging:
+        record = RunLayout(staging)
+        for path in record_files(run):
+            target = record.root / path.relative_to(run_dir)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+        for folder in STEP_FOLDERS:
+            copy_fingerprint(run.step(folder), record.step(folder))
+        eval_sequences = eval_sequences_of(run)
+        baseline = compute_baseline(run.step("pretrain"), eval_sequences)
+        save_baseline(baseline, record.step("pretrain"), eval_sequences)
+        save_token_facts(compute_token_facts(run.step("pretrain"), run.static.found), record.step("pretrain"))
+        move_into(staging, records_dir / run_dir.name)
+    return records_dir / run_dir.name
 
 
 def save_records(run_dirs: Sequence[str | Path], records_dir: str | Path, draft: bool = False) -> list[Path]:
@@ -93,6 +129,7 @@ def save_records(run_dirs: Sequence[str | Path], records_dir: str | Path, draft:
         raise UncommittedRun(f"--draft records may not go into {FIGURES_DIR}; choose a folder outside it")
     for run_dir in run_dirs:
         check_finished(run_dir)
+        check_replaceable(run_dir, Path(records_dir) / run_dir.name)
     for run_dir in run_dirs if not draft else ():
         trained_commit(RunLayout(run_dir))
     return [save_record(run_dir, records_dir) for run_dir in run_dirs]

@@ -14,6 +14,7 @@ import os
 import platform
 import random
 import subprocess
+from pathlib import Path
 from typing import Any
 
 from pipeline.layout import REPO_ROOT
@@ -151,6 +152,24 @@ def device_description(device: str) -> str:
     return f"cpu ({platform.machine()}, {torch.get_num_threads()} threads)"
 
 
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name (Linux's /proc/cpuinfo, else what platform knows): float sums differ across CPUs."""
+    try:
+        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def cpu_kernels() -> str:
+    """The vector instruction set torch's CPU kernels use here (e.g. AVX512): another one sums in another order."""
+    import torch
+
+    return torch.backends.cpu.get_cpu_capability()
+
+
 def environment(device: str | None = None) -> dict[str, Any]:
     """Everything worth writing beside a metric: when, where, with what code and packages."""
     info: dict[str, Any] = {
@@ -160,9 +179,11 @@ def environment(device: str | None = None) -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
+        "cpu_model": cpu_model(),
         "packages": package_versions(),
     }
     if device is not None:
+        info["cpu_kernels"] = cpu_kernels()
         info["device"] = device
         info["device_name"] = device_description(device)
     return info

@@ -148,3 +148,16 @@ def test_an_interval_that_misses_its_mean_draws_instead_of_failing_half_way(abla
     moved.loc[moved["variant"] != "paper", "accuracy_vs_paper"] += 1.0  # far above every interval
     fig = A.plot_ablations(moved)
     assert len(fig.axes) == 2
+
+
+def test_the_markdown_table_rounds_each_number_once(ablated: Path, tmp_path: Path) -> None:
+    """Issue 22: rounding to 4 decimals and then to 3 printed -0.00146 as -0.002 and 0.05649 as 0.057."""
+    table = pd.read_csv(ablated / "figures" / "ablations.csv", dtype=PER_SEED_AS_TEXT)
+    row = table.index[table["variant"] != "paper"][0]
+    table.loc[row, ["loss_vs_paper", "accuracy_vs_paper"]] = [-0.00146, 0.05649]
+    A.write_outputs(table, tmp_path, {})
+    lines = (tmp_path / "ablations.md").read_text().splitlines()
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    cells = [c.strip() for c in lines[2 + int(row)].strip("|").split("|")]
+    assert cells[header.index("loss_vs_paper")] == "-0.001"
+    assert cells[header.index("accuracy_vs_paper")] == "0.056"

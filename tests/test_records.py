@@ -119,3 +119,46 @@ def test_a_render_leaves_out_progress_widgets_and_keeps_other_outputs() -> None:
                     nbformat.v4.new_output("stream", name="stdout", text="training time: 12 s\n")]
     notebook = without_progress_widgets(nbformat.v4.new_notebook(cells=[cell, nbformat.v4.new_markdown_cell("x")]))
     assert [o["output_type"] for o in notebook.cells[0].outputs] == ["stream"]
+
+
+def _file_hashes(folder: Path) -> dict[str, str]:
+    import hashlib
+
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_record_passed_back_into_its_own_folder_is_left_as_it_is(finished_run: Path, tmp_path: Path) -> None:
+    record = records.save_record(finished_run, tmp_path / "records")
+    before = _file_hashes(record)
+    assert records.save_records([record], tmp_path / "records", draft=True) == [record]
+    assert _file_hashes(record) == before
+
+
+def test_a_record_of_another_configuration_is_never_replaced(finished_run: Path, tmp_path: Path) -> None:
+    record = records.save_record(finished_run, tmp_path / "records")
+    before = _file_hashes(record)
+    other = _with_commits(finished_run, tmp_path, "a" * 40, "a" * 40)
+    path = layout.RunLayout(other).model("bert_ft").run_json
+    info = json.loads(path.read_text())
+    info["identity"]["seed"] = 99
+    path.write_text(json.dumps(info))
+    with pytest.raises(records.RecordConflict, match="another configuration"):
+        records.save_records([other], tmp_path / "records")
+    assert _file_hashes(record) == before
+
+
+def test_a_failure_while_recording_leaves_the_previous_record_whole(finished_run: Path, tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    record = records.save_record(finished_run, tmp_path / "records")
+    before = _file_hashes(record)
+    retrained = _with_commits(finished_run, tmp_path, "b" * 40, "b" * 40)  # same configuration, other run.json
+
+    def failing(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(records, "compute_baseline", failing)  # after the run's files are copied
+    with pytest.raises(OSError, match="disk full"):
+        records.save_record(retrained, tmp_path / "records")
+    assert _file_hashes(record) == before
+    assert sorted(p.name for p in (tmp_path / "records").iterdir()) == [finished_run.name]  # no staging left

@@ -29,3 +29,15 @@ def test_outside_a_repository_the_code_is_unnamed(monkeypatch, tmp_path) -> None
     monkeypatch.setattr(runinfo, "REPO_ROOT", tmp_path)
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
     assert runinfo.git_commit() is None and runinfo.code_version() is None
+
+
+def test_a_run_names_the_cpu_model_and_the_kernels_torch_chose(tmp_path) -> None:
+    import torch
+
+    info = runinfo.environment("cpu")
+    assert info["cpu_kernels"] == torch.backends.cpu.get_cpu_capability()
+    assert info["cpu_model"] == runinfo.cpu_model() and info["cpu_model"]
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Test 1234\n")
+    assert runinfo.cpu_model(cpuinfo) == "Intel(R) Xeon(R) Test 1234"
+    assert runinfo.cpu_model(tmp_path / "missing") in (runinfo.platform.processor(), runinfo.platform.machine())

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
+from scipy import stats
 
 from helpers.crossing import fraction_of, under_fraction
 from helpers.stats import percentile_interval, two_level_draws
@@ -34,6 +35,24 @@ class Estimate:
     interval: str = "none"
     note: str = ""
     draws: np.ndarray | None = None
+    # The seed-level interval beside it (:func:`seed_t_interval`): NaN with one seed.
+    seed_low: float = math.nan
+    seed_high: float = math.nan
+    seed_values: tuple[float, ...] | None = None  # each seed's value, in seed order, so languages can be combined
+
+
+def seed_t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """A t-interval over the per-seed values (df = k - 1); (NaN, NaN) with fewer than two seeds.
+
+    With 3 seeds a bootstrap that resamples seeds sees at most 3 values and narrows their spread by about
+    (k - 1) / k, with normal-like quantiles; Student's t with k - 1 degrees of freedom does not. It ignores the
+    positions, which the two-level interval holds, so a claim needs both.
+    """
+    values = np.asarray([v for v in values if math.isfinite(v)], dtype=float)
+    if len(values) < 2:
+        return math.nan, math.nan
+    half = float(stats.t.ppf(0.5 + confidence / 2, len(values) - 1) * values.std(ddof=1) / math.sqrt(len(values)))
+    return float(values.mean()) - half, float(values.mean()) + half
 
 
 def two_level_estimate(per_seed: Sequence[np.ndarray], same_positions: bool, seed: int = 0) -> Estimate:
@@ -75,7 +94,9 @@ def seed_estimate(values: Sequence[float], per_position: Callable[[], tuple[list
     if isinstance(found, str):
         return Estimate(float(np.mean(values)), note=f"no interval: {found}")
     est = two_level_estimate(*found, seed=seed)
-    return Estimate(float(np.mean(values)), est.low, est.high, est.interval, draws=est.draws)
+    seed_low, seed_high = seed_t_interval(values)
+    return Estimate(float(np.mean(values)), est.low, est.high, est.interval, draws=est.draws, seed_low=seed_low,
+                    seed_high=seed_high, seed_values=tuple(values))
 
 
 def includes_zero(est: Estimate) -> str:
@@ -83,15 +104,27 @@ def includes_zero(est: Estimate) -> str:
     return "the interval includes 0" if math.isfinite(est.low) and est.low <= 0 <= est.high else ""
 
 
+def _side(low: float, high: float, lower_is_better: bool) -> str:
+    if low <= 0 <= high:
+        return "not shown"
+    return "holds" if (high < 0 if lower_is_better else low > 0) else "does not hold"
+
+
 def verdict(est: Estimate, lower_is_better: bool) -> str:
-    """'holds' only when the whole interval lies on the paper's side of 0; one that includes 0 is 'not shown'."""
+    """'holds' only when the whole interval lies on the paper's side of 0; one that includes 0 is 'not shown'.
+
+    With several seeds the seed-level interval must agree: both on one side of 0, or 'not shown (seeds
+    disagree)'. With one seed there is no seed-level interval and the two-level one (positions only) decides.
+    """
     if math.isnan(est.mean):
         return "no value"
     if not (math.isfinite(est.low) and math.isfinite(est.high)):
         return "not shown (no interval)"
-    if est.low <= 0 <= est.high:
-        return "not shown"
-    return "holds" if (est.high < 0 if lower_is_better else est.low > 0) else "does not hold"
+    by_positions = _side(est.low, est.high, lower_is_better)
+    if not (math.isfinite(est.seed_low) and math.isfinite(est.seed_high)):
+        return by_positions
+    by_seeds = _side(est.seed_low, est.seed_high, lower_is_better)
+    return by_positions if by_positions == by_seeds else "not shown (seeds disagree)"
 
 
 def crossing_estimate(steps: Sequence[int | None], total_steps: int | None, limit: float,
@@ -122,7 +155,16 @@ def combined(ests: Mapping[str, Estimate], statistic: Callable[[dict[str, Any]],
         return Estimate(mean, note=f"no interval: no interval for {', '.join(lacking)}")
     draws = np.asarray(statistic({lang: e.draws for lang, e in ests.items()}), dtype=float)
     low, high = percentile_interval(draws, CONFIDENCE)
-    return Estimate(mean, low, high, "percentile of the languages' interval draws", draws=draws)
+    # Seed-level: the statistic of the k-th seed of every language, then a t-interval over k (seeds pair by order,
+    # as the languages share no seed); only where every language has the same number of seeds.
+    counts = {len(e.seed_values or ()) for e in ests.values()}
+    seed_low = seed_high = math.nan
+    per_seed: tuple[float, ...] | None = None
+    if len(counts) == 1 and counts.pop() >= 2:
+        per_seed = tuple(float(v) for v in statistic({lang: np.asarray(e.seed_values) for lang, e in ests.items()}))
+        seed_low, seed_high = seed_t_interval(per_seed)
+    return Estimate(mean, low, high, "percentile of the languages' interval draws", draws=draws, seed_low=seed_low,
+                    seed_high=seed_high, seed_values=per_seed)
 
 
 def average_gain(gains: Mapping[str, Estimate]) -> Estimate:

@@ -31,6 +31,7 @@ from pipeline.position_scores import group_positions, kind_mean, model_differenc
 from pipeline.results import Run, RunSet, SeedGroup, comparison_groups, order_langs
 
 CLAIM_COLUMNS = ["lang", "preset", "steps", "claim_id", "claim", "n_seeds", "ours", "ci_low", "ci_high", "interval",
+                 "seed_ci_low", "seed_ci_high",
                  "fraction_of_training", "testable", "holds_on_ours", "paper", "note"]
 
 
@@ -89,7 +90,8 @@ def _claim_row(group: SeedGroup, claim_id: str, claim: str, est: Estimate, paper
         holds = f"{'not testable' if testable is False else 'testability unknown'} (on our runs: {holds})"
     return {"lang": group.lang, "preset": group.first.preset, "steps": group.total_steps, "claim_id": claim_id,
             "claim": claim, "n_seeds": len(group.runs), "ours": est.mean, "ci_low": est.low, "ci_high": est.high,
-            "interval": est.interval, "fraction_of_training": fraction, "testable": testable,
+            "interval": est.interval, "seed_ci_low": est.seed_low, "seed_ci_high": est.seed_high,
+            "fraction_of_training": fraction, "testable": testable,
             "holds_on_ours": holds, "paper": paper_text, "note": note}
 
 
@@ -173,6 +175,7 @@ def _average_row(gains: dict[str, Estimate], langs: list[str], why: str, seeds: 
     return {"claim_id": "average_accuracy_gain",
             "claim": "final accuracy gain averaged over the languages run (paper: 'around six percent')",
             "ours": average.mean, "ci_low": average.low, "ci_high": average.high, "interval": average.interval,
+            "seed_ci_low": average.seed_low, "seed_ci_high": average.seed_high,
             "holds_on_ours": holds, "paper": f"{paper_same:+.3f} over {','.join(in_paper) or 'none'}; "
                                              f"{paper_all:+.3f} over its 7 languages",
             "note": why + "holds_on_ours asks whether the paper's average over the same languages lies inside "
@@ -186,6 +189,7 @@ def _english_row(gains: dict[str, Estimate], langs: list[str], why: str, seeds: 
     return {"claim_id": "english_gains_least",
             "claim": "English gains least: smallest other language's gain minus English's (> 0: holds)",
             "ours": margin.mean, "ci_low": margin.low, "ci_high": margin.high, "interval": margin.interval,
+            "seed_ci_low": margin.seed_low, "seed_ci_high": margin.seed_high,
             "holds_on_ours": verdict(margin, lower_is_better=False),
             "paper": f"{paper_margin:+.3f} over the same languages",
             "note": why + "; ".join(n for n in (seeds, includes_zero(margin), margin.note) if n)}

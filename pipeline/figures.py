@@ -27,6 +27,7 @@ import pandas as pd
 from helpers import paper_values as paper
 from helpers.claims import BOOTSTRAP_DRAWS, TESTABLE_MARGIN, Estimate
 from pipeline.claims_table import gain_estimate, verify_claims
+from pipeline.control import control_table
 from pipeline.figure_plots import (
     FIGURE_FORMATS,
     draw_figures,
@@ -390,8 +391,14 @@ TABLE_NOTES = {
     "claims_check": (f"testable: at the [MASK] positions BERT_TINY's final eval loss is more than {TESTABLE_MARGIN} "
                      "nat below the unigram's (elsewhere copying the visible token needs no context); interval: 95 %, "
                      f"a two-level bootstrap over seeds, then positions ({BOOTSTRAP_DRAWS:,} draws; with one seed, "
-                     "positions only); holds_on_ours: 'holds' only when the whole interval lies on the paper's side "
-                     "of 0, 'not shown' when it includes 0."),
+                     "positions only); seed_ci: 95 %, a t-interval over the per-seed values (df = seeds - 1; none "
+                     "with one seed); holds_on_ours: 'holds' only when both intervals lie on the paper's side of 0, "
+                     "'not shown' when they include 0, 'not shown (seeds disagree)' when one does and the other not."),
+    "table_control": ("At the [MASK] positions: BERT_FT against the control BERT_FT_PERM (BERT_FT's vector rows "
+                      "permuted among themselves: the same norms and spread, other words), and the control against "
+                      "BERT_TINY; overall and by the true token's group. Intervals: 95 %, the two-level bootstrap "
+                      f"over seeds, then positions ({BOOTSTRAP_DRAWS:,} draws), and beside it a t-interval over "
+                      "the seeds. Beyond the paper."),
     "table_token_groups": ("At the [MASK] positions only, grouped by the true token; FT - TINY with a 95 % "
                            f"two-level bootstrap interval ({BOOTSTRAP_DRAWS:,} draws). Beyond the paper."),
     "table_prediction_kinds": ("At the [MASK] positions: the share of the true tokens and of each model's top "
@@ -418,6 +425,9 @@ def write_outputs(runset: RunSet, out_dir: str | Path) -> list[Path]:
               "table3_accuracy": table3_accuracy(runset), "table_position_kinds": position_kinds_table(runset),
               "claims_check": verify_claims(runset), "table_token_groups": token_groups_table(runset),
               "table_prediction_kinds": prediction_kinds_table(runset)}
+    control = control_table(runset)
+    if not control.empty:
+        tables["table_control"] = control
     if tables["table_token_groups"]["grouping"].notna().any():
         written += save_figure(token_groups_figure(tables["table_token_groups"]), out_dir, RECORD_FIGURE_NAMES[0],
                                f"fig4_gain_by_frequency - ours, beyond {paper.CITATION}")

@@ -20,7 +20,7 @@ import pandas as pd
 from helpers import paper_values as paper
 from helpers.baselines import POSITION_KINDS, copy_aware_scores, position_kinds, unigram_log_probs
 from pipeline.baseline_files import load_token_facts
-from pipeline.layout import RunLayout
+from pipeline.layout import CONTROL_MODEL, RunLayout
 from pipeline.results import Run, RunSet, SeedGroup, comparison_groups, display_path, order_langs, read_positions
 
 SCORERS = ("bert_tiny", "bert_ft", "unigram", "copy_aware")
@@ -68,7 +68,7 @@ _CACHE: dict[tuple[Any, ...], RunPositions | str] = {}
 def _file_states(run: Run) -> tuple[Any, ...]:
     """The run folder and the size and time of every file the scores read: a rewritten run is scored again."""
     layout = RunLayout(run.run_dir)
-    paths = [layout.model(name).positions for name in paper.MODELS]
+    paths = [layout.model(name).positions for name in (*paper.MODELS, CONTROL_MODEL)]
     paths += [layout.token_facts, layout.static.found, layout.step("pretrain") / "data" / "meta.json"]
     return (str(Path(run.run_dir).resolve()),
             *((p.stat().st_mtime_ns, p.stat().st_size) if p.is_file() else None for p in paths))
@@ -104,8 +104,14 @@ def _score_run(run: Run) -> RunPositions | str:
     scores["unigram"] = {"loss": -log_probs[label], "correct": (label == int(np.argmax(log_probs))).astype(float)}
     scores["copy_aware"] = {"loss": copy_loss, "correct": copy_correct.astype(float)}
     where = tiny["sequence"].astype(np.int64) * 65_536 + tiny["position"]
-    return RunPositions(position_kinds(visible, label, mask_id), where, label, facts, scores,
-                        {name: found[name]["top1"] for name in paper.MODELS})
+    top1 = {name: found[name]["top1"] for name in paper.MODELS}
+    if CONTROL_MODEL in run.models:  # the control, where it was trained, on the same positions
+        control = positions_of(run, CONTROL_MODEL)
+        if isinstance(control, str) or not all(np.array_equal(control[k], tiny[k]) for k in ("sequence", "position")):
+            return control if isinstance(control, str) else "the control was scored on other positions"
+        scores[CONTROL_MODEL] = {"loss": control["loss"], "correct": control["correct"]}
+        top1[CONTROL_MODEL] = control["top1"]
+    return RunPositions(position_kinds(visible, label, mask_id), where, label, facts, scores, top1)
 
 
 def group_positions(group: SeedGroup) -> tuple[list[RunPositions], bool] | str:

@@ -19,13 +19,14 @@ from typing import Sequence
 
 from pipeline.baseline_files import compute_baseline, compute_token_facts, save_baseline, save_token_facts
 from pipeline.fingerprints import copy_fingerprint
-from pipeline.layout import FIGURES_DIR, MODEL_NAMES, STEP_FOLDERS, PretrainFiles, RunLayout
+from pipeline.layout import CONTROL_MODEL, FIGURES_DIR, MODEL_NAMES, STEP_FOLDERS, PretrainFiles, RunLayout
 from pipeline.staging import move_into, staged
 
 
 def record_files(run: RunLayout) -> list[Path]:
-    """The files of a finished run that notebook 06 reads (all small)."""
-    models = [run.model(name) for name in MODEL_NAMES]
+    """The files of a finished run that notebook 06 reads (all small); the control's where it was trained."""
+    names = [*MODEL_NAMES, *([CONTROL_MODEL] if run.model(CONTROL_MODEL).run_json.is_file() else [])]
+    models = [run.model(name) for name in names]
     return [run.static.manifest, run.comparison,
             *(path for model in models for path in (model.metrics, model.run_json, model.positions)),
             run.probe_table, run.probe_differences]
@@ -135,6 +136,34 @@ def save_records(run_dirs: Sequence[str | Path], records_dir: str | Path, draft:
     return [save_record(run_dir, records_dir) for run_dir in run_dirs]
 
 
+def save_control(trained: str | Path, record_dir: str | Path) -> Path:
+    """Add a finished control (bert_ft_perm, trained apart by train_cli) to the record of its pair.
+
+    It must be the pair's experiment (the same identity: data, tokenizer, seed, settings), start from the same
+    vectors as the record's BERT_FT before permuting (by content), and name a clean commit; the pair's own files
+    are left as they are. Its files are staged and moved into place whole.
+    """
+    source, record = PretrainFiles(Path(trained)).model(CONTROL_MODEL), RunLayout(Path(record_dir))
+    info = json.loads(source.run_json.read_text(encoding="utf-8"))
+    ft = json.loads(record.model("bert_ft").run_json.read_text(encoding="utf-8"))
+    commit = str((info.get("environment") or {}).get("git_commit"))
+    problems = [why for why, bad in (
+        ("it did not finish", not info.get("finished")),
+        (f"it was trained from uncommitted code ({commit})", commit.endswith("+dirty") or commit == "None"),
+        ("it belongs to another experiment (its identity differs from the pair's)", info["identity"] != ft["identity"]),
+        ("it started from other vectors than the record's BERT_FT",
+         (info["init"].get("permutation") or {}).get("unpermuted_embeddings_sha256")
+         != ft["init"]["embeddings_sha256"])) if bad]
+    if problems:
+        raise RecordConflict(f"{source.folder} cannot join the record {record.root}: {'; '.join(problems)}")
+    target = record.model(CONTROL_MODEL).folder
+    with staged(target.parent, target.name) as staging:
+        for path in (source.metrics, source.run_json, source.positions):
+            shutil.copyfile(path, staging / path.name)
+        move_into(staging, target)
+    return target
+
+
 # --------------------------------------------------------------------------------------------
 # The hash manifest of committed records
 # --------------------------------------------------------------------------------------------
@@ -175,7 +204,14 @@ def manifest_differences(figures_dir: Path) -> list[str]:
 if __name__ == "__main__":
     import sys
 
+    if len(sys.argv) == 4 and sys.argv[1] == "--control":
+        try:
+            print(f"recorded {save_control(sys.argv[2], sys.argv[3])}")
+        except (RecordConflict, OSError) as err:
+            sys.exit(f"error: {err}")
+        sys.exit(0)
     folder = Path(sys.argv[1]) if len(sys.argv) == 2 else None
     if folder is None or not folder.is_dir():
-        sys.exit("usage: python -m pipeline.records FIGURES_DIR  (writes FIGURES_DIR/records.sha256)")
+        sys.exit("usage: python -m pipeline.records FIGURES_DIR  (writes FIGURES_DIR/records.sha256)\n"
+                 "       python -m pipeline.records --control TRAINED_PRETRAIN_DIR RECORD_DIR  (adds a control)")
     print(f"wrote {write_manifest(folder)}")

@@ -23,7 +23,7 @@ from helpers import paper_values as paper
 from helpers.baselines import Baseline
 from pipeline.baseline_files import load_baseline
 from pipeline.checkpoints import differences
-from pipeline.layout import REPO_ROOT, ModelFiles, RunLayout, split_run_folder_name
+from pipeline.layout import CONTROL_MODEL, REPO_ROOT, ModelFiles, RunLayout, split_run_folder_name
 from pipeline.training import METRIC_COLUMNS, read_metrics
 
 REQUIRED_METRIC_COLUMNS = ("step", "eval_loss", "eval_accuracy")
@@ -272,7 +272,8 @@ def load_run(run_dir: str | Path) -> Run:
     if not run_dir.is_dir():
         missing.append("run folder not found")
     manifest = _read_json(layout.static.manifest, missing, "static vectors")
-    models = {name: _load_model(layout.model(name), name, missing) for name in paper.MODELS}
+    names = [*paper.MODELS, *([CONTROL_MODEL] if layout.model(CONTROL_MODEL).run_json.is_file() else [])]
+    models = {name: _load_model(layout.model(name), name, missing) for name in names}
     comparison = json.loads(layout.comparison.read_text()) if layout.comparison.is_file() else None
     probe = pd.read_csv(layout.probe_table) if layout.probe_table.is_file() else None
 

@@ -1,0 +1,80 @@
+"""Knowledge or scale: is BERT_FT's head start the vectors' knowledge of words, or the scale of its first rows?
+
+The control BERT_FT_PERM starts from BERT_FT's vector rows permuted among themselves
+(:func:`helpers.model.permute_vector_rows`): the same norms and spread, each on another token. At the
+``[MASK]`` positions, BERT_FT minus the control is what knowing *which* word a row belongs to adds; the control
+minus BERT_TINY is what rows of that scale and spread add without it. Both come overall and by the true token's
+group (:func:`pipeline.token_analysis.groupings`), each with the two-level interval and a seed-level t-interval.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from helpers.claims import Estimate, seed_t_interval, two_level_estimate, verdict
+from pipeline.layout import CONTROL_MODEL
+from pipeline.position_scores import RunPositions, group_positions
+from pipeline.results import RunSet, SeedGroup, comparison_groups
+from pipeline.token_analysis import groupings
+
+COMPARISONS = (("bert_ft", CONTROL_MODEL, "FT - PERM (which word: knowledge)"),
+               (CONTROL_MODEL, "bert_tiny", "PERM - TINY (rows of that scale, no knowledge)"),
+               ("bert_ft", "bert_tiny", "FT - TINY (the whole head start)"))
+COLUMNS = ["lang", "label", "comparison", "grouping", "group", "positions", "n_seeds", "loss", "loss ci_low",
+           "loss ci_high", "loss seed_ci_low", "loss seed_ci_high", "loss verdict", "accuracy", "accuracy ci_low",
+           "accuracy ci_high", "accuracy seed_ci_low", "accuracy seed_ci_high", "accuracy verdict", "interval"]
+
+
+def _difference(runs: list[RunPositions], chosen: list[np.ndarray], same: bool, first: str, second: str,
+                key: str, salt: str) -> Estimate:
+    diffs = [r.scores[first][key][c] - r.scores[second][key][c] for r, c in zip(runs, chosen)]
+    est = two_level_estimate(diffs, same, seed=zlib.crc32(salt.encode()))
+    seed_low, seed_high = seed_t_interval([float(d.mean()) for d in diffs])
+    return Estimate(est.mean, est.low, est.high, est.interval, seed_low=seed_low, seed_high=seed_high)
+
+
+def _rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[str, Any]]:
+    """Every comparison, overall at [MASK] and in each token group that holds [MASK] positions."""
+    splits: list[tuple[str, str, list[np.ndarray]]] = [("all", "[MASK] positions", [r.select("mask") for r in runs])]
+    for grouping in groupings(runs[0]):
+        found = [groupings(r)[grouping]() for r in runs]
+        for index, name in enumerate(found[0][1]):
+            splits.append((grouping, name, [r.select("mask") & (ids == index) for r, (ids, _) in zip(runs, found)]))
+    rows = []
+    for first, second, comparison in COMPARISONS:
+        for grouping, name, chosen in splits:
+            if not chosen[0].any():
+                continue
+            row: dict[str, Any] = {"lang": group.lang, "label": group.label, "comparison": comparison,
+                                   "grouping": grouping, "group": name, "positions": int(chosen[0].sum()),
+                                   "n_seeds": len(runs)}
+            for key, short, lower in (("loss", "loss", True), ("correct", "accuracy", False)):
+                est = _difference(runs, chosen, same, first, second, key, f"{group.lang}{comparison}{name}{key}")
+                row.update({short: est.mean, f"{short} ci_low": est.low, f"{short} ci_high": est.high,
+                            f"{short} seed_ci_low": est.seed_low, f"{short} seed_ci_high": est.seed_high,
+                            f"{short} verdict": verdict(est, lower).replace("holds", "shown").replace(
+                                "does not hold", "shown, the other way")})
+                row["interval"] = est.interval
+            rows.append(row)
+    return rows
+
+
+def control_table(runset: RunSet) -> pd.DataFrame:
+    """The comparisons of every language group whose runs all hold the control (empty when none does).
+
+    A verdict 'shown' means both intervals exclude 0 with the first model better (lower loss, higher accuracy).
+    """
+    rows: list[dict[str, Any]] = []
+    for group in comparison_groups(runset):
+        if not group.runs or not all(CONTROL_MODEL in run.models for run in group.runs):
+            continue
+        found = group_positions(group)
+        if isinstance(found, str):
+            rows.append({"lang": group.lang, "label": group.label, "comparison": None, "group": found})
+            continue
+        rows += _rows(group, *found)
+    return pd.DataFrame(rows, columns=COLUMNS)

@@ -1,0 +1,70 @@
+"""The control arm (BERT_FT_PERM) joins a record by content, and the knowledge-or-scale table adds up."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import presets
+from pipeline import control, records, results, training
+from pipeline.layout import CONTROL_MODEL, RunLayout
+
+
+def _commit(info_path: Path, commit: str) -> None:
+    info = json.loads(info_path.read_text())
+    info["environment"]["git_commit"] = commit
+    info_path.write_text(json.dumps(info))
+
+
+@pytest.fixture(scope="module")
+def run_with_control(smoke_figures: Path, smoke_run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the finished smoke run, with a control trained apart (as train_cli does) and then recorded."""
+    run = tmp_path_factory.mktemp("control") / smoke_run_dir.name
+    shutil.copytree(smoke_run_dir, run)
+    layout, trained = RunLayout(run), run.parent / "control-trained"
+    training.train(CONTROL_MODEL, str(layout.static.folder), presets.get("smoke").train, layout.step("pretrain"),
+                   trained, device="cpu", seed=0, progress=False)
+    _commit(trained / CONTROL_MODEL / "run.json", "c" * 40)
+    records.save_control(trained, run)
+    return run
+
+
+def test_a_control_trained_apart_joins_its_pairs_record(run_with_control: Path) -> None:
+    run = results.load_run(run_with_control)
+    assert CONTROL_MODEL in run.models and run.model(CONTROL_MODEL).last_step == run.last_step
+    info = run.model(CONTROL_MODEL).info
+    assert info["identity"] == run.model("bert_ft").info["identity"] and info["init"]["permutation"]["rows"] > 0
+
+
+def test_a_control_of_another_seed_or_from_uncommitted_code_is_refused(run_with_control: Path, tmp_path: Path) -> None:
+    layout = RunLayout(run_with_control)
+    trained = tmp_path / "other"
+    training.train(CONTROL_MODEL, str(layout.static.folder), presets.get("smoke").train, layout.step("pretrain"),
+                   trained, device="cpu", seed=1, progress=False)
+    _commit(trained / CONTROL_MODEL / "run.json", "d" * 40 + "+dirty")
+    before = (layout.model(CONTROL_MODEL).run_json).read_bytes()
+    with pytest.raises(records.RecordConflict, match="uncommitted code.*another experiment"):
+        records.save_control(trained, run_with_control)
+    assert layout.model(CONTROL_MODEL).run_json.read_bytes() == before  # the recorded control is untouched
+
+
+def test_knowledge_and_scale_add_up_to_the_whole_head_start(run_with_control: Path) -> None:
+    table = control.control_table(results.load_runs([run_with_control]))
+    overall = table[table["grouping"] == "all"].set_index("comparison")
+    knowledge, scale, whole = (overall.iloc[i] for i in range(3))
+    assert list(overall.index) == [c for _, _, c in control.COMPARISONS]
+    for key in ("loss", "accuracy"):
+        assert knowledge[key] + scale[key] == pytest.approx(whole[key], abs=1e-9)
+        assert (table[f"{key} ci_low"] <= table[key] + 1e-12).all()
+        assert (table[key] <= table[f"{key} ci_high"] + 1e-12).all()
+    assert np.isnan(table["loss seed_ci_low"]).all()  # one seed: no seed-level interval
+    for _, part in table[table["grouping"] != "all"].groupby(["comparison", "grouping"]):
+        assert part["positions"].sum() == overall["positions"].iloc[0]  # every [MASK] position in one group
+
+
+def test_runs_without_a_control_give_no_control_rows(smoke_figures: Path, smoke_run_dir: Path) -> None:
+    assert control.control_table(results.load_runs([smoke_run_dir])).empty

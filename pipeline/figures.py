@@ -51,6 +51,7 @@ from pipeline.results import (
     sort_runs,
 )
 from pipeline.runinfo import RECORDED_PACKAGES, code_version, package_versions
+from pipeline.speed import steps_saved_figure, steps_saved_table
 from pipeline.token_analysis import prediction_kinds_table, token_groups_figure, token_groups_table
 
 __all__ = [
@@ -63,10 +64,11 @@ __all__ = [
     "figure3_accuracy_by_language", "FIGURE_FORMATS",
 ]
 
-FIGURE_NAMES = ("fig1a_train_loss", "fig1b_eval_loss", "fig2_eval_accuracy", "fig3_accuracy_by_language")
+FIGURE_NAMES = ("fig1a_train_loss", "fig1b_eval_loss", "fig2_eval_accuracy", "fig3_accuracy_by_language",
+                "fig5_steps_saved")
 RECORD_FIGURE_NAMES = ("fig4_gain_by_frequency",)  # drawn when the per-position records hold the [MASK]-only ids
 TABLE_NAMES = ("table1_vectors_found", "table2_loss", "table3_accuracy", "table_position_kinds", "claims_check",
-               "table_token_groups", "table_prediction_kinds")
+               "table_token_groups", "table_prediction_kinds", "table_steps_saved")
 MISSING_MARK = "—"
 PAPER_RUN_LABEL = f"paper ({paper.STEPS:,} steps, batch {paper.BATCH_SIZE}, C4, cc.LANG.300)"
 _PAPER_TRAIN_MINUS_EVAL = [paper.TRAIN_LOSS[lang][m] - paper.EVAL_LOSS[lang][m] for lang in paper.LANGS
@@ -394,6 +396,11 @@ TABLE_NOTES = {
                      "positions only); seed_ci: 95 %, a t-interval over the per-seed values (df = seeds - 1; none "
                      "with one seed); holds_on_ours: 'holds' only when both intervals lie on the paper's side of 0, "
                      "'not shown' when they include 0, 'not shown (seeds disagree)' when one does and the other not."),
+    "table_steps_saved": ("The first evaluation step at which each model's evaluation loss (all scored positions) "
+                          "is at or below the level, mean over seeds; steps_saved: BERT_TINY's step minus the "
+                          "model's, with a 95 % t-interval over the seeds (none with one seed; NaN unless both reach "
+                          "the level in every seed). Evaluations come every eval_every steps, so a step is known to "
+                          "that resolution."),
     "table_control": ("At the [MASK] positions: BERT_FT against the control BERT_FT_PERM (BERT_FT's vector rows "
                       "permuted among themselves: the same norms and spread, other words), and the control against "
                       "BERT_TINY; overall and by the true token's group. Intervals: 95 %, the two-level bootstrap "
@@ -428,6 +435,9 @@ def write_outputs(runset: RunSet, out_dir: str | Path) -> list[Path]:
     control = control_table(runset)
     if not control.empty:
         tables["table_control"] = control
+    tables["table_steps_saved"] = steps_saved_table(runset)
+    written += save_figure(steps_saved_figure(tables["table_steps_saved"]), out_dir, FIGURE_NAMES[4],
+                           f"{FIGURE_NAMES[4]} - ours, beyond {paper.CITATION}")
     if tables["table_token_groups"]["grouping"].notna().any():
         written += save_figure(token_groups_figure(tables["table_token_groups"]), out_dir, RECORD_FIGURE_NAMES[0],
                                f"fig4_gain_by_frequency - ours, beyond {paper.CITATION}")

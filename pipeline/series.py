@@ -33,12 +33,17 @@ from pipeline.layout import MODEL_NAMES, PretrainFiles, RunLayout
 from pipeline.position_scores import kind_mean
 from pipeline.records import eval_sequences_of, trained_commit
 from pipeline.results import SeedGroup, comparison_groups, load_runs
+from pipeline.speed import steps_saved_table
 
 TABLE_NAME = "series_training_length"
 NOTE = ("One pair of models per length, seed 0, each with its own warm-up and decay; 1,200 steps is the base run. "
         "Intervals (columns low, high): 95 %, bootstrap over the evaluation positions (one seed, 10,000 draws), so "
         "they hold no seed variance. [MASK] TINY - unigram: BERT_TINY's loss at the [MASK] positions minus the "
         "unigram's there (testable below -0.5). No trend is fitted; nothing here extrapolates beyond the longest run.")
+
+STEPS_NOTE = ("Per length, the first evaluation step at which each model's evaluation loss (all scored positions) is "
+              "at or below the level, and BERT_TINY's step minus BERT_FT's (steps saved); evaluations every 100 "
+              "steps, so steps are known to 100. One seed: no interval.")
 
 
 def save_series_record(base_run: Path, trained: Path, records_dir: Path) -> Path:
@@ -125,6 +130,10 @@ def write_series(run_dirs: Sequence[Path], figures_dir: Path) -> list[Path]:
     table.to_csv(figures_dir / f"{TABLE_NAME}.csv", index=False)
     (figures_dir / f"{TABLE_NAME}.md").write_text(to_markdown(table.round(3)) + f"\n{NOTE}\n")
     paths = [figures_dir / f"{TABLE_NAME}.csv", figures_dir / f"{TABLE_NAME}.md"]
+    saved = steps_saved_table(load_runs(list(run_dirs)))  # one group per length: each its own schedule
+    saved.to_csv(figures_dir / f"{TABLE_NAME}_steps_saved.csv", index=False)
+    (figures_dir / f"{TABLE_NAME}_steps_saved.md").write_text(to_markdown(saved.round(1)) + f"\n{STEPS_NOTE}\n")
+    paths += [figures_dir / f"{TABLE_NAME}_steps_saved.csv", figures_dir / f"{TABLE_NAME}_steps_saved.md"]
     return paths + save_figure(series_figure(table), figures_dir, TABLE_NAME, "training-length series (ours)")
 
 

@@ -631,3 +631,21 @@ def test_scores_by_kind_follow_a_rewritten_run_in_the_same_process(tmp_path: Pat
         group = [g for g in results.comparison_groups(results.load_runs([run_dir])) if g.runs][0]
         assert position_scores.kind_mean(group, "bert_tiny", "loss", "mask") == pytest.approx(loss)
         time.sleep(0.01)  # a new modification time even on coarse clocks
+
+
+def test_steps_saved_count_the_evaluations_each_model_needs_to_reach_a_loss(tmp_path: Path) -> None:
+    from pipeline.speed import steps_saved_table
+
+    dirs = []
+    for seed, lag in enumerate((1, 2, 2)):  # BERT_TINY's curve is BERT_FT's one or two evaluations later, above 5.8
+        ft = [9.0, 7.2, 6.4, 5.8, 5.2, 5.2, 5.2]
+        tiny = [max(loss, 5.8) for loss in [9.0] * (lag + 1) + ft[1:len(ft) - lag]]
+        steps = [0, 10, 20, 30, 40, 50, 60]
+        dirs.append(write_run(tmp_path, "demo", "en", flat_curves(tiny, ft, [0] * 7, [0] * 7, steps), seed=seed))
+    table = steps_saved_table(results.load_runs(dirs)).set_index("level")
+    # 6.5 is first reached at step 20 by BERT_FT, at 30 / 40 / 40 by BERT_TINY
+    assert table.loc[6.5, "model_step"] == 20 and table.loc[6.5, "steps_saved_per_seed"] == "10 20 20"
+    assert table.loc[6.5, "steps_saved"] == pytest.approx(50 / 3)
+    assert table.loc[6.5, "seed_ci_low"] < 50 / 3 < table.loc[6.5, "seed_ci_high"]
+    # 5.0 is reached by no model, so it has no row; 5.5 by BERT_FT alone: not reached, not 'no saving'
+    assert 5.0 not in table.index and table.loc[5.5, "reached"] == 0 and np.isnan(table.loc[5.5, "steps_saved"])

@@ -191,8 +191,9 @@ class MLMCollator:
         """
         if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
             raise ValueError(
-                "input_ids must be a 2-D (batch, sequence) tensor; for one sequence use ids.unsqueeze(0), "
-                "for a list of examples call the collator itself"
+                "input_ids must be a 2-D (batch, sequence) tensor; for one sequence use ids.unsqueeze(0); for a "
+                "list of examples pad them into one batch first, batch = tokenizer.pad(examples, return_tensors='pt'),"
+                " then call collator.mask(batch['input_ids'], batch['attention_mask'])"
             )
         if input_ids.dtype.is_floating_point or input_ids.dtype == torch.bool:
             raise ValueError(f"input_ids must hold integer token ids, got dtype {input_ids.dtype}")

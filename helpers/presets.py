@@ -73,9 +73,9 @@ def check_count(name: str, value: Any, low: int = 1, high: int | None = None, wh
         raise ValueError(f"{name} must be {allowed}{why}, got {value!r}")
     return int(value)
 
-def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
+def check_choice(name: str, value: Any, choices: Sequence[Any]) -> Any:
     if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+        raise ValueError(f"{name} must be one of {', '.join(map(str, choices))}, got {value!r}")
     return value
 
 def check_shards(shards: Any, packing: Any) -> None:
@@ -85,10 +85,6 @@ def check_shards(shards: Any, packing: Any) -> None:
     if shards and packing:
         raise ValueError("shards=True writes the paper's truncated rows and cannot pack documents; "
                          "use packing=False with shards, or shards=False with packing")
-
-def check_option(what: str, value: Any, choices: Sequence[Any]) -> None:
-    if value not in choices:
-        raise ValueError(f"unknown {what} {value!r}; choose one of: {', '.join(map(repr, choices))}")
 
 def parse_steps(steps: str | Sequence[str]) -> tuple[str, ...]:
     """'unit,center' or ('unit', 'center') -> ('unit', 'center'); unknown steps are an error."""
@@ -202,11 +198,11 @@ class VectorsConfig:
     scale: str | None = None
 
     def __post_init__(self) -> None:
-        check_option("source", self.source, SOURCES)
-        check_option("fallback", self.fallback, FALLBACKS)
-        check_option("pieces", self.pieces, PIECE_MODES)
-        check_option("case", self.case, CASE_MODES)
-        check_option("scale", self.scale, SCALES)
+        check_choice("source", self.source, SOURCES)
+        check_choice("fallback", self.fallback, FALLBACKS)
+        check_choice("pieces", self.pieces, PIECE_MODES)
+        check_choice("case", self.case, CASE_MODES)
+        check_choice("scale", self.scale, SCALES)
         parse_steps(self.normalisation)
 
     @property

@@ -28,7 +28,7 @@ from helpers.presets import (
     PAPER_TOP_N,
     PIECE_MODES,
     SCALES,
-    check_option,
+    check_choice,
     parse_steps,
 )
 from helpers.tokenizer import CONTINUATION_PREFIX as PIECE_PREFIX
@@ -47,13 +47,14 @@ class WordVectors:
     """Words in frequency order and their vectors (row i belongs to ``words[i]``).
 
     ``normalisation`` and ``means`` remember how the matrix was normalised, so a vector made later
-    (a fastText subword vector for a ``##`` piece) can get exactly the same transformation.
+    (a fastText subword vector for a ``##`` piece) can get exactly the same transformation; ``source``: the file.
     """
 
     words: list[str]
     matrix: np.ndarray
     normalisation: tuple[str, ...] = ()
     means: tuple[np.ndarray, ...] = ()
+    source: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         self.matrix = np.asarray(self.matrix, dtype=np.float32)
@@ -162,9 +163,9 @@ def normalise_vectors(vectors: WordVectors, steps: str | Sequence[str] = PAPER_N
     if steps == PAPER_NORMALISATION:  # the notebook's function, plus the fitted mean for later vectors
         unit = unit_length(vectors.matrix)
         mean = unit.mean(axis=0, dtype=np.float64).astype(np.float32)
-        return WordVectors(vectors.words, normalise(vectors.matrix), steps, (mean,))
+        return WordVectors(vectors.words, normalise(vectors.matrix), steps, (mean,), vectors.source)
     matrix, means = _apply_steps(vectors.matrix, steps)
-    return WordVectors(vectors.words, matrix, steps, means)
+    return WordVectors(vectors.words, matrix, steps, means, vectors.source)
 
 
 def matrix_stats(matrix: np.ndarray, seed: int = 0, n_pairs: int = 20_000) -> dict[str, float]:
@@ -257,10 +258,10 @@ def align(tokenizer_vocab: Mapping[str, int] | Any, vectors: WordVectors, fallba
     * ``scale='bert'`` rescales the found rows to a per-element std of 0.02, BERT's init std
       (Kim et al. 2024 find the scale of copied embeddings matters); the paper does not rescale.
     """
-    check_option("fallback", fallback, FALLBACKS)
-    check_option("pieces", pieces, PIECE_MODES)
-    check_option("case", case, CASE_MODES)
-    check_option("scale", scale, SCALES)
+    check_choice("fallback", fallback, FALLBACKS)
+    check_choice("pieces", pieces, PIECE_MODES)
+    check_choice("case", case, CASE_MODES)
+    check_choice("scale", scale, SCALES)
     if pieces == "subword" and bin_model is None:
         raise ValueError("pieces='subword' needs a fastText model with subword vectors: pass bin_model= "
                          "(vector_files.read_bin(path) or the model trained here)")
@@ -269,6 +270,9 @@ def align(tokenizer_vocab: Mapping[str, int] | Any, vectors: WordVectors, fallba
     vocab = vocab_of(tokenizer_vocab)
     matrix, found = equation_3(vocab, vectors, top_n)
     counts = _fill_options(vocab, vectors, matrix, found, pieces, case, bin_model, top_n)
+    if not found.any():  # every row would be the fallback: the model would start from nothing it was given
+        raise ValueError(f"none of the {len(vocab)} vocabulary tokens has a vector in {vectors.source or 'the vectors'}"
+                         "; check the language / file: its words must be words of the tokenizer's language")
     factor = _rescale(matrix, found, scale)
     missing = ~found
     if fallback == "random" and missing.any():

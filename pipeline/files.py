@@ -20,12 +20,13 @@ import gzip
 import itertools
 import json
 import math
+import os
 import re
 import shlex
 import sys
 import zlib
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from pipeline.documents import (
     AG_NEWS_LABELS,
@@ -60,14 +61,18 @@ def data_files(path: str | Path) -> list[Path]:
         raise FileNotFoundError(f"no such file or folder: {p}; give files:PATH an existing {'/'.join(FILE_SUFFIXES)} "
                                 "file or a folder of them")
     if p.is_dir():
-        visible = sorted(f for f in p.rglob("*") if f.is_file()
-                         and not any(part.startswith(".") for part in f.relative_to(p).parts))
+        visible, followed, links = walk_folder(p)
         files = [f for f in visible if file_kind(f)]
         skipped = [f.relative_to(p).as_posix() for f in visible if not file_kind(f)]
         if skipped:  # never silently: a file the user meant as text would otherwise just be missing
             print(f"warning: {p}: {len(skipped)} file(s) of other kinds are not read ({', '.join(skipped[:5])}"
                   f"{', ...' if len(skipped) > 5 else ''}); text is read from {', '.join(FILE_SUFFIXES)}",
                   file=sys.stderr)
+        if followed:
+            print(f"note: {p}: symlinked folder(s) read too: {', '.join(followed)}", file=sys.stderr)
+        if links:
+            print(f"warning: {p}: {len(links)} symlinked folder(s) not read again, as they lead to a folder already "
+                  f"read (a loop, or a second link to it): {', '.join(links)}", file=sys.stderr)
         if not files:
             raise ValueError(f"the folder {p} holds no {', '.join(FILE_SUFFIXES)} files")
     else:
@@ -78,6 +83,30 @@ def data_files(path: str | Path) -> list[Path]:
         if f.stat().st_size == 0:
             raise ValueError(f"{f} is empty; put one document per line (.txt) or one record per row")
     return files
+
+
+def walk_folder(root: Path) -> tuple[list[Path], list[str], list[str]]:
+    """(the visible files under ``root`` sorted by path, the symlinked folders followed and those not followed, as
+    'link -> target').
+
+    Symlinked folders are followed, each real folder once, so a link back up (a loop) cannot recurse forever;
+    hidden files and folders (a name starting with '.') are left out.
+    """
+    seen, files, followed, links = {os.path.realpath(root)}, [], [], []
+    for folder, subfolders, names in os.walk(root, followlinks=True):
+        kept = []
+        for name in sorted(n for n in subfolders if not n.startswith(".")):
+            real, link = os.path.realpath(os.path.join(folder, name)), Path(folder, name)
+            said = f"{link.relative_to(root).as_posix()} -> {real}"
+            if real in seen:
+                links.append(said)
+                continue
+            seen.add(real)
+            kept.append(name)
+            followed += [said] if link.is_symlink() else []
+        subfolders[:] = kept
+        files += [Path(folder, n) for n in names if not n.startswith(".") and Path(folder, n).is_file()]
+    return sorted(files), followed, links
 
 
 # Byte-order marks, longest first (UTF-32-LE's mark begins like UTF-16-LE's); iconv reads the mark itself.
@@ -101,15 +130,47 @@ def wide_encoding(head: bytes) -> str | None:
     return None
 
 
-def _encoding_hint(path: Path, nul: bool = False) -> str:
-    """How to convert the file, as a command: UTF-16 and UTF-32 are told apart from Latin-1, whose hint would turn
-    a UTF-16 file into garbage that loads without a word. ``nul``: the line held a NUL byte."""
+# The first bytes of kinds of files that land in a corpus folder by mistake, and what to call them.
+MAGIC = ((b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"), (b"GIF8", "a GIF image"),
+         (b"%PDF", "a PDF document"), (b"PK\x03\x04", "a zip archive (or .docx/.xlsx)"), (b"\x7fELF", "a program"))
+
+
+def binary_kind(head: bytes) -> str | None:
+    """What a file holds that is not text at all ('a PNG image', 'binary data'), from its first bytes; None for text.
+
+    A known magic number names it. Otherwise NUL bytes could be UTF-16/32 text, which never holds the character
+    U+0000 nor, read whole, undecodable units; binary data with NULs (padding, zeros) nearly always does.
+    """
+    kind = next((name for magic, name in MAGIC if head.startswith(magic)), None)
+    encoding = wide_encoding(head)
+    if kind is None and encoding is not None:
+        text = head[:len(head) // 4 * 4].decode(encoding, errors="replace")
+        kind = "binary data" if "\x00" in text or text.count("\ufffd") > 2 else None
+    return kind
+
+
+def _head(path: Path) -> bytes:
+    """The first 4 KB of ``path`` (gunzipped for a .gz name); empty when it cannot be read."""
     opener: Callable[..., Any] = gzip.open if path.name.lower().endswith(".gz") else open
     try:
         with opener(path, "rb") as fh:
-            head = fh.read(4096)
+            return bytes(fh.read(4096))
     except (OSError, EOFError, zlib.error):
-        head = b""
+        return b""
+
+
+def _not_text(path: Path, problem: str, nul: bool = False) -> ValueError:
+    """The error for a file that does not decode: a binary file is named as one, text gets a conversion hint."""
+    head = _head(path)
+    kind = binary_kind(head)
+    if kind is not None:
+        return ValueError(f"{path} is not text (it looks like {kind}); remove it from the corpus folder")
+    return ValueError(f"{problem}; {_encoding_hint(path, head, nul)}")
+
+
+def _encoding_hint(path: Path, head: bytes, nul: bool = False) -> str:
+    """How to convert the file, as a command: UTF-16 and UTF-32 are told apart from Latin-1, whose hint would turn
+    a UTF-16 file into garbage that loads without a word. ``nul``: the line held a NUL byte."""
     encoding = wide_encoding(head)
     if encoding is None and nul:
         cleaned = shlex.quote(f"{path}.clean")
@@ -131,23 +192,35 @@ def _iconv_command(path: Path, encoding: str) -> str:
 def text_lines(path: Path) -> Iterator[tuple[int, str]]:
     """(line number, line) of a UTF-8 text file, gunzipped on the fly when the name ends in .gz.
 
-    Decoding line by line lets an encoding error name the file and the line.
+    Lines end in \\n, \\r\\n or a lone \\r (old Mac files), as Python's universal newlines read them. Decoding
+    line by line lets an encoding error name the file and the line.
     """
     opener: Callable[..., Any] = gzip.open if path.name.lower().endswith(".gz") else open
     try:
         with opener(path, "rb") as fh:
-            for n, raw in enumerate(fh, 1):
+            for n, raw in enumerate(_split_lines(fh, path), 1):
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as err:
-                    raise ValueError(f"{path}:{n} is not UTF-8 text (byte 0x{raw[err.start]:02x} at column "
-                                     f"{err.start + 1}); {_encoding_hint(path)}") from None
+                    raise _not_text(path, f"{path}:{n} is not UTF-8 text (byte 0x{raw[err.start]:02x} at column "
+                                          f"{err.start + 1})") from None
                 if "\x00" in line:  # UTF-16 without a byte-order mark decodes, as garbage with NULs
-                    raise ValueError(f"{path}:{n} holds NUL bytes, so it is not UTF-8 text; "
-                                     f"{_encoding_hint(path, nul=True)}")
+                    raise _not_text(path, f"{path}:{n} holds NUL bytes, so it is not UTF-8 text", nul=True)
                 yield n, line.removeprefix("\ufeff") if n == 1 else line
     except (EOFError, gzip.BadGzipFile, zlib.error) as err:
         raise ValueError(f"{path} is not a complete gzip file ({err}); write or download it again") from None
+
+
+def _split_lines(chunks: Iterable[bytes], path: Path) -> Iterator[bytes]:
+    """The lines of ``chunks`` (read up to each \\n), split again at a lone \\r, which is then said once."""
+    said = False
+    for chunk in chunks:
+        parts = chunk.splitlines(keepends=True) if b"\r" in chunk else [chunk]
+        if len(parts) > 1 and not said:
+            said = True
+            print(f"note: {path} ends lines with a lone \\r (old Mac line endings); each is read as a line break",
+                  file=sys.stderr)
+        yield from parts
 
 
 def read_records(path: Path, csv_header: bool = True) -> tuple[list[str], Iterator[tuple[int, dict[str, Any]]]]:

@@ -17,11 +17,13 @@ its results file, says how to give one, and skips the probe (:func:`pipeline.pro
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pipeline.data import EMBEDDED, EMBEDDED_FILES, HUB, CorpusSpec, load_labelled
+from helpers.probe import overlap
+from pipeline.data import EMBEDDED, EMBEDDED_FILES, HUB, CorpusSpec, load_corpus, load_labelled
 from pipeline.documents import LabelledSet, check_choice
 from pipeline.online import SIB200_CONFIGS
 
@@ -38,6 +40,7 @@ class LabelledSpec:
 
     kind: str  # one of KINDS
     path: Path | None = None  # files: the file or folder; sib200: a local copy (None: the Hub)
+    corpus: CorpusSpec | None = field(default=None, compare=False, repr=False)  # the run's text, set by resolve
 
     @classmethod
     def parse(cls, text: str | LabelledSpec, base: Path | None = None) -> LabelledSpec:
@@ -66,12 +69,13 @@ class LabelledSpec:
         return f"{self.kind}:{self.path}" if self.path is not None else self.kind
 
     def resolve(self, lang: str, corpus: CorpusSpec) -> LabelledSpec:
-        """``auto`` made concrete for one language and corpus; any other choice as it is."""
+        """``auto`` made concrete for one language and corpus (any other choice as it is), knowing the corpus, so
+        that loading the test split can warn when the models read part of it (:func:`warn_overlap`)."""
         if self.kind != "auto":
-            return self
+            return replace(self, corpus=corpus)
         if corpus.source == "hub" and lang in SIB200_CONFIGS:
-            return LabelledSpec("sib200")
-        return LabelledSpec("embedded") if lang in EMBEDDED_FILES else LabelledSpec("none")
+            return LabelledSpec("sib200", corpus=corpus)
+        return LabelledSpec("embedded" if lang in EMBEDDED_FILES else "none", corpus=corpus)
 
     def check(self, lang: str) -> None:
         """Refuse a set that has no ``lang`` (a ValueError that names the choices that have it)."""
@@ -84,14 +88,32 @@ class LabelledSpec:
         """The 'train' or 'test' split in ``lang`` (options as :func:`pipeline.data.load_labelled` takes them)."""
         self.check(lang)
         if self.kind == "embedded":
-            return load_labelled(EMBEDDED, lang, split, **options)
-        if self.kind in ("sib200", "ag_news"):
+            data = load_labelled(EMBEDDED, lang, split, **options)
+        elif self.kind in ("sib200", "ag_news"):
             root = {"root": self.path} if self.kind == "sib200" else {}
-            return load_labelled(HUB, lang, split, name=self.kind, **root, **options)
-        if self.kind == "files":
-            return load_labelled(CorpusSpec("files", self.path), lang, split, **options)
-        raise ValueError(f"the labelled set {self}: there is nothing to load; resolve 'auto' first, and skip the "
-                         "probe for 'none'")
+            data = load_labelled(HUB, lang, split, name=self.kind, **root, **options)
+        elif self.kind == "files":
+            data = load_labelled(CorpusSpec("files", self.path), lang, split, **options)
+        else:
+            raise ValueError(f"the labelled set {self}: there is nothing to load; resolve 'auto' first, and skip the "
+                             "probe for 'none'")
+        if split == "test" and self.corpus is not None:
+            warn_overlap(data, self.corpus)
+        return data
+
+
+def warn_overlap(test: LabelledSet, corpus: CorpusSpec) -> int | None:
+    """How many test documents occur word for word in ``corpus``'s training text, with a warning when any do;
+    None when not counted (the Hub's corpus is streamed; the embedded partition keeps its test articles out)."""
+    if corpus.source == "hub" or corpus.source == test.source == "embedded":
+        return None
+    found = overlap(test.texts, load_corpus(corpus, test.lang, "train").texts)
+    if found:
+        warnings.warn(f"{found} of the {len(test)} test documents of the labelled set {test.name} are training "
+                      f"text of the corpus {corpus}, so the probe's accuracies overstate what the encoders learned; "
+                      "give a labelled set whose test texts the corpus does not hold, or remove them from the "
+                      "corpus", stacklevel=3)
+    return found
 
 
 def no_labelled_set(lang: str) -> str:

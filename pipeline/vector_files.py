@@ -135,7 +135,7 @@ def _vectors_from_lines(lines: Iterator[Any], where: str) -> WordVectors:
         words.append(word)
         rows.append(row)
     matrix = np.stack(rows) if rows else np.empty((0, dim), dtype=np.float32)
-    return WordVectors(words, matrix)
+    return WordVectors(words, matrix, source=where)
 
 
 def read_vec(path: str | Path, top_n: int | None = PAPER_TOP_N, expected_dim: int | None = None) -> WordVectors:

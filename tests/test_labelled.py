@@ -51,7 +51,7 @@ def test_labelled_sets_parse_once_with_absolute_paths(tmp_path: Path) -> None:
 def test_the_main_job_passes_labelled_on_to_notebook_05_and_its_workers(tmp_path: Path) -> None:
     labelled = tmp_path / "themen.csv"
     labelled.write_text("text,label\nEin Tor.,sport\n", encoding="utf-8")
-    options = parse_options(["--preset", "smoke", "--lang", "de,pl", "--corpus", f"files:{tmp_path}",
+    options = parse_options(["--preset", "smoke", "--lang", "de", "--seeds", "0,1", "--corpus", f"files:{tmp_path}",
                              "--labelled", f"files:{labelled}", "--out", str(tmp_path / "out")])
     for run in options.runs():
         assert run.parameters(PROBE, tmp_path / "run")["labelled"] == f"files:{labelled}"

@@ -78,7 +78,7 @@ def test_the_reference_preset_is_the_demo_trained_longer_on_better_vectors() -> 
 def test_bad_settings_fail_on_construction_and_name_the_setting() -> None:
     with pytest.raises(ValueError, match="seq_len"):
         presets.TrainConfig(name="x", steps=1, batch_size=1, seq_len=512)
-    with pytest.raises(ValueError, match="unknown pieces"):
+    with pytest.raises(ValueError, match="pieces must be one of"):
         presets.VectorsConfig(source="train", pieces="glue")
     with pytest.raises(ValueError, match="shards=True"):
         presets.TrainConfig(name="x", steps=1, batch_size=1, packing=True, shards=True)

@@ -145,9 +145,9 @@ def test_a_job_of_another_configuration_on_a_finished_run_is_refused_and_names_i
 
 def test_a_job_over_several_languages_is_refused_before_its_first_step(tmp_path: Path, capsys) -> None:
     french = _job_as_left(tmp_path / "o", with_identity=True, lang="fr")
-    (tmp_path / "text.txt").write_text("Un document. Another document.\n")
+    (tmp_path / "v.vec").write_text("2 3\nun 0.1 0.2 0.3\ndocument 0.4 0.5 0.6\n")  # other vectors: another run
     argv = ["--preset", "smoke", "--lang", "en,fr", "--out", str(tmp_path / "o"), "--no-figures",
-            "--corpus", f"files:{tmp_path / 'text.txt'}"]
+            "--vectors", str(tmp_path / "v.vec")]
     assert job.main(argv) == 1
     assert f"{french} holds another run" in capsys.readouterr().err
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["smoke-fr"]  # English never started
@@ -207,7 +207,8 @@ def test_relative_corpus_and_vectors_paths_are_both_taken_from_the_working_folde
     (tmp_path / "corp" / "a.txt").write_text("some text\n")
     (tmp_path / "v.vec").write_text("1 2\nword 0.1 0.2\n")
     monkeypatch.chdir(tmp_path)
-    options = parse_options(["--corpus", "files:corp", "--vectors", "v.vec", "--no-figures", "--out", "o"])
+    options = parse_options(["--lang", "en", "--corpus", "files:corp", "--vectors", "v.vec", "--no-figures",
+                             "--out", "o"])
     assert options.corpus.path == (tmp_path / "corp").resolve() and options.vectors == (tmp_path / "v.vec").resolve()
     run = options.runs()[0]
     params = run.parameters(STEPS[2], run.run_dir(options.out))  # 03 reads both: the notebooks get absolute paths

@@ -35,8 +35,7 @@ class Estimate:
     interval: str = "none"
     note: str = ""
     draws: np.ndarray | None = None
-    # The seed-level interval beside it (:func:`seed_t_interval`): NaN with one seed.
-    seed_low: float = math.nan
+    seed_low: float = math.nan  # the seed-level interval beside it (:func:`seed_t_interval`): NaN with one seed
     seed_high: float = math.nan
     seed_values: tuple[float, ...] | None = None  # each seed's value, in seed order, so languages can be combined
 
@@ -44,9 +43,8 @@ class Estimate:
 def seed_t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
     """A t-interval over the per-seed values (df = k - 1); (NaN, NaN) with fewer than two seeds.
 
-    With 3 seeds a bootstrap that resamples seeds sees at most 3 values and narrows their spread by about
-    (k - 1) / k, with normal-like quantiles; Student's t with k - 1 degrees of freedom does not. It ignores the
-    positions, which the two-level interval holds, so a claim needs both.
+    Resampling 3 seeds narrows their spread by about (k - 1) / k, with normal quantiles; Student's t does not.
+    It ignores the positions, which the two-level interval holds, so a claim needs both.
     """
     values = np.asarray([v for v in values if math.isfinite(v)], dtype=float)
     if len(values) < 2:
@@ -158,11 +156,9 @@ def combined(ests: Mapping[str, Estimate], statistic: Callable[[dict[str, Any]],
     # Seed-level: the statistic of the k-th seed of every language, then a t-interval over k (seeds pair by order,
     # as the languages share no seed); only where every language has the same number of seeds.
     counts = {len(e.seed_values or ()) for e in ests.values()}
-    seed_low = seed_high = math.nan
-    per_seed: tuple[float, ...] | None = None
-    if len(counts) == 1 and counts.pop() >= 2:
-        per_seed = tuple(float(v) for v in statistic({lang: np.asarray(e.seed_values) for lang, e in ests.items()}))
-        seed_low, seed_high = seed_t_interval(per_seed)
+    per_seed = (tuple(float(v) for v in statistic({lang: np.asarray(e.seed_values) for lang, e in ests.items()}))
+                if len(counts) == 1 and min(counts) >= 2 else None)
+    seed_low, seed_high = seed_t_interval(per_seed or ())
     return Estimate(mean, low, high, "percentile of the languages' interval draws", draws=draws, seed_low=seed_low,
                     seed_high=seed_high, seed_values=per_seed)
 

@@ -112,19 +112,15 @@ def copy_static_embeddings(model: BertForMaskedLM, matrix: np.ndarray) -> None:
         weight.copy_(torch.from_numpy(np.ascontiguousarray(matrix)).to(weight.dtype))
 
 
-# The control arm's permutation stream: a SeedSequence of (seed, this constant), so it never shares numbers
-# with the model's or the masks' streams of the same seed.
-PERMUTATION_STREAM = 0x5045524D  # "PERM"
+PERMUTATION_STREAM = 0x5045524D  # "PERM": the permutation's own random stream, apart from the model's and the masks'
 
 
 def permute_vector_rows(matrix: np.ndarray, found: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """The control arm's start: BERT_FT's rows that hold a static vector, shuffled among themselves.
+    """The control's start: BERT_FT's rows that hold a vector, shuffled among themselves (the rest stay zero).
 
-    Every copied row keeps its length and the set of rows keeps its spread, but no row stays with its word
-    (except by chance: about one fixed point in any permutation); rows without a vector stay zero. So a gain
-    of BERT_FT over this control is the vectors' knowledge of words, not their scale. Returns the new matrix
-    and the permutation ``order``: row ``rows[i]`` of the result is row ``rows[order[i]]`` of ``matrix``,
-    where ``rows`` are the found rows in id order.
+    Each row keeps its length and the rows their spread, but (bar about one fixed point) none stays on its word,
+    so BERT_FT's gain over the control is the vectors' knowledge, not their scale. Returns the matrix and
+    ``order``: row ``rows[i]`` of the result is ``matrix[rows[order[i]]]``, ``rows`` the found rows in id order.
     """
     found = np.asarray(found, dtype=bool)
     if found.shape != (matrix.shape[0],):

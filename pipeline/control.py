@@ -78,3 +78,25 @@ def control_table(runset: RunSet) -> pd.DataFrame:
             continue
         rows += _rows(group, *found)
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _interval(row: pd.Series, key: str) -> str:
+    seeds = (f"; seeds {row[f'{key} seed_ci_low']:+.3f} to {row[f'{key} seed_ci_high']:+.3f}"
+             if np.isfinite(row[f"{key} seed_ci_low"]) else "")
+    return f"{row[key]:+.3f} [{row[f'{key} ci_low']:+.3f}, {row[f'{key} ci_high']:+.3f}{seeds}]"
+
+
+def knowledge_or_scale(table: pd.DataFrame) -> list[str]:
+    """One sentence per language, built from the table's overall [MASK] rows, whichever way the numbers fall."""
+    sentences = []
+    for (lang, label), part in table[table["grouping"] == "all"].groupby(["lang", "label"], sort=False):
+        rows = part.set_index("comparison")
+        knowledge, scale, whole = (rows.loc[c] for _, _, c in COMPARISONS)
+        share = knowledge["loss"] / whole["loss"] if whole["loss"] else float("nan")
+        sentences.append(
+            f"{lang.upper()} ({label}), at the [MASK] positions: of BERT_FT's loss difference to BERT_TINY, "
+            f"{_interval(whole, 'loss')} nat, the vectors' knowledge (BERT_FT − BERT_FT_PERM) is "
+            f"{_interval(knowledge, 'loss')} ({knowledge['loss verdict']}) and the rows' scale (BERT_FT_PERM − "
+            f"BERT_TINY) {_interval(scale, 'loss')} ({scale['loss verdict']}): knowledge makes {share:.0%} of it. "
+            f"Accuracy: knowledge {_interval(knowledge, 'accuracy')}, scale {_interval(scale, 'accuracy')}.")
+    return sentences

@@ -27,7 +27,7 @@ import pandas as pd
 from helpers import paper_values as paper
 from helpers.claims import BOOTSTRAP_DRAWS, TESTABLE_MARGIN, Estimate
 from pipeline.claims_table import gain_estimate, verify_claims
-from pipeline.control import control_table
+from pipeline.control import control_table, knowledge_or_scale
 from pipeline.figure_plots import (
     FIGURE_FORMATS,
     draw_figures,
@@ -57,7 +57,8 @@ from pipeline.token_analysis import prediction_kinds_table, token_groups_figure,
 __all__ = [
     # notebook 06's set-up, the tables and the outputs, defined here
     "FiguresSetup", "start", "setting_comparison", "table1_vectors_found", "table2_loss", "table3_accuracy",
-    "position_kinds_table", "token_groups_table", "prediction_kinds_table",
+    "position_kinds_table", "token_groups_table", "prediction_kinds_table", "control_table", "knowledge_or_scale",
+    "steps_saved_table", "steps_saved_figure",
     "format_table", "to_markdown", "featured_lang", "provenance", "write_outputs",
     # what notebook 06 calls from the other machinery modules, and the formats write_outputs saves figures in
     "load_runs", "comparison_groups", "verify_claims", "kind_mean", "figure1_loss", "figure2_accuracy",
@@ -68,7 +69,7 @@ FIGURE_NAMES = ("fig1a_train_loss", "fig1b_eval_loss", "fig2_eval_accuracy", "fi
                 "fig5_steps_saved")
 RECORD_FIGURE_NAMES = ("fig4_gain_by_frequency",)  # drawn when the per-position records hold the [MASK]-only ids
 TABLE_NAMES = ("table1_vectors_found", "table2_loss", "table3_accuracy", "table_position_kinds", "claims_check",
-               "table_token_groups", "table_prediction_kinds", "table_steps_saved")
+               "table_token_groups", "table_prediction_kinds", "table_steps_saved", "table_control")
 MISSING_MARK = "—"
 PAPER_RUN_LABEL = f"paper ({paper.STEPS:,} steps, batch {paper.BATCH_SIZE}, C4, cc.LANG.300)"
 _PAPER_TRAIN_MINUS_EVAL = [paper.TRAIN_LOSS[lang][m] - paper.EVAL_LOSS[lang][m] for lang in paper.LANGS
@@ -432,10 +433,8 @@ def write_outputs(runset: RunSet, out_dir: str | Path) -> list[Path]:
               "table3_accuracy": table3_accuracy(runset), "table_position_kinds": position_kinds_table(runset),
               "claims_check": verify_claims(runset), "table_token_groups": token_groups_table(runset),
               "table_prediction_kinds": prediction_kinds_table(runset)}
-    control = control_table(runset)
-    if not control.empty:
-        tables["table_control"] = control
     tables["table_steps_saved"] = steps_saved_table(runset)
+    tables["table_control"] = control_table(runset)  # no rows where no run trained the control
     written += save_figure(steps_saved_figure(tables["table_steps_saved"]), out_dir, FIGURE_NAMES[4],
                            f"{FIGURE_NAMES[4]} - ours, beyond {paper.CITATION}")
     if tables["table_token_groups"]["grouping"].notna().any():

@@ -64,6 +64,8 @@ def worker_command(settings: RunSettings, out: Path, force: bool) -> list[str]:
         command += ["--max-steps", str(settings.max_steps)]
     if settings.labelled.kind != "auto":
         command += ["--labelled", str(settings.labelled)]
+    if settings.control:
+        command.append("--control")
     if force:
         command.append("--force")
     return command

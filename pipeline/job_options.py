@@ -170,6 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "figures from them")
     parser.add_argument("--draft", action="store_true", help="with --records: record runs trained from uncommitted "
                         "code too (never into figures/); without it such runs are refused")
+    parser.add_argument("--control", action="store_true", help="notebook 04 also trains the control BERT_FT_PERM "
+                        "(BERT_FT's vector rows permuted among themselves: the vectors' knowledge or their scale?)")
     parser.add_argument("--force", action="store_true", help="rerun every step even if unchanged")
     parser.add_argument("--check", action="store_true", help="run nothing: list, per run, the steps a run would "
                         "execute now (exit status 1 if any), i.e. whose results do not come from the current code")
@@ -198,11 +200,12 @@ class JobOptions:
     force: bool
     check: bool
     labelled: LabelledSpec = LabelledSpec("auto")
+    control: bool = False
 
     def runs(self) -> list[RunSettings]:
         """One run per language and seed, languages first."""
         return [RunSettings(self.preset, lang, seed, self.corpus, self.device, self.vectors, self.max_steps,
-                            labelled=self.labelled)
+                            labelled=self.labelled, control=self.control)
                 for lang in self.langs for seed in self.seeds]
 
 
@@ -233,7 +236,12 @@ def writable_folder(path: Path, option: str) -> Path:
 
 
 def check_langs(langs: Sequence[str], corpus: CorpusSpec) -> None:
-    """Refuse a language the chosen corpus does not have (the files of a ``files:`` corpus may hold any)."""
+    """Refuse a language the chosen corpus does not have, and one ``files:`` corpus for several languages (it has
+    no language of its own, so every language would train on the same text)."""
+    if corpus.source == "files" and len(langs) > 1:
+        raise JobError(f"--lang {','.join(langs)} with one --corpus {corpus} would feed every language the same text; "
+                       "run one language per files: corpus (--lang en --corpus files:EN_DIR --no-figures, then "
+                       "--lang fr --corpus files:FR_DIR --no-figures, then --figures-from RUN_DIR... --figures FOLDER)")
     known = {"embedded": tuple(EMBEDDED_FILES), "hub": C4_PAPER_LANGS}.get(corpus.source)
     for lang in langs:
         if known is not None and lang not in known:
@@ -283,7 +291,8 @@ def _job_options(args: argparse.Namespace) -> JobOptions:
                    else default_figures_dir(args.preset, args.lang, args.corpus, args.max_steps, args.seeds, out))
     docs = writable_folder(args.docs, "--docs") if args.docs is not None else None
     return JobOptions(args.preset, args.lang, args.seeds, args.corpus, args.device, args.vectors, args.max_steps,
-                      out, figures_dir, docs, args.gpus, args.no_figures, args.force, args.check, args.labelled)
+                      out, figures_dir, docs, args.gpus, args.no_figures, args.force, args.check, args.labelled,
+                      args.control)
 
 
 def parse_options(argv: Sequence[str] | None = None) -> JobOptions | FiguresOptions:

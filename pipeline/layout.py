@@ -7,6 +7,7 @@ A run folder (``runs/<preset>-<lang>[-seed<N>]``) holds one folder per notebook 
       tokenizer/    02: the trained tokenizer (tokenizer.json and the files save_pretrained writes), report.json
       static/       03: embeddings.npy, found.npy, manifest.json
       pretrain/     04: data/ (prepared sequences), bert_tiny/, bert_ft/, bert_ft_perm/ (ModelFiles), comparison.json,
+                        cloze_predictions.json,
                         baseline.json and token_facts.npz (in a record, where data/ is not kept)
       probe/        05: results.csv, results.json, paired_differences.csv
       NN_<name>.ipynb            the executed copy of each notebook, when the main job ran it
@@ -144,6 +145,11 @@ class RunLayout:
     @property
     def comparison(self) -> Path:
         return self.step("pretrain") / "comparison.json"
+
+    @property
+    def cloze(self) -> Path:
+        """Notebook 04's top-5 fill-mask predictions of each model on a fixed cloze set (kept in records)."""
+        return self.step("pretrain") / "cloze_predictions.json"
 
     @property
     def baseline(self) -> Path:

@@ -32,7 +32,7 @@ from pipeline.data import CorpusSpec, load_corpus, partition_record
 from pipeline.documents import Corpus
 from pipeline.fasttext_training import train_fasttext, vectors_from_model
 from pipeline.labelled import LabelledSpec, how_to_give_one, no_labelled_set
-from pipeline.layout import INTERACTIVE_DIR, REPO_ROOT, RunLayout, RunsFolder, check_lang
+from pipeline.layout import CONTROL_MODEL, INTERACTIVE_DIR, REPO_ROOT, RunLayout, RunsFolder, check_lang
 from pipeline.probe_runs import (
     load_encoders,
     load_probe_data,
@@ -134,8 +134,8 @@ def start(preset: str, lang: str, seed: int = 0, run_dir: str | Path | None = No
 # and the comparison of the two models. pipeline.prepare and pipeline.training are imported inside the
 # functions: they bring torch, which the first cell of notebooks 01-03 does not load.
 
-__all__ += ["compare_pretraining", "load_pretraining_data", "prepare_pretraining_data", "pretraining_metrics",
-            "train_model"]
+__all__ += ["CONTROL_MODEL", "compare_pretraining", "load_pretraining_data", "prepare_pretraining_data",
+            "pretraining_metrics", "train_model"]
 
 
 def prepare_pretraining_data(setup: Setup, tokenizer: Any, cfg: Any, train_texts: Iterable[str],
@@ -157,9 +157,9 @@ def load_pretraining_data(setup: Setup) -> Any:
 
 
 def train_model(setup: Setup, model_name: str, init: Any, cfg: Any, tokenizer: Any) -> dict[str, Any]:
-    """Pretrain ``model_name`` ('bert_tiny' from init='random', 'bert_ft' from the static/ folder) on the
-    prepared data, with checkpoints, metrics.csv and run.json in its pretrain/ folder (pipeline.training.train).
-    An interrupted run resumes where its checkpoint stopped. Returns run.json's content."""
+    """Pretrain ``model_name`` ('bert_tiny' from init='random', 'bert_ft' or the control 'bert_ft_perm' from the
+    static/ folder) on the prepared data, with checkpoints, metrics.csv and run.json in its pretrain/ folder
+    (pipeline.training.train). An interrupted run resumes where its checkpoint stopped. Returns run.json's content."""
     from pipeline.training import train
 
     pretrain_dir = setup.folder("pretrain")
@@ -169,10 +169,10 @@ def train_model(setup: Setup, model_name: str, init: Any, cfg: Any, tokenizer: A
 
 def pretraining_metrics(setup: Setup) -> dict[str, list[dict[str, float]]]:
     """The metrics rows (metrics.csv) of each model trained so far, by model name."""
-    from pipeline.layout import MODEL_NAMES
+    from pipeline.layout import TRAINABLE_MODELS
     from pipeline.training import read_metrics
 
-    files = {name: setup.layout.model(name).metrics for name in MODEL_NAMES}
+    files = {name: setup.layout.model(name).metrics for name in TRAINABLE_MODELS}
     return {name: read_metrics(path) for name, path in files.items() if path.exists()}
 
 

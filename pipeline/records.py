@@ -29,7 +29,7 @@ def record_files(run: RunLayout) -> list[Path]:
     models = [run.model(name) for name in names]
     return [run.static.manifest, run.comparison,
             *(path for model in models for path in (model.metrics, model.run_json, model.positions)),
-            run.probe_table, run.probe_differences]
+            run.probe_table, run.probe_differences, *([run.cloze] if run.cloze.is_file() else [])]
 
 
 def eval_sequences_of(run: RunLayout) -> int | None:

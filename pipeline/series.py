@@ -29,9 +29,9 @@ from pipeline.baseline_files import compute_baseline, compute_token_facts, save_
 from pipeline.claims_table import gain_estimate, run_crossing
 from pipeline.figure_plots import save_figure
 from pipeline.figures import to_markdown
-from pipeline.layout import MODEL_NAMES, PretrainFiles, RunLayout
+from pipeline.layout import CONTROL_MODEL, MODEL_NAMES, PretrainFiles, RunLayout
 from pipeline.position_scores import kind_mean
-from pipeline.records import eval_sequences_of, trained_commit
+from pipeline.records import eval_sequences_of, save_control, trained_commit
 from pipeline.results import SeedGroup, comparison_groups, load_runs
 from pipeline.speed import steps_saved_table
 
@@ -58,7 +58,7 @@ def save_series_record(base_run: Path, trained: Path, records_dir: Path) -> Path
             raise ValueError(f"{pair.model(name).run_json} was trained on other data than {base.root}; "
                              "train the series from the base run's pretrain/data")
     record = RunLayout(Path(records_dir) / f"{base.root.name}-steps{infos['bert_tiny']['steps']}")
-    for name in MODEL_NAMES:
+    for name in MODEL_NAMES:  # the control, where trained, joins by content after the pair (records.save_control)
         source, target = pair.model(name), record.model(name)
         target.folder.mkdir(parents=True, exist_ok=True)
         for path in (source.metrics, source.run_json, source.positions):
@@ -70,6 +70,8 @@ def save_series_record(base_run: Path, trained: Path, records_dir: Path) -> Path
     eval_sequences = eval_sequences_of(base)
     save_baseline(compute_baseline(base.step("pretrain"), eval_sequences), record.step("pretrain"), eval_sequences)
     save_token_facts(compute_token_facts(base.step("pretrain"), base.static.found), record.step("pretrain"))
+    if pair.model(CONTROL_MODEL).run_json.is_file():
+        save_control(pair.folder, record.root)
     return record.root
 
 

@@ -67,6 +67,7 @@ class RunSettings:
     max_steps: int | None = None
     solve_exercises: bool = False
     labelled: LabelledSpec = LabelledSpec("auto")  # notebook 05's labelled set; 'auto': as the language has one
+    control: bool = False  # notebook 04 also trains BERT_FT_PERM (BERT_FT's vector rows permuted)
 
     def run_dir(self, runs_dir: Path) -> Path:
         """This run's folder inside ``runs_dir``, absolute."""
@@ -88,6 +89,7 @@ class RunSettings:
             params["vectors"] = None if self.vectors is None else str(self.vectors)
         if step.name == "04_pretraining":
             params["max_steps"] = self.max_steps
+            params["control"] = self.control
         if step.name == "05_probing":
             params["labelled"] = str(self.labelled.resolve(self.lang, self.corpus))
         return params

@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-LABELS = {"bert_tiny": "BERT_TINY (random embeddings)", "bert_ft": "BERT_FT (fastText embeddings)"}
+LABELS = {"bert_tiny": "BERT_TINY (random embeddings)", "bert_ft": "BERT_FT (fastText embeddings)",
+          "bert_ft_perm": "BERT_FT_PERM (the control: BERT_FT's rows permuted)"}
 
 
 def plot_runs(runs: Mapping[str, Sequence[Mapping[str, float]]], out_dir: str | Path | None = None) -> list[Any]:

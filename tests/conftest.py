@@ -32,7 +32,8 @@ def smoke_step(smoke_run_dir: Path) -> Callable[[str], Path]:
         step = steps.STEP_BY_NAME[name]
         for need in step.needs:
             ensure(need)
-        settings = steps.RunSettings("smoke", SMOKE_LANG, seed=0, device="cpu", solve_exercises=True)
+        # control=True: the smoke run trains the control BERT_FT_PERM too, so 04's and 06's control paths run.
+        settings = steps.RunSettings("smoke", SMOKE_LANG, seed=0, device="cpu", solve_exercises=True, control=True)
         params = settings.parameters(step, smoke_run_dir)
         runner.run_step(step, smoke_run_dir, params, steps.upstream_of(step, smoke_run_dir), force=True)
         done[name] = steps.out_dir_of(step, params)

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from helpers import presets
@@ -66,5 +67,28 @@ def test_knowledge_and_scale_add_up_to_the_whole_head_start(run_with_control: Pa
         assert part["positions"].sum() == overall["positions"].iloc[0]  # every [MASK] position in one group
 
 
-def test_runs_without_a_control_give_no_control_rows(smoke_figures: Path, smoke_run_dir: Path) -> None:
-    assert control.control_table(results.load_runs([smoke_run_dir])).empty
+def test_runs_without_a_control_give_no_control_rows(run_with_control: Path, tmp_path: Path) -> None:
+    run = tmp_path / run_with_control.name
+    shutil.copytree(run_with_control, run)
+    shutil.rmtree(RunLayout(run).model(CONTROL_MODEL).folder)
+    assert control.control_table(results.load_runs([run])).empty
+
+
+def test_the_knowledge_or_scale_sentence_takes_its_numbers_from_the_table(run_with_control: Path) -> None:
+    table = control.control_table(results.load_runs([run_with_control]))
+    (sentence,) = control.knowledge_or_scale(table)
+    overall = table[table["grouping"] == "all"].set_index("comparison")
+    for comparison in overall.index:
+        assert f"{overall.loc[comparison, 'loss']:+.3f}" in sentence
+    share = overall["loss"].iloc[0] / overall["loss"].iloc[2]
+    assert f"knowledge makes {share:.0%} of it" in sentence
+
+
+def test_the_smoke_run_of_notebook_04_trains_the_control_and_06_draws_its_table(smoke_figures: Path,
+                                                                                 smoke_run_dir: Path) -> None:
+    info = json.loads(RunLayout(smoke_run_dir).model(CONTROL_MODEL).run_json.read_text())
+    assert info["finished"] and info["init"]["permutation"]["rows"] > 0
+    cloze = json.loads(RunLayout(smoke_run_dir).cloze.read_text())
+    assert set(cloze["hits"]) == {"bert_tiny", "bert_ft", CONTROL_MODEL}
+    table = pd.read_csv(smoke_figures / "table_control.csv")
+    assert set(table["comparison"]) == {c for _, _, c in control.COMPARISONS}

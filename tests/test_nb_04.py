@@ -9,7 +9,7 @@ import pytest
 
 from helpers import presets
 from pipeline import prepare, training
-from pipeline.layout import MODEL_NAMES, ModelFiles
+from pipeline.layout import CONTROL_MODEL, MODEL_NAMES, ModelFiles
 
 pytestmark = pytest.mark.notebook
 
@@ -208,8 +208,10 @@ def test_exercise_3_quotes_the_step_0_losses_and_its_explanation_the_measured_ex
     vocab_size = json.loads((pretrain_dir / "bert_tiny" / "run.json").read_text())["model_config"]["vocab_size"]
     printed = _printed(pretrain_dir)
     premise = printed[printed.index("log V = "):].splitlines()[0]
+    control = training.read_metrics(pretrain_dir / CONTROL_MODEL / "metrics.csv")[0]  # the smoke run trains it
     assert premise == (f"log V = {math.log(vocab_size):.3f}; evaluation loss at step 0: "
-                       f"BERT_TINY {rows['bert_tiny']['eval_loss']:.3f}, BERT_FT {rows['bert_ft']['eval_loss']:.3f}")
+                       f"BERT_TINY {rows['bert_tiny']['eval_loss']:.3f}, BERT_FT {rows['bert_ft']['eval_loss']:.3f}, "
+                       f"BERT_FT_PERM {control['eval_loss']:.3f}")
     why = printed[printed.index("Why: (a)"):]
     excess = {name: rows[name]["eval_loss"] - math.log(vocab_size) for name in MODEL_NAMES}
     assert (f"losses above log V: BERT_TINY {excess['bert_tiny']:.3f} and BERT_FT {excess['bert_ft']:.3f}"

@@ -369,7 +369,7 @@ def pooling_verdict(df: "pd.DataFrame", paired: "pd.DataFrame | None" = None) ->
     head = (f"In this run mean pooling is shown better for {wins['mean']} of {len(lines)} encoders and the [CLS] "
             f"vector for {wins['cls']}" + (f"; for {unclear} the difference is not shown" if unclear else "") + ":")
     pretrained = [m for m in PRETRAINED if m in shown]
-    tail = (f"Expected for encoders pretrained with MLM only: mean pooling. Shown for "
+    tail = (f"Mean pooling shown better for "
             f"{sum(shown[m] == 'mean' for m in pretrained)} of {len(pretrained)} pretrained encoders "
             f"({', '.join(pretrained)}) in this run." if pretrained else "")
     return "\n".join([head, *lines, "", tail]).strip()

@@ -160,7 +160,8 @@ def train_on_file(path: str | Path, settings: FastTextSettings, n_words: int | N
         with Path(path).open(encoding="utf-8") as fh:
             n_words = sum(len(line.split()) for line in fh)
     if progress:
-        print(f"training fastText ({settings.label()}) on {n_words:,} words: "
+        print(f"training fastText ({settings.label()}) on {n_words:,} words and punctuation marks (split off as "
+              f"BERT's pre-tokenizer does, so more than the whitespace-separated words notebook 02 counts): "
               f"about {estimate_seconds(n_words, settings, threads):.0f} s")
     started = time.perf_counter()
     try:

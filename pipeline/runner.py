@@ -31,6 +31,7 @@ from pipeline.layout import (
     stamp_of,
 )
 from pipeline.records import record_files
+from pipeline.render_tables import tables_as_markdown
 from pipeline.run_identity import claim_identity
 from pipeline.staging import move_into, remove_files, staged
 from pipeline.steps import (
@@ -250,12 +251,13 @@ def without_progress_widgets(notebook: Any) -> Any:
 
 
 def render_notebook(executed: Path, out_dir: Path) -> Path:
-    """Markdown with its images beside it, paths made repository-relative, for readers on the web."""
+    """Markdown with its images beside it, tables as Markdown (no raw HTML), paths made repository-relative,
+    for readers on the web."""
     import nbformat
     from nbconvert import MarkdownExporter
 
     files_dir_name = f"{executed.stem}_files"  # one images folder per notebook, so names never collide
-    notebook = without_progress_widgets(nbformat.read(str(executed), as_version=4))
+    notebook = tables_as_markdown(without_progress_widgets(nbformat.read(str(executed), as_version=4)))
     body, resources = MarkdownExporter().from_notebook_node(
         notebook, resources={"output_files_dir": files_dir_name, "unique_key": executed.stem})
     out_dir.mkdir(parents=True, exist_ok=True)

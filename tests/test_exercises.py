@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 import exercises
 from exercises import nb02, nb03, nb05, nb06
+from pipeline.notebook_sync import NOTEBOOKS_DIR
 
 # Each notebook's multiple-choice explanation: (its right letter, its written reference answer).
 EXPLANATIONS = {"02 Ex4": (nb02.EXERCISE_4_ANSWER, nb02.EXERCISE_4_EXPLANATION),
@@ -47,3 +51,27 @@ def test_every_wrong_letter_is_refused_and_the_reference_answer_shows_only_after
     assert explanation not in capsys.readouterr().out
     assert exercises.check(name, letter, right, hint="", explanation=explanation) is True
     assert explanation in capsys.readouterr().out
+
+
+# The multiple-choice exercises of notebooks 02, 03 and 05: (notebook, the words that open the exercise, right letter).
+CHOICES = {"02 Ex4": ("02_tokenizer", "**Exercise 4 · Why the `##`?**", nb02.EXERCISE_4_ANSWER),
+           "03 Ex4": ("03_static_vectors", "**Exercise 4 (centring and neighbours).**", nb03.EXERCISE_4_ANSWER),
+           "05 Ex4": ("05_probing", "### Exercise 4:", nb05.POOLING_REASON)}
+OPTION = re.compile(r"^(?:\* )?\(([a-e])\) (.*?)(?=\n(?:\* )?\([a-e]\) |\n\n|\Z)", re.M | re.S)
+
+
+@pytest.mark.parametrize("name", CHOICES)
+def test_no_right_option_gives_itself_away_by_being_the_longest(name: str) -> None:
+    notebook, opening, right = CHOICES[name]
+    cells = json.loads((NOTEBOOKS_DIR / f"{notebook}.ipynb").read_text(encoding="utf-8"))["cells"]
+    text = next("".join(c["source"]) for c in cells if "".join(c["source"]).startswith(opening))
+    lengths = {letter: len(" ".join(option.split())) for letter, option in OPTION.findall(text)}
+    assert set(lengths) == set("abcd"), lengths
+    assert lengths[right] < max(length for letter, length in lengths.items() if letter != right), lengths
+
+
+def test_exercise_2_of_05_accepts_any_share_within_the_3_decimals_it_asks_for() -> None:
+    cells = json.loads((NOTEBOOKS_DIR / "05_probing.ipynb").read_text(encoding="utf-8"))["cells"]
+    text = next("".join(c["source"]) for c in cells if "### Exercise 2" in "".join(c["source"]))
+    assert "to 3 decimals or better" in text and "within 0.0005 of the measured share" in text
+    assert 0.0005 <= nb05.SHARE_TOLERANCE < 0.00051

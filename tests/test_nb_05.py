@@ -119,7 +119,7 @@ def test_the_pooling_verdict_shown_is_the_one_rule_applied_to_the_saved_tables(
         assert f"[{row.ci_low:+.3f}, {row.ci_high:+.3f}]" in line
         assert ("a clear difference" in line) == excludes_zero and ("not shown" in line) == (not excludes_zero)
         clear_mean += model != "random init" and row.ci_low > 0
-    assert f"Shown for {clear_mean} of 2 pretrained encoders (BERT_TINY, BERT_FT)" in text
+    assert f"Mean pooling shown better for {clear_mean} of 2 pretrained encoders (BERT_TINY, BERT_FT)" in text
 
 
 def test_the_paired_table_tests_bert_tiny_against_its_untrained_control_and_says_so_by_the_one_rule(
@@ -133,6 +133,17 @@ def test_the_paired_table_tests_bert_tiny_against_its_untrained_control_and_says
         assert (f"- BERT_TINY − random init, {feature}: {row.difference:+.3f}, paired 95 % interval "
                 f"[{row.ci_low:+.3f}, {row.ci_high:+.3f}]. \"MLM pretraining made the {feature} vector more "
                 f"readable\": **{said}**.") in shown
+
+
+def test_the_untrained_encoders_pooling_gain_is_stated_as_the_control_by_the_one_rule(
+        paired: pd.DataFrame, shown: str) -> None:
+    row = paired[(paired["a"] == "random init / mean") & (paired["b"] == "random init / cls")].iloc[0]
+    said = verdict(Estimate(row.difference, row.ci_low, row.ci_high), lower_is_better=False)
+    assert (f"The control: random init, which no loss has trained, has mean − cls {row.difference:+.3f}, paired "
+            f"95 % interval [{row.ci_low:+.3f}, {row.ci_high:+.3f}]. \"The mean reads better without any "
+            f"training\": **{said}**.") in shown
+    assert ("not by itself something MLM did" in shown) == (said == "holds")
+    assert "Expected for encoders pretrained with MLM only" not in shown
 
 
 def test_the_note_on_the_C_grid_names_every_probe_whose_C_is_an_end_of_the_grid(

@@ -305,7 +305,7 @@ def test_table_order_files_and_verdict(tmp_path):
             "for 1 the difference is not shown:") in verdict
     assert "**BERT_FT**: mean 0.800 vs cls 0.600 (intervals do not overlap)" in verdict
     assert "**random init**: cls 0.500 vs mean 0.480 (intervals overlap: not shown)" in verdict
-    assert "Shown for 1 of 1 pretrained encoders (BERT_FT) in this run." in verdict
+    assert "Mean pooling shown better for 1 of 1 pretrained encoders (BERT_FT) in this run." in verdict
     assert probe.best_feature(df, "BERT_FT") == "mean" and probe.best_feature(df, "random init") == "cls"
     with pytest.raises(ValueError, match="no cls/mean rows"):
         probe.best_feature(df, "majority")
@@ -320,7 +320,7 @@ def test_verdict_uses_the_paired_interval_when_given():
                             "ci_high": 0.03, "clear": True}])
     verdict = probe.pooling_verdict(df, paired)
     assert "paired 95 % interval of mean - cls: [+0.010, +0.030], a clear difference" in verdict
-    assert "Shown for 1 of 1 pretrained encoders (BERT_FT)" in verdict
+    assert "Mean pooling shown better for 1 of 1 pretrained encoders (BERT_FT)" in verdict
 
 
 def test_a_pooling_whose_paired_interval_includes_zero_is_not_shown_and_not_counted_as_agreeing():
@@ -335,7 +335,7 @@ def test_a_pooling_whose_paired_interval_includes_zero_is_not_shown_and_not_coun
     assert "**BERT_FT**: mean 0.740 vs cls 0.700 (paired 95 % interval of mean - cls: [-0.001, +0.080], " \
            "includes 0: not shown)" in verdict
     assert "shown better for 1 of 2 encoders and the [CLS] vector for 0; for 1 the difference is not shown" in verdict
-    assert "Shown for 1 of 2 pretrained encoders (BERT_TINY, BERT_FT)" in verdict
+    assert "Mean pooling shown better for 1 of 2 pretrained encoders (BERT_TINY, BERT_FT)" in verdict
 
 
 def test_the_paired_table_compares_bert_tiny_with_its_untrained_control_for_both_poolings():
@@ -397,6 +397,7 @@ def test_exercise_2_measures_predictions_changed_by_a_test_fitted_scaler():
     assert 0 < share <= 1  # re-centring the shifted test set moves documents across the probe's boundaries
     is_right = nb05.changed_share_right(result.model, X[200:] + 3.0)
     assert is_right(share) and not is_right(0.0) and not is_right(share * 100)
+    assert is_right(round(share, 3)) and is_right(share + 0.0004) and not is_right(share + 0.0006)
 
 
 def test_exercise_3_follows_choose_C_not_the_test_column():

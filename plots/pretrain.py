@@ -12,11 +12,13 @@ LABELS = {"bert_tiny": "BERT_TINY (random embeddings)", "bert_ft": "BERT_FT (fas
           "bert_ft_perm": "BERT_FT_PERM (the control: BERT_FT's rows permuted)"}
 
 
-def plot_runs(runs: Mapping[str, Sequence[Mapping[str, float]]], out_dir: str | Path | None = None) -> list[Any]:
+def plot_runs(runs: Mapping[str, Sequence[Mapping[str, float]]], out_dir: str | Path | None = None,
+              floors: Mapping[str, float] | None = None) -> list[Any]:
     """Figures 1-2 style: training loss, evaluation loss, evaluation accuracy of both models over steps.
 
-    ``runs`` maps 'bert_tiny' / 'bert_ft' to their metrics rows. Saves pretrain_loss.png and
-    pretrain_accuracy.png into ``out_dir`` when one is given; returns the figures.
+    ``runs`` maps 'bert_tiny' / 'bert_ft' (and the control) to their metrics rows; ``floors`` (name -> loss) are
+    drawn as dashed lines on the evaluation loss. Saves pretrain_loss.png and pretrain_accuracy.png into
+    ``out_dir`` when one is given; returns the figures.
     """
     import matplotlib.pyplot as plt
 
@@ -29,6 +31,8 @@ def plot_runs(runs: Mapping[str, Sequence[Mapping[str, float]]], out_dir: str | 
         ax_train.plot(steps[1:], [r["train_loss"] for r in rows][1:], marker=".", label=LABELS[name])
         ax_eval.plot(steps, [r["eval_loss"] for r in rows], marker=".", label=LABELS[name])
         ax_acc.plot(steps, [r["eval_accuracy"] for r in rows], marker=".", label=LABELS[name])
+    for (name, loss), style in zip((floors or {}).items(), (":", "--")):
+        ax_eval.axhline(loss, color="black", linestyle=style, linewidth=1, label=name)
     for ax, title, ylabel in ((ax_train, "(a) training loss (mean over each interval)", "cross-entropy"),
                               (ax_eval, "(b) evaluation loss (fixed masked set)", "cross-entropy"),
                               (ax_acc, "evaluation accuracy of masked tokens", "accuracy")):

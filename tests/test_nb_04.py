@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 from helpers import presets
@@ -226,3 +227,24 @@ def test_exercise_2_asks_a_count_the_structure_printout_does_not_show(pretrain_d
     assert nb04.counts_agree(answer, nb04.parameter_counts(nb04.STARTING_MODEL))
     assert str(f"{answer['tied']:,}") not in _printed(pretrain_dir).split("Exercise 2")[0]
     assert f"{answer['tied']:,}".replace(",", "") not in _printed(pretrain_dir).split("Exercise 2")[0]
+
+
+def test_the_tied_decoder_is_shown_to_be_the_embedding_matrix(pretrain_dir):
+    printed = _printed(pretrain_dir)
+    assert "the same tensor: True; the same memory: True" in printed
+    assert "BERT_FT's decoder row of token 1000 equals its copied vector: True" in printed
+
+
+def test_the_floors_drawn_on_the_loss_curve_are_the_unigram_and_copy_aware_losses_of_the_scored_positions(
+        pretrain_dir):
+    from helpers.baselines import copy_aware_scores, unigram_counts, unigram_log_probs
+    from pipeline.prepare import load_data, load_data_tokenizer
+
+    data, tokenizer = load_data(pretrain_dir / "data"), load_data_tokenizer(pretrain_dir / "data")
+    scored = np.load(ModelFiles(pretrain_dir / "bert_tiny").positions)
+    specials = tokenizer.all_special_ids
+    log_probs = unigram_log_probs(unigram_counts(data.train_ids, data.train_lengths, len(tokenizer), specials),
+                                  specials)
+    copy_loss, _ = copy_aware_scores(scored["label"], scored["visible"], tokenizer.mask_token_id, log_probs)
+    assert (f"unigram (no context): {-log_probs[scored['label']].mean():.3f}, copy-aware (no context): "
+            f"{copy_loss.mean():.3f} nats over all scored positions") in _printed(pretrain_dir)

@@ -64,13 +64,15 @@ def _rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[s
 
 
 def control_table(runset: RunSet) -> pd.DataFrame:
-    """The comparisons of every language group whose runs all hold the control (empty when none does).
+    """The comparisons in every language group, over the seeds that trained the control (empty when none did).
 
-    A verdict 'shown' means both intervals exclude 0 with the first model better (lower loss, higher accuracy).
+    The label says how many seeds that is. A verdict 'shown' means both intervals exclude 0 with the first
+    model better (lower loss, higher accuracy).
     """
     rows: list[dict[str, Any]] = []
-    for group in comparison_groups(runset):
-        if not group.runs or not all(CONTROL_MODEL in run.models for run in group.runs):
+    for whole in comparison_groups(runset):
+        group = SeedGroup(whole.lang, [run for run in whole.runs if CONTROL_MODEL in run.models])
+        if not group.runs:
             continue
         found = group_positions(group)
         if isinstance(found, str):

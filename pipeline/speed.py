@@ -18,7 +18,7 @@ import pandas as pd
 from helpers import paper_values as paper
 from helpers.claims import seed_t_interval
 from pipeline.layout import CONTROL_MODEL
-from pipeline.results import Run, RunSet, comparison_groups
+from pipeline.results import Run, RunSet, SeedGroup, comparison_groups
 
 LOSS_LEVELS = (7.0, 6.5, 6.0, 5.5, 5.0, 4.5, 4.0)  # nats; the unigram floor of the embedded text lies near 7.2
 COLUMNS = ["lang", "label", "model", "level", "n_seeds", "reached", "tiny_step", "model_step", "steps_saved",
@@ -52,15 +52,16 @@ def _row(group: Any, name: str, level: float) -> dict[str, Any] | None:
 
 
 def steps_saved_table(runset: RunSet) -> pd.DataFrame:
-    """One row per language group, model (BERT_FT, and the control where every seed has it) and loss level.
+    """One row per language group, model (BERT_FT, and the control over the seeds that trained it) and level.
 
     ``steps_saved`` is NaN unless both models reach the level in every seed; ``reached`` counts the seeds where
     both did, so a level BERT_TINY never reaches within the run reads as not reached, not as no saving.
     """
     rows = []
     for group in (g for g in comparison_groups(runset) if g.runs):
-        names = ["bert_ft"] + ([CONTROL_MODEL] if all(CONTROL_MODEL in r.models for r in group.runs) else [])
-        rows += [row for name in names for level in LOSS_LEVELS if (row := _row(group, name, level))]
+        with_control = SeedGroup(group.lang, [r for r in group.runs if CONTROL_MODEL in r.models])
+        for name, seeds in (("bert_ft", group), (CONTROL_MODEL, with_control)):
+            rows += [row for level in LOSS_LEVELS if seeds.runs and (row := _row(seeds, name, level))]
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -16,7 +16,8 @@ from helpers.crossing import crossing_step
 # BERT_TINY scored exactly the same at two evaluations because the evaluation mask is fixed).
 EXERCISE_1 = {"steps": [0, 25, 50, 75, 100, 125], "ft_accuracy": [0.0, 0.0581, 0.0662, 0.0662, 0.0701, 0.0815],
               "tiny_final": 0.0662}
-# Exercise 3: final BERT_TINY eval loss and unigram loss per language (nats, made-up but plausible values).
+# Exercise 3: final BERT_TINY eval loss and unigram loss per language at the [MASK] positions only, the losses
+# helpers.claims.is_testable needs (nats, made-up but plausible values). The answer is an exact set of languages.
 EXERCISE_3 = {"en": {"tiny": 7.162, "unigram": 7.299}, "fr": {"tiny": 6.100, "unigram": 6.850},
               "es": {"tiny": 6.600, "unigram": 7.050}}
 
@@ -27,6 +28,7 @@ def exercise_1(steps: Sequence[int], ft_accuracy: Sequence[float], tiny_final: f
 
 
 def crossing_right(answer: Any) -> bool:
+    """Exactly the step (a whole number): steps are counted, not measured."""
     return int(answer) == exercise_1(**EXERCISE_1)
 
 
@@ -52,9 +54,10 @@ EXERCISE_4_EXPLANATION = (
 
 
 def exercise_3(losses: Mapping[str, Mapping[str, float]] = EXERCISE_3) -> set[str]:
-    """The languages whose BERT_TINY ended more than TESTABLE_MARGIN below the unigram loss."""
+    """The languages whose BERT_TINY ended more than TESTABLE_MARGIN below the unigram loss, both at [MASK]."""
     return {lang for lang, x in losses.items() if is_testable(x["tiny"], x["unigram"], TESTABLE_MARGIN)}
 
 
 def testable_right(answer: Any) -> bool:
+    """Exactly the right set of language codes: none missing, none extra."""
     return {str(lang) for lang in answer} == set(exercise_3())

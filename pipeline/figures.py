@@ -38,7 +38,7 @@ from pipeline.figure_plots import (
 )
 from pipeline.layout import INTERACTIVE_DIR, PROVENANCE_NAME, run_folder_name
 from pipeline.notebook import quiet_libraries
-from pipeline.position_scores import group_positions, kind_mean, position_kinds_table
+from pipeline.position_scores import SCORER_LABELS, group_positions, kind_mean, position_kinds_table
 from pipeline.results import (
     RunSet,
     SeedGroup,
@@ -57,9 +57,10 @@ from pipeline.token_analysis import prediction_kinds_table, token_groups_figure,
 __all__ = [
     # notebook 06's set-up, the tables and the outputs, defined here
     "FiguresSetup", "start", "setting_comparison", "table1_vectors_found", "table2_loss", "table3_accuracy",
-    "position_kinds_table", "token_groups_table", "prediction_kinds_table", "control_table", "knowledge_or_scale",
+    "position_kinds_table", "unchanged_sentences", "token_groups_table", "prediction_kinds_table", "control_table",
+    "knowledge_or_scale",
     "steps_saved_table", "steps_saved_figure",
-    "format_table", "to_markdown", "featured_lang", "provenance", "write_outputs",
+    "format_table", "narrow_views", "to_markdown", "featured_lang", "provenance", "write_outputs",
     # what notebook 06 calls from the other machinery modules, and the formats write_outputs saves figures in
     "load_runs", "comparison_groups", "verify_claims", "kind_mean", "figure1_loss", "figure2_accuracy",
     "figure3_accuracy_by_language", "FIGURE_FORMATS",
@@ -139,7 +140,8 @@ def _empty_row(lang: str, status: str, run_dir: str | None, **values: Any) -> di
 def _table(runset: RunSet, paper_values: dict[str, dict[str, Any]], our_values: Callable[[SeedGroup], dict[str, Any]],
            floor_values: Callable[[SeedGroup, str], dict[str, Any]], nan_values: dict[str, Any]) -> pd.DataFrame:
     """Rows per language: the paper's, ours (mean over seeds), the floors that need no context (unigram and
-    copy-aware, ``floor_values(group, scorer)``), then runs that cannot count.
+    copy-aware, ``floor_values(group, scorer)``), then runs that cannot count. A paper language with no run folder
+    of ours gets the paper's row only: no row of ours full of "—".
 
     ``steps`` is the step the numbers were measured at: 100,000 for the paper, our last shared evaluation for us.
     """
@@ -148,9 +150,7 @@ def _table(runset: RunSet, paper_values: dict[str, dict[str, Any]], our_values: 
     for lang in order_langs(set(paper.LANGS) | set(runset.langs())):
         if lang in paper_values:
             rows.append(_paper_row(lang, **paper_values[lang]))
-        lang_groups = [g for g in groups if g.lang == lang]
-        if not lang_groups:
-            rows.append(_empty_row(lang, "missing: no run for this language", None, **nan_values))
+        lang_groups = [g for g in groups if g.lang == lang]  # none: a language we never ran keeps the paper's row only
         for group in (g for g in lang_groups if g.runs):
             rows.append(_group_row(group, "ok" + (f"; {group.note}" if group.note else ""), **our_values(group)))
             if group.baseline is not None:
@@ -188,17 +188,15 @@ def table1_vectors_found(runset: RunSet) -> pd.DataFrame:
                          "vectors_found": n, "vocab_size": paper.VOCAB_SIZE, "fraction_found": n / paper.VOCAB_SIZE,
                          "vector_source": paper.VECTOR_SOURCE, "top_n": paper.TOP_N_WORDS, "status": "published",
                          "run_dir": None})
-        runs = runset.runs_for(lang)
-        for run in runs or [None]:
-            m = (run.manifest if run else None) or {}
+        for run in runset.runs_for(lang):  # a language with no run folder keeps the paper's row only
+            m = run.manifest or {}
             n_found, vocab = m.get("n_found"), m.get("vocab_size")
-            status = "ok" if m else ("missing: no static/manifest.json" if run else "missing: no run for this language")
-            rows.append({"lang": lang, "source": "ours", "label": f"ours ({run.preset})" if run else "ours (no run)",
-                         "preset": run.preset if run else None, "seed": run.seed if run else None,
-                         "vectors_found": n_found, "vocab_size": vocab,
+            rows.append({"lang": lang, "source": "ours", "label": f"ours ({run.preset})", "preset": run.preset,
+                         "seed": run.seed, "vectors_found": n_found, "vocab_size": vocab,
                          "fraction_found": n_found / vocab if n_found is not None and vocab else math.nan,
-                         "vector_source": vector_source_text(m), "top_n": m.get("top_n"), "status": status,
-                         "run_dir": display_path(run.run_dir) if run else None})
+                         "vector_source": vector_source_text(m), "top_n": m.get("top_n"),
+                         "status": "ok" if m else "missing: no static/manifest.json",
+                         "run_dir": display_path(run.run_dir)})
     return pd.DataFrame(rows).astype({"vectors_found": "Int64", "vocab_size": "Int64", "top_n": "Int64",
                                       "seed": "Int64"})
 
@@ -278,6 +276,23 @@ def table3_accuracy(runset: RunSet) -> pd.DataFrame:
     return _table(runset, published, ours, floor, columns(math.nan, math.nan, math.nan, None))
 
 
+def unchanged_sentences(by_kind: pd.DataFrame) -> list[str]:
+    """One sentence per language from :func:`position_kinds_table`: how often the copy-aware floor and each model
+    are right where the model sees its own token (``unchanged``), and at ``mask``; the numbers as the table has them."""
+    sentences = []
+    for lang, part in by_kind[by_kind["status"] == "ok"].groupby("lang", sort=False):
+        acc = {(scorer, kind): value for scorer, kind, value in zip(part["scorer"], part["kind"], part["accuracy"])}
+        at = {kind: [acc[(SCORER_LABELS[s], kind)] for s in ("copy_aware", "bert_tiny", "bert_ft")]
+              for kind in ("unchanged", "mask")}
+        (copy, tiny, ft), mask = at["unchanged"], at["mask"]
+        gaps = ", ".join(f"{name} {abs(copy - value):.3f} {'below' if value < copy else 'above'} it"
+                         for name, value in (("BERT_TINY", tiny), ("BERT_FT", ft)))
+        sentences.append(f"{lang}, at the unchanged positions: the copy-aware floor is right {copy:.3f} of the time, "
+                         f"BERT_TINY {tiny:.3f} and BERT_FT {ft:.3f} ({gaps}); at [MASK]: copy-aware {mask[0]:.3f}, "
+                         f"BERT_TINY {mask[1]:.3f}, BERT_FT {mask[2]:.3f}.")
+    return sentences
+
+
 def _text(value: Any, fmt: str = "{}") -> str:
     missing = value is None or (isinstance(value, float) and math.isnan(value))
     return MISSING_MARK if missing else fmt.format(value)
@@ -313,7 +328,11 @@ def setting_comparison(runset: RunSet) -> pd.DataFrame:
 # --------------------------------------------------------------------------- outputs
 
 
-def _format_cell(value: Any, column: str) -> str:
+STEP_COLUMNS = ("steps", "tiny_step", "model_step", "steps_saved")  # always a step (a mean over seeds may be 233.3)
+_STEP_ROW_COLUMNS = ("ours", "ci_low", "ci_high", "seed_ci_low", "seed_ci_high")  # a step in a crossing row
+
+
+def _format_cell(value: Any, column: str, whole_step: bool = False) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
         return MISSING_MARK
     if isinstance(value, (bool, np.bool_)):
@@ -321,15 +340,65 @@ def _format_cell(value: Any, column: str) -> str:
     if isinstance(value, (int, np.integer)):
         return f"{int(value):,}" if column != "lang" else str(value)
     if isinstance(value, (float, np.floating)):
-        if column in ("steps", "ours") and float(value).is_integer():
-            return f"{int(value):,}"
-        return f"{value:+.3f}" if column in ("FT - TINY", "eval FT - TINY") else f"{value:.3f}"
+        if whole_step or (column == "ours" and float(value).is_integer()):
+            return f"{math.floor(float(value) + 0.5):,}"  # whole steps, half up
+        return f"{value:+.3f}" if column in ("FT - TINY", "eval FT - TINY", "[MASK] FT - TINY") else f"{value:.3f}"
     return str(value)
 
 
+def _whole_steps(table: pd.DataFrame, column: str) -> list[bool]:
+    """Which cells of ``column`` are steps: the step columns, and the values of a crossing row (claims check)
+    or of the steps-saved table, shown whole although the CSV keeps the mean over seeds."""
+    if column in STEP_COLUMNS:
+        return [True] * len(table)
+    if column not in _STEP_ROW_COLUMNS:
+        return [False] * len(table)
+    if "steps_saved" in table.columns:
+        return [True] * len(table)
+    claim = table["claim_id"] if "claim_id" in table.columns else pd.Series([""] * len(table))
+    return [str(c).endswith("crossing_step") for c in claim.tolist()]
+
+
 def format_table(table: pd.DataFrame) -> pd.DataFrame:
-    """All cells as text, missing values as '—': for display and Markdown, not for further computing."""
-    return pd.DataFrame({c: [_format_cell(v, c) for v in table[c].tolist()] for c in table.columns}, index=table.index)
+    """All cells as text, missing values as '—', steps whole: for display and Markdown, not for further computing."""
+    return pd.DataFrame({c: [_format_cell(v, c, whole) for v, whole in zip(table[c].tolist(), _whole_steps(table, c))]
+                         for c in table.columns}, index=table.index)
+
+
+_PAIR = ("BERT_TINY", "BERT_FT")
+_VIEWS = {  # Tables 2 and 3 split into tables a page can show: (title, columns); "CI" joins ci_low and ci_high
+    "table2_loss": [
+        ("final loss at all scored positions, as the paper reports it",
+         ["lang", "source", "steps", *(f"train_loss {m}" for m in _PAIR), *(f"eval_loss {m}" for m in _PAIR),
+          "eval FT - TINY", "CI"]),
+        ("the same at the [MASK] positions only, and the training loss averaged over the whole run",
+         ["lang", "source", *(f"[MASK] eval_loss {m}" for m in _PAIR), "[MASK] FT - TINY", "[MASK] CI",
+          *(f"train_loss (run mean) {m}" for m in _PAIR)])],
+    "table3_accuracy": [
+        ("final accuracy at all scored positions, as the paper reports it",
+         ["lang", "source", "steps", *_PAIR, "FT - TINY", "CI"]),
+        ("the same at the [MASK] positions only",
+         ["lang", "source", *(f"[MASK] {m}" for m in _PAIR), "[MASK] FT - TINY", "[MASK] CI"])],
+}
+_PROVENANCE_VIEW = (f"where each row of ours comes from: its run, its seeds, how its interval was made (the paper's "
+                    f"rows: {PAPER_RUN_LABEL})", ["lang", "source", "label", "n_seeds", "seeds", "interval", "status"])
+
+
+def narrow_views(table: pd.DataFrame, name: str) -> dict[str, pd.DataFrame]:
+    """Table 2 or 3 (``name``, as in TABLE_NAMES) as a few narrow formatted tables, titled: what the notebook
+    shows. The CSV and Markdown files keep the whole table; an interval shows as one '[low, high]' cell, and a
+    row with nothing to show in a view (the paper's at [MASK], which it does not report) is left out of it."""
+    text = format_table(table)
+    for prefix in ("", "[MASK] "):
+        low, high = text[f"{prefix}ci_low"], text[f"{prefix}ci_high"]
+        text[f"{prefix}CI"] = [MISSING_MARK if a == MISSING_MARK else f"[{a}, {b}]" for a, b in zip(low, high)]
+    views = {}
+    for title, columns in _VIEWS[name]:
+        view = text[columns]
+        views[title] = view[(view[columns[2:]] != MISSING_MARK).any(axis=1)].reset_index(drop=True)
+    title, columns = _PROVENANCE_VIEW
+    views[title] = text[table["source"] != "paper"][columns].reset_index(drop=True)
+    return views
 
 
 def to_markdown(table: pd.DataFrame) -> str:
@@ -411,7 +480,8 @@ TABLE_NOTES = {
                            f"two-level bootstrap interval ({BOOTSTRAP_DRAWS:,} draws). Beyond the paper."),
     "table_prediction_kinds": ("At the [MASK] positions: the share of the true tokens and of each model's top "
                                "prediction that is punctuation or one of the 50 most frequent whole words of the "
-                               "training text (mostly function words); seed 0. Beyond the paper."),
+                               "training text (mostly function words); one seed, named in each row's label. "
+                               "Beyond the paper."),
     "table_position_kinds": ("Scored positions by what the model saw there: [MASK] (80 %), a random token (10 %) "
                              "or its own token (10 %, where copying is right). The paper reports all positions."),
 }

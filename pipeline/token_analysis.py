@@ -89,13 +89,17 @@ def token_groups_table(runset: RunSet) -> pd.DataFrame:
 
 def prediction_kinds_table(runset: RunSet) -> pd.DataFrame:
     """At [MASK] positions: the share of each model's top-1 predictions (and of the true tokens) that are
-    punctuation, or one of the FREQUENT_WORDS most frequent whole words of the training text."""
+    punctuation, or one of the FREQUENT_WORDS most frequent whole words of the training text.
+
+    One seed per language (the group's first): each row's label names it, never the group's seed count."""
     rows: list[dict[str, Any]] = []
     for group in (g for g in comparison_groups(runset) if g.runs):
         found = group_positions(group)
         if isinstance(found, str):
             continue
-        for run_positions in found[0][:1]:  # seed 0's predictions; the shares vary little between seeds
+        # the first seed's predictions only (the shares vary little between seeds): the label names that seed
+        label = f"{group.first.label[:-1]}, seed {group.first.seed})"
+        for run_positions in found[0][:1]:
             facts = run_positions.facts
             words = np.where(~facts["is_piece"] & ~facts["is_punctuation"], facts["train_count"], -1)
             frequent = np.zeros(len(words), bool)
@@ -104,7 +108,7 @@ def prediction_kinds_table(runset: RunSet) -> pd.DataFrame:
             for who, ids in (("true token", run_positions.label), ("BERT_TINY", run_positions.top1["bert_tiny"]),
                              ("BERT_FT", run_positions.top1["bert_ft"])):
                 ids = ids[chosen]
-                rows.append({"lang": group.lang, "label": group.label, "who": who, "positions": int(chosen.sum()),
+                rows.append({"lang": group.lang, "label": label, "who": who, "positions": int(chosen.sum()),
                              "punctuation": float(facts["is_punctuation"][ids].mean()),
                              f"top {FREQUENT_WORDS} words": float(frequent[ids].mean()),
                              "distinct tokens": int(len(np.unique(ids)))})

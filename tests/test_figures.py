@@ -142,17 +142,18 @@ def test_table2_final_losses(runset: results.RunSet, tmp_path: Path) -> None:
 
 
 def test_missing_languages_stay_missing(runset: results.RunSet) -> None:
-    for table in (figures.table2_loss(runset), figures.table3_accuracy(runset)):
-        for lang in ("de", "cs", "pl", "it", "es"):
-            row = our_row(table, lang)
-            numbers = row.drop(["lang", "source", "label", "preset", "steps", "n_seeds", "status", "run_dir"])
-            assert numbers.isna().all(), (lang, numbers)
-            assert row["status"].startswith("missing")
-        assert "pretrain" in our_row(table, "es")["status"]
     t1 = figures.table1_vectors_found(runset)
+    for table in (t1, figures.table2_loss(runset), figures.table3_accuracy(runset)):
+        for lang in ("de", "cs", "pl", "it"):  # no run folder: the paper's row only, no row of ours full of "—"
+            assert set(table[table["lang"] == lang]["source"]) == {"paper"}, lang
+        assert "no run for this language" not in " ".join(map(str, table["status"]))
+    for table in (figures.table2_loss(runset), figures.table3_accuracy(runset)):
+        row = our_row(table, "es")  # a run folder that stopped before pretraining keeps its row, and says why
+        numbers = row.drop(["lang", "source", "label", "preset", "steps", "n_seeds", "status", "run_dir"])
+        assert numbers.isna().all(), numbers
+        assert row["status"].startswith("missing") and "pretrain" in row["status"]
     assert our_row(t1, "es")["vectors_found"] == 1236  # es has static vectors but no pretraining
     assert our_row(t1, "es")["vector_source"] == "fastText trained here on wiki-vital-en"
-    assert pd.isna(our_row(t1, "de")["vectors_found"])
     assert paper_row(t1, "de")["vectors_found"] == paper.VECTORS_FOUND["de"]
 
 
@@ -272,6 +273,17 @@ def test_markdown_formatting() -> None:
     md = figures.to_markdown(table).splitlines()
     assert md[0] == "| lang | steps | BERT_FT | FT - TINY | note |"
     assert md[2] == "| en | 1,000 | 0.468 | +0.032 | a\\|b |"
+
+
+def test_crossing_and_saved_steps_are_shown_whole() -> None:
+    claims = pd.DataFrame({"claim_id": ["eval_loss_crossing_step", "final_accuracy_gain"], "ours": [700 / 3, 0.0114],
+                           "ci_low": [200.0, 0.005], "ci_high": [300.0, 0.017], "fraction_of_training": [0.194, None]})
+    shown = figures.format_table(claims)
+    assert shown["ours"].tolist() == ["233", "0.011"] and shown["ci_low"].tolist() == ["200", "0.005"]
+    assert shown["fraction_of_training"].tolist() == ["0.194", "—"]
+    saved = pd.DataFrame({"level": [6.5], "tiny_step": [433.333], "model_step": [166.667], "steps_saved": [266.5],
+                          "seed_ci_low": [-12.25], "seed_ci_high": [545.1]})
+    assert figures.to_markdown(saved).splitlines()[2] == "| 6.500 | 433 | 167 | 267 | -12 | 545 |"
 
 
 def test_setting_comparison_puts_paper_beside_ours(runset: results.RunSet) -> None:

@@ -43,3 +43,6 @@ def test_prediction_shares_compare_each_model_with_the_true_tokens(smoke_runset:
     shares = table[["punctuation", f"top {token_analysis.FREQUENT_WORDS} words"]].to_numpy()
     assert ((0 <= shares) & (shares <= 1)).all()
     assert (table["distinct tokens"] >= 1).all() and table["positions"].nunique() == 1
+    # the shares come from one seed, and the label says which one rather than the group's seed count
+    seed = [g for g in results.comparison_groups(smoke_runset) if g.runs][0].first.seed
+    assert (table["label"].str.endswith(f", seed {seed})") & ~table["label"].str.contains("seeds")).all()

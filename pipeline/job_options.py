@@ -19,13 +19,21 @@ from helpers.paper_values import LANGS as C4_PAPER_LANGS
 from helpers.presets import PRESET_HELP, check_preset
 from pipeline.data import CORPUS_HELP, EMBEDDED_FILES, CorpusSpec
 from pipeline.labelled import LABELLED_HELP, LabelledSpec
-from pipeline.layout import FIGURES_DIR, RUNS_DIR, check_lang
+from pipeline.layout import DOCS_DIR, FIGURES_DIR, RUNS_DIR, RunLayout, check_lang
 from pipeline.runinfo import check_seed, device_argument
 from pipeline.steps import JobError, RunSettings
 
 # The README's main job (`make figures`): the only configuration that writes the committed figures/.
 README_PRESET = "demo"
 README_LANGS = ("en", "fr", "es")
+# The reference targets (make reference, reference-figures): figures/reference and docs/reference, from the records.
+REFERENCE_FIGURES, REFERENCE_DOCS = FIGURES_DIR / "reference", DOCS_DIR / "reference"
+REFERENCE_RECORDS = REFERENCE_FIGURES / "runs"
+GUARD_HELP = ("figures/ and docs/ hold committed files: only the README's job (make figures, make docs) writes "
+              "figures/ and docs/, and only a job over the committed records (--figures-from "
+              "figures/reference/runs/RUN..., or --records figures/reference/runs) writes figures/reference and "
+              "docs/reference; anything else aimed inside figures/ or docs/ is refused unless --force. --out is "
+              "never inside them, and no output goes inside a run folder")
 T = TypeVar("T")
 
 
@@ -141,7 +149,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m pipeline.job", description="Run notebooks 01 to 06 in order with papermill.")
+    parser = _Parser(prog="python -m pipeline.job", description="Run notebooks 01 to 06 in order with papermill.",
+                     epilog=GUARD_HELP)
     parser.add_argument("--preset", default=README_PRESET, type=checked(check_preset), help=PRESET_HELP)
     parser.add_argument("--lang", default=",".join(README_LANGS), type=each(names, check_lang),
                         help="language code(s), comma-separated (offline: en, fr, es)")
@@ -263,18 +272,60 @@ def default_figures_dir(preset: str, langs: Sequence[str], corpus: CorpusSpec, m
                         seeds: Sequence[int], out: Path) -> Path:
     """figures/ only for exactly the README's main job, whose output is what figures/ holds; any other run (one
     language, a step cap, other seeds) keeps its figures in its runs folder and never replaces the committed ones."""
-    if (preset == README_PRESET and tuple(langs) == README_LANGS and corpus.source == "embedded" and max_steps is None
-            and list(seeds) == [0]):
+    if readme_job(preset, langs, corpus, max_steps, seeds):
         return FIGURES_DIR
     return out / f"figures-{preset}-{'-'.join(langs)}"
+
+
+def readme_job(preset: str, langs: Sequence[str], corpus: CorpusSpec, max_steps: int | None,
+               seeds: Sequence[int]) -> bool:
+    return (preset == README_PRESET and tuple(langs) == README_LANGS and corpus.source == "embedded"
+            and max_steps is None and list(seeds) == [0])
+
+
+def guard_outputs(outputs: dict[str, Path | None], run_dirs: Sequence[Path], allowed: Sequence[Path],
+                  force: bool) -> None:
+    """The one check of where a job writes (GUARD_HELP): refuse an output inside figures/ or docs/ that is not
+    ``allowed`` (unless ``force``), --out inside them at all, and any other output inside one of ``run_dirs``."""
+    allowed = [path.resolve() for path in allowed]
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        home = next((h for h in (FIGURES_DIR.resolve(), DOCS_DIR.resolve()) if path.is_relative_to(h)), None)
+        if home is not None and option == "--out":
+            raise JobError(f"--out {path} is inside {home}, which holds committed figures and records, not run "
+                           "folders; give a folder for run folders such as runs/ (read records with "
+                           "--figures-from RECORD...)")
+        if home is not None and not force and path not in allowed:
+            raise JobError(f"{option} {path} is inside {home}, whose committed files only the README's job and the "
+                           "reference targets (from figures/reference/runs) write; choose a folder outside it, or "
+                           "add --force to replace them")
+        run = next((d for d in run_dirs if option != "--out" and path.is_relative_to(d)), None)
+        if run is not None:
+            raise JobError(f"{option} {path} is inside the run folder {run}, whose step folders and stamps it would "
+                           "replace; choose a folder outside every run folder")
+
+
+def check_sources(run_dirs: Sequence[Path]) -> None:
+    """Refuse a --figures-from folder that is neither a run (identity.json) nor a record (pretrain/)."""
+    for d in run_dirs:
+        if not d.is_dir():
+            raise JobError(f"--figures-from: no such run folder: {d}")
+        if not (RunLayout(d).identity.is_file() or (d / "pretrain").is_dir()):
+            inner = sorted(str(sub) for sub in d.iterdir() if sub.is_dir())[:3]
+            hint = f"; if it holds runs or records, give its subfolders ({' '.join(inner)} ...)" if inner else ""
+            raise JobError(f"--figures-from {d} holds neither a run (identity.json) nor a record (pretrain/){hint}")
 
 
 def _figures_options(args: argparse.Namespace) -> FiguresOptions:
     if args.figures is None:
         raise JobError("--figures-from needs --figures FOLDER (where the figures and tables go)")
-    absent = [str(d) for d in args.figures_from if not d.is_dir()]
-    if absent:
-        raise JobError(f"--figures-from: no such run folder: {', '.join(absent)}")
+    check_sources(args.figures_from)
+    reference = (args.records == REFERENCE_RECORDS.resolve()
+                 or all(d.is_relative_to(REFERENCE_RECORDS.resolve()) for d in args.figures_from))
+    guard_outputs({"--out": args.out, "--figures": args.figures, "--docs": args.docs, "--records": args.records},
+                  args.figures_from, [REFERENCE_FIGURES, REFERENCE_DOCS, REFERENCE_RECORDS] if reference else [],
+                  args.force)
     records = writable_folder(args.records, "--records") if args.records is not None else None
     docs = writable_folder(args.docs, "--docs") if args.docs is not None else None
     return FiguresOptions(tuple(args.figures_from), writable_folder(args.figures, "--figures"),
@@ -286,6 +337,11 @@ def _job_options(args: argparse.Namespace) -> JobOptions:
         raise JobError("--records and --draft go with --figures-from")
     check_langs(args.lang, args.corpus)
     check_labelled(args.labelled, args.lang)
+    readme = readme_job(args.preset, args.lang, args.corpus, args.max_steps, args.seeds)
+    run_dirs = [RunSettings(args.preset, lang, seed, max_steps=args.max_steps).run_dir(args.out)
+                for lang in args.lang for seed in args.seeds]
+    guard_outputs({"--out": args.out, "--figures": args.figures, "--docs": args.docs}, run_dirs,
+                  [FIGURES_DIR, DOCS_DIR] if readme else [], args.force)
     out = writable_folder(args.out, "--out")
     figures_dir = (writable_folder(args.figures, "--figures") if args.figures is not None
                    else default_figures_dir(args.preset, args.lang, args.corpus, args.max_steps, args.seeds, out))

@@ -147,12 +147,18 @@ def figures_stale(run_dirs: Sequence[Path], figures_dir: Path) -> bool:
     return not fp.is_up_to_date(Path(figures_dir).resolve(), figures_key(run_dirs, figures_dir))
 
 
+WRITTEN_BY_06 = "pipeline.figures.write_outputs"  # the generated_by of 06's provenance.json (pipeline.figures)
+
+
 def previous_figures(figures_dir: Path) -> set[str]:
     """The files the last notebook 06 wrote into ``figures_dir``, as its provenance.json lists them."""
     try:
-        listed = json.loads((figures_dir / PROVENANCE_NAME).read_text(encoding="utf-8")).get("files", [])
+        provenance = json.loads((figures_dir / PROVENANCE_NAME).read_text(encoding="utf-8"))
+        listed = provenance.get("files", []) if str(provenance.get("generated_by")).startswith(WRITTEN_BY_06) else []
     except (OSError, ValueError, AttributeError):
         return set()  # no set written by 06 here (or an unreadable one): nothing of 06's to replace
+    if not listed:
+        return set()  # a provenance.json that 06 did not write: its files are someone else's, never deleted
     return {name for name in listed if isinstance(name, str)} | {PROVENANCE_NAME}
 
 

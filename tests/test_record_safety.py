@@ -88,7 +88,8 @@ def _figures_notebook(notebooks: Path, names: list[str], fail: bool = False) -> 
     """A stand-in for notebook 06 that writes ``names`` and a provenance.json listing them, as 06 does."""
     body = ("import json\nfrom pathlib import Path\n"
             f"for name in {names!r}:\n    (Path(out_dir) / name).write_text('new ' + name)\n"
-            f"(Path(out_dir) / {PROVENANCE_NAME!r}).write_text(json.dumps({{'files': {names!r}}}))\n")
+            f"(Path(out_dir) / {PROVENANCE_NAME!r}).write_text(json.dumps({{'files': {names!r}, "
+            f"'generated_by': 'pipeline.figures.write_outputs (notebooks/06_figures.ipynb)'}}))\n")
     nb = nbformat.v4.new_notebook()
     params = nbformat.v4.new_code_cell("run_dirs = None\nout_dir = None\nsolve_exercises = False")
     params.metadata["tags"] = ["parameters"]

@@ -39,10 +39,18 @@ def eval_sequences_of(run: RunLayout) -> int | None:
 
 
 def check_finished(run_dir: Path) -> None:
-    missing = [str(path.relative_to(run_dir)) for path in record_files(RunLayout(run_dir)) if not path.is_file()]
+    """Every record file there, and every model's run.json saying it finished (a run stopped early with
+    ``--stop-at`` over a finished one leaves all the files, but an unfinished model)."""
+    run = RunLayout(run_dir)
+    missing = [str(path.relative_to(run_dir)) for path in record_files(run) if not path.is_file()]
     if missing:
         raise FileNotFoundError(f"{run_dir} is not a finished run (missing {', '.join(missing)}); "
                                 "run notebooks 01-05 for it first (python -m pipeline.job)")
+    unfinished = [name for name in (*MODEL_NAMES, CONTROL_MODEL) if run.model(name).run_json.is_file()
+                  and not json.loads(run.model(name).run_json.read_text(encoding="utf-8")).get("finished")]
+    if unfinished:
+        raise FileNotFoundError(f"{run_dir} is not a finished run ({', '.join(unfinished)} stopped before its last "
+                                "step); train it to the end first (the job or train_cli resumes it)")
 
 
 class UncommittedRun(ValueError):

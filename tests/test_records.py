@@ -54,6 +54,18 @@ def test_an_unfinished_run_is_refused_before_any_record_is_written(smoke_figures
     assert not (tmp_path / "records").exists()
 
 
+def test_a_run_whose_model_stopped_early_is_refused_as_a_record(smoke_figures: Path, smoke_run_dir: Path,
+                                                                tmp_path: Path) -> None:
+    """train_cli --stop-at over a finished run leaves every file but an unfinished model: never a record."""
+    stopped = tmp_path / "copied" / smoke_run_dir.name
+    shutil.copytree(smoke_run_dir, stopped, ignore=shutil.ignore_patterns("data", "checkpoint.pt", "model", "*.npy"))
+    path = layout.RunLayout(stopped).model("bert_ft").run_json
+    path.write_text(json.dumps({**json.loads(path.read_text()), "finished": False, "steps_done": 3}))
+    with pytest.raises(FileNotFoundError, match="bert_ft stopped before its last step"):
+        records.save_records([stopped], tmp_path / "records", draft=True)
+    assert not (tmp_path / "records").exists()
+
+
 @pytest.fixture
 def finished_run(smoke_figures: Path, smoke_run_dir: Path) -> Path:
     """The smoke run once notebooks 01-06 have run on it, so a test needs no other test to have finished it."""

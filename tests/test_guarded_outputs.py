@@ -111,23 +111,16 @@ def _provenance(folder: Path, generated_by: str, files: list[str]) -> None:
     (folder / PROVENANCE_NAME).write_text(json.dumps({"generated_by": generated_by, "files": files}))
 
 
-def test_06_keeps_files_a_foreign_provenance_lists(tmp_path: Path) -> None:
+@pytest.mark.parametrize("generated_by, kept", [
+    ("my own script", True),  # a provenance.json 06 did not write: the files it lists are not 06's to delete
+    ("pipeline.figures.write_outputs (notebooks/06_figures.ipynb)", False),  # 06's own previous set is replaced
+])
+def test_06_deletes_only_the_files_its_own_provenance_lists(tmp_path: Path, generated_by: str, kept: bool) -> None:
     figures, staging = tmp_path / "figures", tmp_path / "staging"
     figures.mkdir()
     staging.mkdir()
-    (figures / "notes.md").write_text("mine")
-    _provenance(figures, "my own script", ["notes.md"])
+    (figures / "listed.png").write_text("old")
+    _provenance(figures, generated_by, ["listed.png"])
     (staging / "table1.md").write_text("new")
     replace_figures(staging, figures, log=lambda _: None)
-    assert (figures / "notes.md").read_text() == "mine"
-
-
-def test_06_still_replaces_its_own_previous_set(tmp_path: Path) -> None:
-    figures, staging = tmp_path / "figures", tmp_path / "staging"
-    figures.mkdir()
-    staging.mkdir()
-    (figures / "figure1.png").write_text("old")
-    _provenance(figures, "pipeline.figures.write_outputs (notebooks/06_figures.ipynb)", ["figure1.png"])
-    (staging / "table1.md").write_text("new")
-    replace_figures(staging, figures, log=lambda _: None)
-    assert not (figures / "figure1.png").exists() and (figures / "table1.md").exists()
+    assert (figures / "listed.png").exists() == kept and (figures / "table1.md").read_text() == "new"

@@ -128,6 +128,10 @@ def test_the_readmes_demo_table_quotes_the_committed_demo_tables() -> None:
 CLAIMS_CSV = REFERENCE / "claims_check.csv"
 
 
+# A difference, its two-level interval and its seed-level interval: '+0.023 [0.010, 0.036; seeds -0.002, 0.048]'.
+INTERVAL_KEYS = ("ours", "ci_low", "ci_high", "seed_ci_low", "seed_ci_high")
+
+
 def _claims() -> pd.DataFrame:
     return pd.read_csv(CLAIMS_CSV).set_index(["lang", "claim_id"])
 
@@ -145,7 +149,7 @@ def test_the_readmes_reference_gains_quote_the_committed_claims_check() -> None:
         assert int(row[1]) == claims.loc[(lang, "final_accuracy_gain"), "n_seeds"], lang
         for cell, (claim, digits) in zip(row[2:5], cells):
             data = claims.loc[(lang, claim)]
-            expected = [round(float(data[key]), digits) for key in ("ours", "ci_low", "ci_high")]
+            expected = [round(float(data[key]), digits) for key in INTERVAL_KEYS]
             assert _value_and_interval(cell) == pytest.approx(expected, abs=1e-9), (lang, claim)
         paper = [_number(claims.loc[(lang, claim), "paper"])
                  for claim in ("final_eval_loss_ft_minus_tiny", "final_accuracy_gain")]
@@ -161,5 +165,5 @@ def test_the_readmes_average_gain_and_english_sentence_quote_the_claims_check() 
         found = re.search(re.escape(phrase) + r" ([−+-]?[\d.]+ \[[^\]]+\])", readme)
         assert found, f"README has no sentence '{phrase} …'"
         data = claims.loc[[key for key in claims.index if key[1] == claim][0]]
-        expected = [round(float(data[key]), 3) for key in ("ours", "ci_low", "ci_high")]
+        expected = [round(float(data[key]), 3) for key in INTERVAL_KEYS]
         assert _value_and_interval(found.group(1)) == pytest.approx(expected, abs=1e-9), phrase

@@ -167,3 +167,61 @@ def test_the_readmes_average_gain_and_english_sentence_quote_the_claims_check() 
         data = claims.loc[[key for key in claims.index if key[1] == claim][0]]
         expected = [round(float(data[key]), 3) for key in INTERVAL_KEYS]
         assert _value_and_interval(found.group(1)) == pytest.approx(expected, abs=1e-9), phrase
+
+
+CONTROL_CSV = REFERENCE / "table_control.csv"
+
+
+def _with_seeds(data: pd.Series, key: str) -> list[str]:
+    """The columns a cell quotes: the difference and its two-level interval, then the seed-level one if any."""
+    seeds = [f"{key} seed_ci_low", f"{key} seed_ci_high"]
+    return [key, f"{key} ci_low", f"{key} ci_high"] + (seeds if pd.notna(data[seeds[0]]) else [])
+
+
+@pytest.mark.skipif(not CONTROL_CSV.is_file() or pd.read_csv(CONTROL_CSV).empty, reason="no control recorded")
+def test_the_readmes_knowledge_or_scale_table_quotes_the_committed_control_table() -> None:
+    table = pd.read_csv(CONTROL_CSV)
+    overall = table[table["grouping"] == "all"].set_index(["lang", "comparison"])
+    knowledge, scale, whole = (c for c in overall.index.get_level_values("comparison").unique())
+    rows = _readme_table("language", "seeds with a control")
+    assert sorted(r[0].lower() for r in rows) == sorted(set(overall.index.get_level_values("lang")))
+    for row in rows:
+        lang = row[0].lower()
+        assert int(row[1]) == overall.loc[(lang, whole), "n_seeds"], lang
+        for cell, comparison in zip(row[2:5], (whole, knowledge, scale)):
+            data = overall.loc[(lang, comparison)]
+            expected = [round(float(data[key]), 2) for key in _with_seeds(data, "loss")]
+            assert _value_and_interval(cell) == pytest.approx(expected, abs=1e-9), (lang, comparison)
+        share = overall.loc[(lang, knowledge), "loss"] / overall.loc[(lang, whole), "loss"]
+        assert row[5] == f"{share:.0%}", lang
+        for cell, comparison in zip(row[6:8], (knowledge, scale)):
+            data = overall.loc[(lang, comparison)]
+            expected = [round(float(data[key]), 3) for key in _with_seeds(data, "accuracy")]
+            assert _value_and_interval(cell) == pytest.approx(expected, abs=1e-9), (lang, comparison)
+
+
+@pytest.mark.skipif(not CONTROL_CSV.is_file() or pd.read_csv(CONTROL_CSV).empty, reason="no control recorded")
+def test_the_readmes_knowledge_sentence_takes_its_ranges_from_the_control_table() -> None:
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    table = pd.read_csv(CONTROL_CSV)
+    overall = table[table["grouping"] == "all"].set_index(["lang", "comparison"])["loss"]
+    knowledge, scale, whole = table["comparison"].drop_duplicates()
+    langs = sorted(set(overall.index.get_level_values("lang")))
+    gains = [-overall[(lang, knowledge)] for lang in langs]
+    shares = [overall[(lang, knowledge)] / overall[(lang, whole)] for lang in langs]
+    scales = [-overall[(lang, scale)] for lang in langs]
+    assert (f"BERT_FT beats the control by {min(gains):.2f} to {max(gains):.2f} nat at `[MASK]`, {min(shares):.0%} "
+            f"to {max(shares):.0%} of its whole advantage") in readme
+    assert f"the permuted rows alone gain {min(scales):.2f} to {max(scales):.2f} nat over random ones" in readme
+
+
+def test_the_readmes_speed_sentence_quotes_the_series_steps_saved() -> None:
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    saved = pd.read_csv(REFERENCE / "series_training_length_steps_saved.csv")
+    longest = saved[(saved["label"] == saved["label"].iloc[-1]) & (saved["model"] == "BERT_FT")].set_index("level")
+    same = [f"{level:.1f}" for level in (6.0, 5.5, 5.0)]
+    assert {longest.loc[float(level), "steps_saved"] for level in same} == {1100.0}
+    row = longest.loc[4.5]
+    assert (f"reaches an evaluation loss of {', '.join(same[:2])} and {same[2]} (all scored positions) 1,100 steps "
+            f"before BERT_TINY and 4.5 {row['steps_saved']:,.0f} steps before (step {row['model_step']:,.0f} against "
+            f"{row['tiny_step']:,.0f})") in readme

@@ -104,14 +104,26 @@ def _git(*args: str) -> str | None:
         return None
 
 
+def _changed(*pathspec: str) -> bool | None:
+    """Whether tracked files under ``pathspec`` differ from HEAD in content, as git's clean filters see it.
+
+    `git status` is not asked: it calls a file modified when only its size differs from the index entry, so a
+    notebook saved with outputs in JupyterLab reads as modified although nbstripout makes it equal to HEAD
+    (`git diff` compares the filtered content and shows nothing). Every run after a JupyterLab session would
+    then be stamped +dirty and refused as a record.
+    """
+    names = _git("diff", "--no-ext-diff", "--name-only", "HEAD", "--", *pathspec)
+    return None if names is None else bool(names.strip())
+
+
 def git_commit() -> str | None:
     """HEAD, with '+dirty' when tracked files outside figures/ have uncommitted changes; None outside git."""
     sha = _git("rev-parse", "HEAD")
     # figures/ holds regenerated outputs, not code: notebook 06 rewriting it must not mark its own run dirty.
-    dirty = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!figures")
+    dirty = _changed(".", ":!figures")
     if sha is None or dirty is None:
         return None
-    return sha.strip() + ("+dirty" if dirty.strip() else "")
+    return sha.strip() + ("+dirty" if dirty else "")
 
 
 CODE_PATHS = ("helpers", "plots", "exercises", "pipeline", "notebooks", "pyproject.toml")
@@ -125,11 +137,12 @@ def code_version() -> str | None:
     name it (figures/provenance.json) regenerate byte for byte from a fresh clone of a later commit.
     """
     listing = _git("ls-tree", "HEAD", "--", *CODE_PATHS)
-    dirty = _git("status", "--porcelain", "--", *CODE_PATHS)
-    if listing is None or dirty is None:
+    dirty = _changed(*CODE_PATHS)
+    untracked = _git("ls-files", "--others", "--exclude-standard", "--", *CODE_PATHS)
+    if listing is None or dirty is None or untracked is None:
         return None
     digest = hashlib.sha256(listing.encode()).hexdigest()[:16]
-    return digest + ("+dirty" if dirty.strip() else "")
+    return digest + ("+dirty" if dirty or untracked.strip() else "")
 
 
 def package_versions(names: tuple[str, ...] = RECORDED_PACKAGES) -> dict[str, str | None]:

@@ -31,6 +31,66 @@ def test_outside_a_repository_the_code_is_unnamed(monkeypatch, tmp_path) -> None
     assert runinfo.git_commit() is None and runinfo.code_version() is None
 
 
+def _repository_with_a_stripped_notebook(root) -> None:
+    """A repository laid out like this one: notebooks/ under nbstripout, a helpers/ module, one commit."""
+    import sys
+
+    import nbformat
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+    git("init", "-q")
+    for key, value in (("user.email", "t@example.org"), ("user.name", "t"), ("filter.nbstripout.smudge", "cat"),
+                       ("filter.nbstripout.clean", f"{sys.executable} -m nbstripout"),
+                       ("filter.nbstripout.required", "true")):
+        git("config", key, value)
+    (root / ".gitattributes").write_text("notebooks/*.ipynb filter=nbstripout\n")
+    (root / "notebooks").mkdir()
+    (root / "helpers").mkdir()
+    (root / "helpers" / "taught.py").write_text("x = 1\n")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('hi')")])
+    nbformat.write(notebook, root / "notebooks" / "01.ipynb")
+    git("add", ".")
+    git("commit", "-qm", "one")
+
+
+def test_a_notebook_saved_with_outputs_in_jupyterlab_leaves_the_checkout_clean(monkeypatch, tmp_path) -> None:
+    """git status calls the saved notebook modified (its size changed); its content through nbstripout is HEAD's."""
+    import nbformat
+
+    _repository_with_a_stripped_notebook(tmp_path)
+    monkeypatch.setattr(runinfo, "REPO_ROOT", tmp_path)
+    path = tmp_path / "notebooks" / "01.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    notebook.cells[0].outputs = [nbformat.v4.new_output("stream", text="hi\n" * 100)]
+    notebook.cells[0].execution_count = 1
+    nbformat.write(notebook, path)
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert "01.ipynb" in status  # the case: git status alone would stamp every later run +dirty
+    assert not runinfo.git_commit().endswith("+dirty")
+    assert not runinfo.code_version().endswith("+dirty")
+
+
+def test_a_changed_cell_a_changed_module_or_a_new_module_is_dirty(monkeypatch, tmp_path) -> None:
+    import nbformat
+
+    _repository_with_a_stripped_notebook(tmp_path)
+    monkeypatch.setattr(runinfo, "REPO_ROOT", tmp_path)
+    path = tmp_path / "notebooks" / "01.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    notebook.cells[0].source = "print('changed')"
+    nbformat.write(notebook, path)
+    assert runinfo.git_commit().endswith("+dirty") and runinfo.code_version().endswith("+dirty")
+    subprocess.run(["git", "checkout", "--", "notebooks"], cwd=tmp_path, check=True)
+    assert not runinfo.code_version().endswith("+dirty")
+    (tmp_path / "helpers" / "taught.py").write_text("x = 2\n")
+    assert runinfo.git_commit().endswith("+dirty") and runinfo.code_version().endswith("+dirty")
+    subprocess.run(["git", "checkout", "--", "helpers"], cwd=tmp_path, check=True)
+    (tmp_path / "helpers" / "new.py").write_text("y = 1\n")  # untracked code changes what the code is
+    assert runinfo.code_version().endswith("+dirty")
+
+
 def test_a_run_names_the_cpu_model_and_the_kernels_torch_chose(tmp_path) -> None:
     import torch
 

@@ -26,7 +26,8 @@ import torch
 
 from pipeline.layout import StaticFiles
 
-RESUME_HINT = "pass --no-resume (resume=False in Python) to start this model again, or delete the file"
+RESUME_HINT = ("to start this model again, delete the file (the job and the notebooks resume from it; "
+               "train_cli takes --no-resume, Python resume=False)")
 
 
 class CheckpointError(ValueError):
@@ -77,11 +78,27 @@ def init_record(init: Any) -> dict[str, Any]:
             "source": source, "manifest": manifest}
 
 
+def corpus_kind(corpus: str | None) -> str | None:
+    """'files:/data/c4' -> 'files': a path says where a corpus is, data_fingerprint says what it is."""
+    return corpus.split(":", 1)[0] if isinstance(corpus, str) and corpus.startswith("files:") else corpus
+
+
+def where_free(key: Mapping[str, Any]) -> dict[str, Any]:
+    """A run key without where its inputs lie (the init's folder, a files corpus' path), so a run folder moved
+    whole still resumes; content digests (init.embeddings_sha256, identity.data_fingerprint) say what they are."""
+    free = json.loads(json.dumps(key, default=str))
+    if isinstance(free.get("init"), dict):
+        free["init"].pop("source", None)
+    if isinstance(free.get("identity"), dict):
+        free["identity"]["corpus"] = corpus_kind(free["identity"].get("corpus"))
+    return free
+
+
 def run_identity(lang: str | None, seed: int, cfg: Any, corpus: str | None, data_fingerprint: str,
                  tokenizer_fingerprint: str | None) -> dict[str, Any]:
     """What BERT_TINY and BERT_FT of one experiment share; anything else makes them incomparable."""
     config = asdict(cfg) if is_dataclass(cfg) else dict(cfg)
-    return {"lang": lang, "seed": seed, "preset": config.get("name"), "corpus": corpus,
+    return {"lang": lang, "seed": seed, "preset": config.get("name"), "corpus": corpus_kind(corpus),
             "max_steps": config.get("max_steps"), "data_fingerprint": data_fingerprint,
             "tokenizer_fingerprint": tokenizer_fingerprint, "train_config_hash": sha256_json(config)}
 
@@ -182,7 +199,7 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
 def check_resumable(path: Path, saved_key: Mapping[str, Any], key: Mapping[str, Any],
                     saved_config: Mapping[str, Any] | None = None, config: Mapping[str, Any] | None = None) -> None:
     """Refuse a checkpoint whose run key (identity, init, model) differs, naming every change."""
-    changed = differences(saved_key, key)
+    changed = differences(where_free(saved_key), where_free(key))
     if not changed:
         return
     if saved_config is not None and config is not None:

@@ -114,10 +114,10 @@ def input_digests(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return digests
 
 
-def identity_of(digests: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, str]]:
-    """What a fingerprint hashes of the digests: each input's path and content hash (a folder's file list adds
-    nothing: its hash covers the files)."""
-    return {name: {"path": entry["path"], "sha256": entry["sha256"]} for name, entry in digests.items()}
+def identity_of(digests: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """What a fingerprint hashes of the digests: each input's content hash, never its path (an identical file at
+    a new path is the same input; a folder's file list adds nothing: its hash covers the files)."""
+    return {name: entry["sha256"] for name, entry in digests.items()}
 
 
 def _changed_files(then: Mapping[str, Any], now: Mapping[str, Any], shown: int = 3) -> str:

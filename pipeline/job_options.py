@@ -19,7 +19,7 @@ from helpers.paper_values import LANGS as C4_PAPER_LANGS
 from helpers.presets import PRESET_HELP, check_preset
 from pipeline.data import CORPUS_HELP, EMBEDDED_FILES, CorpusSpec
 from pipeline.labelled import LABELLED_HELP, LabelledSpec
-from pipeline.layout import DOCS_DIR, FIGURES_DIR, RUNS_DIR, RunLayout, check_lang
+from pipeline.layout import DOCS_DIR, FIGURES_DIR, INPUT_HASHES_NAME, RUNS_DIR, RunLayout, check_lang
 from pipeline.runinfo import check_seed, device_argument
 from pipeline.steps import JobError, RunSettings
 
@@ -33,7 +33,10 @@ GUARD_HELP = ("figures/ and docs/ hold committed files: only the README's job (m
               "figures/ and docs/, and only a job over the committed records (--figures-from "
               "figures/reference/runs/RUN..., or --records figures/reference/runs) writes figures/reference and "
               "docs/reference; anything else aimed inside figures/ or docs/ is refused unless --force. --out is "
-              "never inside them, and no output goes inside a run folder")
+              "never inside them, and no output goes inside a run folder. Inputs (a files: corpus or labelled set, "
+              "--vectors) count by content, never by path: their SHA-256 digests are kept in each run folder's "
+              f"{INPUT_HASHES_NAME} and trusted while a file's size and modification time are unchanged; delete "
+              "that file to read every input again")
 T = TypeVar("T")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -204,6 +205,39 @@ def test_resume_refuses_replaced_static_vectors(tokenizer, data_dir, tmp_path):
     _static(tmp_path, tokenizer, seed=1)  # the same folder, other vectors
     with pytest.raises(ck.CheckpointError, match="init.manifest_sha256"):
         _train(tokenizer, data_dir, tmp_path, model="bert_ft", init=str(static))
+
+
+def test_a_run_folder_moved_whole_resumes_bit_for_bit(tokenizer, data_dir, tmp_path):
+    """Paths say where a run is, not what it is: the init folder moved with the run does not refuse the resume."""
+    import shutil
+
+    straight = tmp_path / "straight"
+    _train(tokenizer, data_dir, straight, model="bert_ft", init=str(_static(straight, tokenizer)))
+    before = tmp_path / "before"
+    _train(tokenizer, data_dir, before, model="bert_ft", init=str(_static(before, tokenizer)), stop_at=3)
+    after = tmp_path / "after"
+    shutil.move(before, after)
+    _train(tokenizer, data_dir, after, model="bert_ft", init=str(after / "static"))
+    read = {run: json.loads((run / "bert_ft" / "run.json").read_text()) for run in (straight, after)}
+    assert read[after]["finished"] and read[after]["init"]["source"] == str(after / "static")
+    metrics = {run: training.read_metrics(run / "bert_ft" / "metrics.csv") for run in (straight, after)}
+    untimed = {run: [{k: (None if v != v else v) for k, v in row.items() if k != "elapsed_s"} for row in rows]
+               for run, rows in metrics.items()}  # NaN (step 0's training loss) as None, so == compares it
+    assert untimed[straight] == untimed[after]
+    from transformers import BertForMaskedLM
+
+    weights = {run: BertForMaskedLM.from_pretrained(run / "bert_ft" / "model").state_dict() for run in (straight, after)}
+    assert all(torch.equal(weights[straight][k], weights[after][k]) for k in weights[straight])
+
+
+def test_a_files_corpus_is_named_by_kind_in_the_identity_and_its_path_stays_in_the_record():
+    assert ck.corpus_kind("files:/data/c4") == "files" and ck.corpus_kind("embedded") == "embedded"
+    key = {"identity": {"corpus": "files:/old/c4", "seed": 0}, "init": {"source": "/old/static", "kind": "static"}}
+    moved = {"identity": {"corpus": "files:/new/c4", "seed": 0}, "init": {"source": "/new/static", "kind": "static"}}
+    assert ck.where_free(key) == ck.where_free(moved) and key["init"]["source"] == "/old/static"
+    ck.check_resumable(Path("checkpoint.pt"), key, moved)  # a checkpoint written before the move resumes
+    with pytest.raises(ck.CheckpointError, match="identity.seed: 0 -> 1"):
+        ck.check_resumable(Path("checkpoint.pt"), key, {**moved, "identity": {"corpus": "files:/x", "seed": 1}})
 
 
 def test_run_json_records_identity_and_init(tokenizer, data_dir, tmp_path):

@@ -36,6 +36,23 @@ def test_a_corpus_file_replaced_at_the_same_path_changes_the_fingerprint(inputs)
     assert fingerprints.fingerprint(step, _params(run_dir, corpus, vectors)) != before
 
 
+def test_identical_inputs_at_new_paths_and_a_moved_run_folder_keep_the_fingerprint(inputs, tmp_path) -> None:
+    """Paths say where inputs are, never what they are: a copied corpus and vectors file are the same inputs."""
+    import shutil
+
+    run_dir, corpus, vectors = inputs
+    step = STEP_BY_NAME["03_static_vectors"]
+    before = fingerprints.fingerprint(step, _params(run_dir, corpus, vectors))
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(corpus, elsewhere / "corpus")
+    shutil.copyfile(vectors, elsewhere / "copy.vec")
+    shutil.move(run_dir, elsewhere / "runs")
+    moved = _params(elsewhere / "runs", elsewhere / "corpus", elsewhere / "copy.vec")
+    assert fingerprints.fingerprint(step, moved) == before
+    (elsewhere / "copy.vec").write_text("2 3\nthe 0.5 0.5 0.5\ndocument 0.3 0.2 0.1\n")
+    assert fingerprints.fingerprint(step, moved) != before  # other content at the new path is another input
+
+
 def test_a_vectors_file_replaced_at_the_same_path_changes_the_fingerprint_and_check_names_it(inputs) -> None:
     run_dir, corpus, vectors = inputs
     step = STEP_BY_NAME["03_static_vectors"]
@@ -152,3 +169,23 @@ def test_an_unwritable_run_folder_keeps_no_cache_but_the_digests_still_come(inpu
     digests = content_hash.input_digests(_params(run_dir, corpus, vectors))
     assert digests["vectors"]["sha256"] == content_hash.content_digest(vectors, {})
     assert not list(run_dir.iterdir())
+
+
+def test_the_help_says_when_the_digest_cache_is_trusted_and_deleting_it_reads_the_inputs_again(inputs) -> None:
+    """Same size and modification time: the cached digest is trusted (what --help says); deleting the cache re-hashes."""
+    import os
+
+    from pipeline.job_options import build_parser
+    from pipeline.layout import INPUT_HASHES_NAME
+
+    help_text = " ".join(build_parser().format_help().split())
+    assert f"{INPUT_HASHES_NAME} and trusted while a file's size and modification time are unchanged" in help_text
+    run_dir, corpus, vectors = inputs
+    params = _params(run_dir, corpus, vectors)
+    first = content_hash.input_digests(params)["vectors"]["sha256"]
+    stat = vectors.stat()
+    vectors.write_text(vectors.read_text().replace("0.1 0.2 0.3", "0.9 0.8 0.7"))  # same size
+    os.utime(vectors, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert content_hash.input_digests(params)["vectors"]["sha256"] == first  # trusted, as the help says
+    (run_dir / INPUT_HASHES_NAME).unlink()
+    assert content_hash.input_digests(params)["vectors"]["sha256"] != first

@@ -355,12 +355,26 @@ def pair_problem(run: Run) -> str | None:
     return None if mismatch is None else f"mismatch: {mismatch}"
 
 
+# How BERT_FT's rows were made, less the seed (fastText's seed gives each seed its own vectors, as it should).
+INIT_RECIPE = ("source", "vectors_sha256", "url", "dim", "normalisation", "fallback", "random_std", "pieces", "case",
+               "scale", "scale_factor", "top_n")
+
+
+def init_recipe(run: Run) -> str:
+    """The vectors' recipe (source file by content, fastText settings, alignment options) without the seed."""
+    manifest = (run.model("bert_ft").info or {}).get("init_manifest") or run.manifest or {}
+    recipe: dict[str, Any] = {key: manifest.get(key) for key in INIT_RECIPE}
+    recipe["fasttext"] = {k: v for k, v in (manifest.get("fasttext") or {}).items() if k != "seed"}
+    return json.dumps(recipe, sort_keys=True, default=str)
+
+
 def setting_key(run: Run) -> tuple[Any, ...]:
-    """Everything but the seed and the initialisation: runs with equal keys are repeats of one experiment."""
+    """Everything but the seed: runs with equal keys are repeats of one experiment. BERT_FT's vectors differ by
+    seed, but their recipe must not: vectors from another file or with other settings are another experiment."""
     info = run.model("bert_tiny").info or {}
     identity = info.get("identity") if isinstance(info.get("identity"), dict) else {}
     config = identity.get("train_config_hash") or json.dumps(info.get("train_config"), sort_keys=True, default=str)
-    return (run.lang, run.preset, run.steps, identity.get("corpus"), run.max_steps, config)
+    return (run.lang, run.preset, run.steps, identity.get("corpus"), run.max_steps, config, init_recipe(run))
 
 
 @dataclass

@@ -415,6 +415,20 @@ def test_three_seeds_are_pooled_with_a_two_level_bootstrap(tmp_path: Path) -> No
     assert checked.loc["eval_loss_crossing_step", "ci_low"] == pytest.approx(30)  # no spread between seeds
 
 
+def test_seeds_whose_vectors_came_from_another_recipe_are_not_pooled(tmp_path: Path) -> None:
+    """Seed 2's BERT_FT started from vectors normalised otherwise: a separate experiment, never a third seed."""
+    dirs = three_seeds(tmp_path, [0.02, 0.05, 0.03])
+    for run_dir, normalisation in zip(dirs, (["unit", "center"], ["unit", "center"], ["unit"])):
+        path = run_dir / "pretrain" / "bert_ft" / "run.json"
+        info = json.loads(path.read_text())
+        info["init_manifest"] = {"source": "train", "normalisation": normalisation,
+                                 "fasttext": {"dim": 300, "seed": int(run_dir.name[-1]) if "seed" in run_dir.name
+                                              else 0}}
+        path.write_text(json.dumps(info))
+    groups = [g for g in results.comparison_groups(results.load_runs(dirs)) if g.runs]
+    assert sorted(g.seeds for g in groups) == [[0, 1], [2]]  # fastText's seed alone differs in seeds 0 and 1
+
+
 def test_one_seed_gets_a_bootstrap_over_positions_or_says_why_not(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     n = 4000

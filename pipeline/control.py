@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from helpers.claims import Estimate, seed_t_interval, two_level_estimate, verdict
+from helpers.claims import Estimate, seed_estimate, verdict
 from pipeline.layout import CONTROL_MODEL
 from pipeline.position_scores import RunPositions, group_positions
 from pipeline.results import RunSet, SeedGroup, comparison_groups
-from pipeline.token_analysis import groupings
+from pipeline.token_analysis import token_splits
 
 COMPARISONS = (("bert_ft", CONTROL_MODEL, "FT - PERM (which word: knowledge)"),
                (CONTROL_MODEL, "bert_tiny", "PERM - TINY (rows of that scale, no knowledge)"),
@@ -32,23 +32,15 @@ COLUMNS = ["lang", "label", "comparison", "grouping", "group", "positions", "n_s
 def _difference(runs: list[RunPositions], chosen: list[np.ndarray], same: bool, first: str, second: str,
                 key: str, salt: str) -> Estimate:
     diffs = [r.scores[first][key][c] - r.scores[second][key][c] for r, c in zip(runs, chosen)]
-    est = two_level_estimate(diffs, same, seed=zlib.crc32(salt.encode()))
-    seed_low, seed_high = seed_t_interval([float(d.mean()) for d in diffs])
-    return Estimate(est.mean, est.low, est.high, est.interval, seed_low=seed_low, seed_high=seed_high)
+    return seed_estimate([float(d.mean()) for d in diffs], lambda: (diffs, same), seed=zlib.crc32(salt.encode()))
 
 
 def _rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[str, Any]]:
     """Every comparison, overall at [MASK] and in each token group that holds [MASK] positions."""
-    splits: list[tuple[str, str, list[np.ndarray]]] = [("all", "[MASK] positions", [r.select("mask") for r in runs])]
-    for grouping in groupings(runs[0]):
-        found = [groupings(r)[grouping]() for r in runs]
-        for index, name in enumerate(found[0][1]):
-            splits.append((grouping, name, [r.select("mask") & (ids == index) for r, (ids, _) in zip(runs, found)]))
+    splits = [("all", "[MASK] positions", [r.select("mask") for r in runs]), *token_splits(runs)]
     rows = []
     for first, second, comparison in COMPARISONS:
         for grouping, name, chosen in splits:
-            if not chosen[0].any():
-                continue
             row: dict[str, Any] = {"lang": group.lang, "label": group.label, "comparison": comparison,
                                    "grouping": grouping, "group": name, "positions": int(chosen[0].sum()),
                                    "n_seeds": len(runs)}

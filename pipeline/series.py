@@ -27,7 +27,7 @@ import pandas as pd
 
 from pipeline.baseline_files import compute_baseline, compute_token_facts, save_baseline, save_token_facts
 from pipeline.claims_table import gain_estimate, run_crossing
-from pipeline.figure_plots import save_figure
+from pipeline.figure_plots import lang_name, save_figure
 from pipeline.figures import to_markdown
 from pipeline.layout import CONTROL_MODEL, MODEL_NAMES, PretrainFiles, RunLayout
 from pipeline.position_scores import kind_mean
@@ -36,9 +36,8 @@ from pipeline.results import SeedGroup, comparison_groups, load_runs
 from pipeline.speed import steps_saved_table
 
 TABLE_NAME = "series_training_length"
-NOTE = ("One pair of models per length, seed 0, each with its own warm-up and decay; 1,200 steps is the base run. "
-        "Intervals (columns low, high): 95 %, bootstrap over the evaluation positions (one seed, 10,000 draws), so "
-        "they hold no seed variance. [MASK] TINY - unigram: BERT_TINY's loss at the [MASK] positions minus the "
+NOTE = ("One pair of models per length, {seeds}, each with its own warm-up and decay; 1,200 steps is the base run. "
+        "Intervals (columns low, high): 95 %, bootstrap over the evaluation positions ({seeds}, 10,000 draws){spread}. [MASK] TINY - unigram: BERT_TINY's loss at the [MASK] positions minus the "
         "unigram's there (testable below -0.5). No trend is fitted; nothing here extrapolates beyond the longest run.")
 
 STEPS_NOTE = ("Per length, the first evaluation step at which each model's evaluation loss (all scored positions) is "
@@ -103,7 +102,7 @@ def series_table(run_dirs: Sequence[Path]) -> pd.DataFrame:
     return pd.DataFrame([series_row(g) for g in sorted(groups, key=lambda g: g.total_steps or 0)])
 
 
-def series_figure(table: pd.DataFrame) -> plt.Figure:
+def series_figure(table: pd.DataFrame, title: str) -> plt.Figure:
     """BERT_FT minus BERT_TINY against training length, at all and at [MASK] positions, with 95 % intervals."""
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for ax, short, ylabel in ((axes[0], "accuracy", "accuracy gain (FT - TINY)"), (axes[1], "loss",
@@ -120,23 +119,35 @@ def series_figure(table: pd.DataFrame) -> plt.Figure:
         ax.set_xlabel("training steps (each run its own schedule)")
         ax.set_ylabel(ylabel)
         ax.legend(fontsize=8)
-    fig.suptitle("English, reference preset, seed 0: BERT_FT's advantage by training length (ours; no trend fitted)",
-                 fontsize=10)
+    fig.suptitle(f"{title}: BERT_FT's advantage by training length (ours; no trend fitted)", fontsize=10)
     fig.tight_layout()
     return fig
 
 
+def series_title(run_dirs: Sequence[Path]) -> tuple[str, str]:
+    """('English, reference preset', 'seed 0'): what the series is, named from its runs, never assumed."""
+    runs = load_runs(list(run_dirs)).runs
+    langs = sorted({lang_name(run.lang) for run in runs})
+    presets = sorted({run.preset or "?" for run in runs})
+    seeds = sorted({run.seed for run in runs})
+    seed_text = f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+    return f"{' and '.join(langs)}, {' and '.join(presets)} preset", seed_text
+
+
 def write_series(run_dirs: Sequence[Path], figures_dir: Path) -> list[Path]:
     table = series_table(run_dirs)
+    what, seeds = series_title(run_dirs)
+    spread = ", so they hold no seed variance" if seeds.startswith("seed ") else ", seeds resampled with positions"
     figures_dir.mkdir(parents=True, exist_ok=True)
     table.to_csv(figures_dir / f"{TABLE_NAME}.csv", index=False)
-    (figures_dir / f"{TABLE_NAME}.md").write_text(to_markdown(table.round(3)) + f"\n{NOTE}\n")
+    note = NOTE.format(seeds=seeds, spread=spread)
+    (figures_dir / f"{TABLE_NAME}.md").write_text(to_markdown(table.round(3)) + f"\n{note}\n")
     paths = [figures_dir / f"{TABLE_NAME}.csv", figures_dir / f"{TABLE_NAME}.md"]
     saved = steps_saved_table(load_runs(list(run_dirs)))  # one group per length: each its own schedule
     saved.to_csv(figures_dir / f"{TABLE_NAME}_steps_saved.csv", index=False)
     (figures_dir / f"{TABLE_NAME}_steps_saved.md").write_text(to_markdown(saved.round(1)) + f"\n{STEPS_NOTE}\n")
     paths += [figures_dir / f"{TABLE_NAME}_steps_saved.csv", figures_dir / f"{TABLE_NAME}_steps_saved.md"]
-    return paths + save_figure(series_figure(table), figures_dir, TABLE_NAME, "training-length series (ours)")
+    return paths + save_figure(series_figure(table, f"{what}, {seeds}"), figures_dir, TABLE_NAME, "training-length series (ours)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -49,26 +49,32 @@ def groupings(run: RunPositions) -> dict[str, Callable[[], tuple[np.ndarray, lis
     return found
 
 
+def token_splits(runs: list[RunPositions]) -> list[tuple[str, str, list[np.ndarray]]]:
+    """(grouping, group, each run's [MASK] positions of that group) for every group that holds some."""
+    splits = []
+    for grouping in groupings(runs[0]):
+        found = [groupings(r)[grouping]() for r in runs]
+        for index, name in enumerate(found[0][1]):
+            chosen = [r.select("mask") & (ids == index) for r, (ids, _) in zip(runs, found)]
+            if chosen[0].any():
+                splits.append((grouping, name, chosen))
+    return splits
+
+
 def _group_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[str, Any]]:
     rows = []
-    for grouping in groupings(runs[0]):
-        split = [groupings(r)[grouping]() for r in runs]
-        names = split[0][1]
-        for index, name in enumerate(names):
-            chosen = [(r.select("mask")) & (ids == index) for r, (ids, _) in zip(runs, split)]
-            if not chosen[0].any():
-                continue
-            row: dict[str, Any] = {"lang": group.lang, "label": group.label, "grouping": grouping, "group": name,
-                                   "positions": int(chosen[0].sum())}
-            for key, short in (("correct", "accuracy"), ("loss", "loss")):
-                for model, label in (("bert_tiny", "TINY"), ("bert_ft", "FT")):
-                    row[f"{short} {label}"] = float(np.mean([r.scores[model][key][c].mean()
-                                                             for r, c in zip(runs, chosen)]))
-                diffs = [r.scores["bert_ft"][key][c] - r.scores["bert_tiny"][key][c] for r, c in zip(runs, chosen)]
-                est = two_level_estimate(diffs, same, seed=zlib.crc32(f"{group.lang}{grouping}{name}{key}".encode()))
-                row.update({f"{short} FT - TINY": est.mean, f"{short} ci_low": est.low, f"{short} ci_high": est.high})
-            row["interval"] = est.interval
-            rows.append(row)
+    for grouping, name, chosen in token_splits(runs):
+        row: dict[str, Any] = {"lang": group.lang, "label": group.label, "grouping": grouping, "group": name,
+                               "positions": int(chosen[0].sum())}
+        for key, short in (("correct", "accuracy"), ("loss", "loss")):
+            for model, label in (("bert_tiny", "TINY"), ("bert_ft", "FT")):
+                row[f"{short} {label}"] = float(np.mean([r.scores[model][key][c].mean()
+                                                         for r, c in zip(runs, chosen)]))
+            diffs = [r.scores["bert_ft"][key][c] - r.scores["bert_tiny"][key][c] for r, c in zip(runs, chosen)]
+            est = two_level_estimate(diffs, same, seed=zlib.crc32(f"{group.lang}{grouping}{name}{key}".encode()))
+            row.update({f"{short} FT - TINY": est.mean, f"{short} ci_low": est.low, f"{short} ci_high": est.high})
+        row["interval"] = est.interval
+        rows.append(row)
     return rows
 
 

@@ -10,6 +10,8 @@ import pandas as pd
 import pytest
 
 from pipeline import layout, records, series, train_cli
+from pipeline.figure_plots import lang_name
+from pipeline.results import load_runs
 
 
 def _set_commit(pretrain: Path, commit: str) -> None:
@@ -56,6 +58,10 @@ def test_a_recorded_pair_gives_one_row_per_length_with_intervals(longer_pair: Pa
         for short in ("loss", "accuracy"):
             low, high = table[f"{prefix}{short} low"].iloc[1], table[f"{prefix}{short} high"].iloc[1]
             assert low <= table[f"{prefix}{short} FT - TINY"].iloc[1] <= high
+    run = load_runs([smoke_run_dir]).runs[0]  # the title and note name the runs' language, preset and seed
+    assert series.series_title([smoke_run_dir, record]) == (f"{lang_name(run.lang)}, {run.preset} preset",
+                                                           f"seed {run.seed}")
+    assert f"seed {run.seed}, each with its own" in (tmp_path / "figures" / f"{series.TABLE_NAME}.md").read_text()
 
 
 def test_a_pair_trained_on_other_data_is_refused(longer_pair: Path, smoke_run_dir: Path, tmp_path: Path) -> None:

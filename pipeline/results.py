@@ -369,12 +369,14 @@ def init_recipe(run: Run) -> str:
 
 
 def setting_key(run: Run) -> tuple[Any, ...]:
-    """Everything but the seed: runs with equal keys are repeats of one experiment. BERT_FT's vectors differ by
-    seed, but their recipe must not: vectors from another file or with other settings are another experiment."""
+    """Everything but the seed: runs with equal keys are repeats of one experiment. The text and the tokenizer
+    count by content (two files corpora are both 'files'). BERT_FT's vectors differ by seed, but their recipe must
+    not: vectors from another file or with other settings are another experiment."""
     info = run.model("bert_tiny").info or {}
     identity = info.get("identity") if isinstance(info.get("identity"), dict) else {}
     config = identity.get("train_config_hash") or json.dumps(info.get("train_config"), sort_keys=True, default=str)
-    return (run.lang, run.preset, run.steps, identity.get("corpus"), run.max_steps, config, init_recipe(run))
+    return (run.lang, run.preset, run.steps, identity.get("corpus"), identity.get("data_fingerprint"),
+            identity.get("tokenizer_fingerprint"), run.max_steps, config, init_recipe(run))
 
 
 @dataclass

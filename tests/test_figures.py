@@ -429,6 +429,18 @@ def test_seeds_whose_vectors_came_from_another_recipe_are_not_pooled(tmp_path: P
     assert sorted(g.seeds for g in groups) == [[0, 1], [2]]  # fastText's seed alone differs in seeds 0 and 1
 
 
+def test_seeds_trained_on_other_text_are_not_pooled_though_both_corpora_are_files(tmp_path: Path) -> None:
+    dirs = three_seeds(tmp_path, [0.02, 0.05, 0.03])
+    for run_dir, text in zip(dirs, ("a" * 64, "a" * 64, "b" * 64)):
+        for name in ("bert_tiny", "bert_ft"):
+            path = run_dir / "pretrain" / name / "run.json"
+            info = json.loads(path.read_text())
+            info["identity"] = {"corpus": "files", "data_fingerprint": text, "tokenizer_fingerprint": "t" * 64}
+            path.write_text(json.dumps(info))
+    groups = [g for g in results.comparison_groups(results.load_runs(dirs)) if g.runs]
+    assert sorted(g.seeds for g in groups) == [[0, 1], [2]]
+
+
 def test_one_seed_gets_a_bootstrap_over_positions_or_says_why_not(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     n = 4000

@@ -1,6 +1,6 @@
 """The paper's configuration end to end on the CPU: C4-format shards and cc-format vectors into all six notebooks.
 
-``python -m pipeline.job --preset paper --corpus files:DIR --vectors FILE --max-steps 20`` runs every
+``python -m pipeline.job --preset paper --corpus files:DIR --vectors FILE --max-steps 4`` runs every
 notebook with the paper's settings (tokenizer, vector lookup among the most frequent words, Table 4
 model, batch 128) except the number of steps. DIR holds ``*.json.gz`` shards in allenai/c4's record
 format (text, timestamp, url), written from the embedded French articles; FILE is a ``.vec.gz`` laid
@@ -21,9 +21,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from pipeline.data import FORBID_EMBEDDED_ENV, embedded_articles
+from pipeline.data import EMBEDDED, FORBID_EMBEDDED_ENV, embedded_articles, load_labelled
 from pipeline.runinfo import REPO_ROOT
 
 pytestmark = pytest.mark.notebook
@@ -32,6 +33,10 @@ N_DOCS = None  # every French article: the paper preset asks for a 30,000-token 
 N_WORDS = 20_000  # the vector file's most frequent words (the paper looks among the top 300,000)
 N_SHARDS = 3
 DIM = 300  # Table 4: the hidden size equals the fastText dimension
+# Four steps at batch 128 prove the plumbing; each step costs seconds on a CPU (20 steps made 04 take
+# 250-650 s, the bulk of this module's set-up).
+MAX_STEPS = 4
+N_LABELLED = 400  # notebook 05 on all 9,951 embedded labelled articles took 330 s of encoding alone
 
 
 def write_c4_shards(folder: Path, texts: list[str]) -> None:
@@ -55,6 +60,14 @@ def write_cc_vectors(path: Path, texts: list[str], seed: int = 0) -> int:
     return len(words)
 
 
+def write_labelled_csv(path: Path, rows: int = N_LABELLED) -> None:
+    """A ``files:`` labelled set (text, label) of real French topic-labelled articles: the held-out split of the
+    embedded set, cut to ``rows`` so that notebook 05 encodes hundreds of texts, not ten thousand."""
+    held_out = load_labelled(EMBEDDED, "fr", "test")
+    frame = pd.DataFrame({"text": held_out.texts, "label": [held_out.label_names[i] for i in held_out.labels]})
+    frame.head(rows).to_csv(path, index=False)
+
+
 @pytest.fixture(scope="module")
 def paper_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("paper")
@@ -62,14 +75,18 @@ def paper_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     corpus, vectors = root / "c4-fr", root / "cc.fr.300.vec.gz"
     write_c4_shards(corpus, texts)
     write_cc_vectors(vectors, texts)
+    labelled = root / "topics-fr.csv"
+    write_labelled_csv(labelled)
     out, figures = root / "runs", root / "figures"
     env = {**os.environ, FORBID_EMBEDDED_ENV: "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
     command = [sys.executable, "-m", "pipeline.job", "--preset", "paper", "--lang", "fr", "--corpus",
-               f"files:{corpus}", "--vectors", str(vectors), "--max-steps", "20", "--out", str(out),
+               f"files:{corpus}", "--vectors", str(vectors), "--labelled", f"files:{labelled}",
+               "--max-steps", str(MAX_STEPS), "--out", str(out),
                "--figures", str(figures), "--device", "cpu"]
     done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1500)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return {"corpus": corpus, "vectors": vectors, "run_dir": out / "paper-fr-max20", "figures": figures}
+    return {"corpus": corpus, "vectors": vectors, "labelled": labelled, "run_dir": out / f"paper-fr-max{MAX_STEPS}",
+            "figures": figures}
 
 
 def test_every_step_ran_on_the_given_corpus_without_touching_the_embedded_one(paper_run: dict[str, Path]) -> None:
@@ -78,6 +95,8 @@ def test_every_step_ran_on_the_given_corpus_without_touching_the_embedded_one(pa
         stamp = json.loads((run_dir / step / ".step.json").read_text())
         assert stamp["params"]["corpus"] == f"files:{paper_run['corpus']}"
         assert stamp["params"]["preset"] == "paper"
+    probe = json.loads((run_dir / "probe" / ".step.json").read_text())
+    assert probe["params"]["labelled"] == f"files:{paper_run['labelled']}"
 
 
 def test_both_models_record_the_corpus_the_vectors_and_the_cap(paper_run: dict[str, Path]) -> None:
@@ -86,7 +105,7 @@ def test_both_models_record_the_corpus_the_vectors_and_the_cap(paper_run: dict[s
         run = json.loads((pretrain / name / "run.json").read_text())
         text = json.dumps(run)
         assert str(paper_run["corpus"]) in text, f"{name}/run.json does not name the corpus"
-        assert run["identity"]["max_steps"] == 20 and run["finished"]
+        assert run["identity"]["max_steps"] == MAX_STEPS and run["finished"]
         assert run["batch_size"] == 128 and run["seq_len"] == 128
     ft = json.dumps(json.loads((pretrain / "bert_ft" / "run.json").read_text()))
     assert str(paper_run["vectors"]) in ft, "bert_ft/run.json does not name the vector file"
@@ -94,8 +113,8 @@ def test_both_models_record_the_corpus_the_vectors_and_the_cap(paper_run: dict[s
 
 def test_the_figures_name_the_cap_and_the_inputs(paper_run: dict[str, Path]) -> None:
     [run] = json.loads((paper_run["figures"] / "provenance.json").read_text())["runs"]
-    assert run["preset"].startswith("paper") and "20" in run["preset"]
+    assert run["preset"].startswith("paper") and str(MAX_STEPS) in run["preset"]
     assert run["static"]["vectors_path"] == str(paper_run["vectors"])
     for model in run["models"].values():
-        assert model["corpus"] == f"files:{paper_run['corpus']}" and model["max_steps"] == 20
+        assert model["corpus"] == f"files:{paper_run['corpus']}" and model["max_steps"] == MAX_STEPS
     assert (paper_run["figures"] / "table3_accuracy.csv").exists()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from pipeline import architecture as arch
+import layout_budget as arch
 
 
 def test_the_student_package_stays_within_its_line_budget() -> None:

@@ -1,7 +1,7 @@
 """Measure the layout's budget: lines per package and module, long functions, imports and their circles.
 
-``python -m pipeline.architecture`` prints the table the closing notes and the README quote;
-``tests/test_architecture.py`` holds the limits. Imports are read with ``ast``, those inside
+``python tests/layout_budget.py`` prints the table the closing notes and the README quote;
+``tests/test_architecture.py`` holds the limits. It lives beside the tests, not in the machinery it measures. Imports are read with ``ast``, those inside
 functions included, so a lazy import counts as much as one at the top of a module.
 """
 
@@ -12,14 +12,16 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.layout import PROJECT_PACKAGES as PACKAGES
-from pipeline.layout import REPO_ROOT
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+from pipeline.layout import PROJECT_PACKAGES as PACKAGES  # noqa: E402
+from pipeline.layout import REPO_ROOT  # noqa: E402
 
 # Which package may import which: the student's package imports none of the others, the plots and the
 # exercises read the taught code only, and the machinery may use all of them but is imported by none.
 ALLOWED_IMPORTS = {"helpers": {"helpers"}, "plots": {"plots", "helpers"}, "exercises": {"exercises", "helpers"},
                    "pipeline": {"pipeline", "helpers", "plots", "exercises"}}
 HELPERS_LINE_BUDGET = 3_500
+PIPELINE_LINE_BUDGET = 6_000  # reported, not yet held by a test: pipeline/ is over it (issue 32)
 MODULE_LINE_LIMIT = 600
 FUNCTION_LINE_LIMIT = 60
 
@@ -132,7 +134,9 @@ def package_lines(modules: dict[str, Module]) -> dict[str, int]:
 
 
 def report(modules: dict[str, Module]) -> str:
-    lines = [f"{package}: {total:,} lines" for package, total in package_lines(modules).items()]
+    budgets = {"helpers": HELPERS_LINE_BUDGET, "pipeline": PIPELINE_LINE_BUDGET}
+    lines = [f"{package}: {total:,} lines" + (f" (budget {budgets[package]:,})" if package in budgets else "")
+             for package, total in package_lines(modules).items()]
     lines += [f"  {m.name:<32} {m.lines:>5}" for m in sorted(modules.values(), key=lambda m: m.name)]
     lines.append(f"import circles: {import_circles(modules) or 'none'}")
     lines.append(f"imports against the direction: {wrong_direction(modules) or 'none'}")

@@ -93,3 +93,32 @@ def plot_coverage(curves: Mapping[str, Sequence[float]], ax: Any = None) -> Any:
     ax.legend(fontsize=8)
     ax.set_title("Dynamic vs static masking")
     return ax.figure
+
+
+ACTION_COLOURS = {"": "#f2f2f2", "[MASK]": "#f4a259", "random": "#c44e52", "kept": "#4c72b0"}
+ACTION_NAMES = {"": "not selected (label -100)", "[MASK]": "selected: [MASK] (80 %)",
+                "random": "selected: a random token (10 %)", "kept": "selected: kept as it is (10 %)"}
+
+
+def plot_masked_sentence(rows: Sequence[Mapping[str, Any]], per_line: int = 10, title: str = "") -> Any:
+    """The sentence before (top of each pair) and after masking (below), one box per word piece, coloured by
+    what happened to it; the label a selected box must predict is its top token."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch, Rectangle
+
+    lines = (len(rows) + per_line - 1) // per_line
+    fig, ax = plt.subplots(figsize=(1.15 * per_line, 1.25 * lines + 0.9))
+    for index, row in enumerate(rows):
+        x, y = index % per_line, -(index // per_line) * 2.5
+        action = "random" if str(row["action"]).startswith("random") else row["action"]
+        for dy, text in ((0.0, row["token"]), (-1.1, row["model_sees"])):
+            ax.add_patch(Rectangle((x * 1.1, y + dy), 1.0, 0.9, facecolor=ACTION_COLOURS[action], edgecolor="grey"))
+            ax.text(x * 1.1 + 0.5, y + dy + 0.45, text, ha="center", va="center", fontsize=7,
+                    color="white" if action in ("random", "kept") else "black")
+    ax.set_xlim(-0.1, per_line * 1.1)
+    ax.set_ylim(-(lines - 1) * 2.5 - 1.3, 1.0)
+    ax.axis("off")
+    ax.legend(handles=[Patch(facecolor=c, edgecolor="grey", label=ACTION_NAMES[a]) for a, c in ACTION_COLOURS.items()],
+              loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, fontsize=8, frameon=False)
+    ax.set_title(title or "each pair of rows: the text (top), what the model sees (below)", fontsize=9)
+    return fig

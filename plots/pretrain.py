@@ -69,3 +69,57 @@ def plot_attention(weights: Mapping[str, Any], tokens: Sequence[str], title: str
     if out_path is not None:
         fig.savefig(out_path, dpi=120)
     return fig
+
+
+def plot_embedding_sum(parts: Mapping[str, Any], tokens: Sequence[str], dims: int = 40) -> Any:
+    """Equation 2 as a picture: the token, position and segment rows of each token (rows) over the first ``dims``
+    dimensions (columns), their sum, and the sum after LayerNorm (what the first encoder layer receives)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(parts), figsize=(2.6 * len(parts), 0.32 * len(tokens) + 1.6), sharey=True)
+    signs = ["+"] * (len(parts) - 3) + ["=", "LayerNorm", ""]
+    for index, (ax, (name, matrix)) in enumerate(zip(axes, parts.items())):
+        shown = matrix[:, :dims]
+        limit = float(abs(shown).max()) or 1.0
+        ax.imshow(shown, cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto")
+        ax.set_title(f"{name}\n(|values| up to {limit:.2f})", fontsize=8)
+        ax.set_xlabel(f"first {dims} dimensions", fontsize=7)
+        ax.set_xticks([])
+        if signs[index]:
+            ax.annotate(signs[index], xy=(1.06, 0.5), xycoords="axes fraction", ha="left", va="center",
+                        fontsize=11 if len(signs[index]) == 1 else 7, weight="bold")
+    axes[0].set_yticks(range(len(tokens)), tokens, fontsize=7)
+    fig.tight_layout(w_pad=2.2)
+    return fig
+
+
+def plot_projected_rows(labels: Any, lengths: Sequence[int], hidden: int, vocab: int, ignore_index: int) -> Any:
+    """Left: which positions of a batch reach the output layer (the masked ones), beside padding and the rest.
+    Right: the output layer's multiply-adds when every position is projected and when only the masked are."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.colors import ListedColormap
+
+    labels = np.asarray(labels)
+    kinds = np.zeros(labels.shape, dtype=int)  # 0 padding, 1 real but not scored, 2 masked: projected
+    for row, length in enumerate(lengths):
+        kinds[row, :length] = 1
+    kinds[labels != ignore_index] = 2
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 2.9), gridspec_kw={"width_ratios": [3, 1]})
+    left.imshow(kinds, cmap=ListedColormap(["#d9d9d9", "#f2f2f2", "#f4a259"]), vmin=0, vmax=2, aspect="auto",
+                interpolation="nearest")
+    left.set_xlabel("position")
+    left.set_ylabel("sequence")
+    projected = int((kinds == 2).sum())
+    left.set_title(f"orange: the {projected} masked positions projected onto the vocabulary; light: real tokens "
+                   "(encoded, not scored); grey: padding", fontsize=8)
+    costs = {"every position\n(BertForMaskedLM)": labels.size * hidden * vocab,
+             "masked rows only\n(masked_logits)": projected * hidden * vocab}
+    right.bar(range(2), [c / 1e9 for c in costs.values()], color=["#8c8c8c", "#f4a259"])
+    right.set_xticks(range(2), list(costs), fontsize=7)
+    right.set_ylabel(f"output layer, GMACs\n({hidden} x {vocab:,} per row)", fontsize=8)
+    for x, cost in enumerate(costs.values()):
+        right.annotate(f"{cost / 1e9:.2f}", (x, cost / 1e9), textcoords="offset points", xytext=(0, 3), ha="center",
+                       fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -158,3 +158,12 @@ def test_exercise_1_shows_the_measured_shares_only_after_an_answer():
     prints = [i for i, line in enumerate(lines) if "print(" in line]
     assert prints and all(i > guard and lines[i].startswith("    ") for i in prints)
     assert "explanation=" in check  # a prediction exercise with a written reference answer
+
+
+@pytest.mark.notebook
+def test_the_masked_sentence_is_drawn_right_after_its_table(masking_dir):
+    executed = json.loads((masking_dir.parent / NOTEBOOK.name).read_text(encoding="utf-8"))
+    sources = ["".join(cell["source"]) for cell in executed["cells"]]
+    drawn = next(i for i, s in enumerate(sources) if s.startswith("fig = plot_masked_sentence("))
+    assert "masked_table(" in sources[drawn - 2]  # the table's cell, then the picture's explanation, then it
+    assert any("image/png" in o.get("data", {}) for o in executed["cells"][drawn].get("outputs", []))

@@ -248,3 +248,30 @@ def test_the_floors_drawn_on_the_loss_curve_are_the_unigram_and_copy_aware_losse
     copy_loss, _ = copy_aware_scores(scored["label"], scored["visible"], tokenizer.mask_token_id, log_probs)
     assert (f"unigram (no context): {-log_probs[scored['label']].mean():.3f}, copy-aware (no context): "
             f"{copy_loss.mean():.3f} nats over all scored positions") in _printed(pretrain_dir)
+
+
+def _images_after(pretrain_dir, source_start: str) -> int:
+    """PNG outputs of the executed cell whose source starts with ``source_start``."""
+    executed = json.loads((pretrain_dir.parent / "04_pretraining.ipynb").read_text())
+    [cell] = [c for c in executed["cells"] if "".join(c["source"]).startswith(source_start)]
+    return sum("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
+
+
+def test_the_explaining_pictures_are_drawn_and_the_embedding_sum_equals_the_models_own_layer(pretrain_dir):
+    """Equation 2 (token + position + segment, then LayerNorm) is checked against bert.embeddings before drawing;
+    the output layer's masked rows are drawn from the same eight evaluation sequences as the loss check."""
+    assert "sum then LayerNorm equals bert_ft.bert.embeddings(input_ids): checked" in _printed(pretrain_dir)
+    assert _images_after(pretrain_dir, "first_text = setup.load_corpus") == 1
+    assert _images_after(pretrain_dir, "fig = pretrain_plots.plot_projected_rows") == 1
+
+
+def test_the_gpu_machinery_sits_in_an_appendix_after_the_lesson():
+    from pipeline.notebook_sync import notebook_cells
+    from pipeline.steps import STEP_BY_NAME
+
+    cells = notebook_cells(STEP_BY_NAME["04_pretraining"].notebook)
+    markdown = ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
+    appendix = next(i for i, text in enumerate(markdown) if text.startswith("## Appendix · The same loop on a GPU"))
+    lesson = "\n".join(markdown[:appendix])
+    for jargon in ("max_masked", "RunFiles", "ctx.world", "host sync", "bfloat16"):
+        assert jargon not in lesson and jargon in markdown[appendix], jargon

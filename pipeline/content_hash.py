@@ -50,9 +50,11 @@ def _file_digest(path: Path, cache: dict[str, Any]) -> str:
 
 
 def folder_digests(path: Path, cache: dict[str, Any]) -> dict[str, str]:
-    """{relative name: SHA-256} of every file under the folder ``path``, in name order."""
-    return {file.relative_to(path).as_posix(): _file_digest(file, cache)
-            for file in sorted(p for p in Path(path).rglob("*") if p.is_file())}
+    """{relative name: SHA-256} of every file the corpus reader reads under the folder ``path`` (symlinked folders
+    followed, each real folder once, hidden files left out: pipeline.files.walk_folder), in name order."""
+    from pipeline.files import walk_folder  # the reader's own walk, so the digest covers exactly what is read
+
+    return {file.relative_to(path).as_posix(): _file_digest(file, cache) for file in walk_folder(Path(path))[0]}
 
 
 def content_digest(path: Path, cache: dict[str, Any]) -> str:

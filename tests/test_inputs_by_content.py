@@ -189,3 +189,17 @@ def test_the_help_says_when_the_digest_cache_is_trusted_and_deleting_it_reads_th
     assert content_hash.input_digests(params)["vectors"]["sha256"] == first  # trusted, as the help says
     (run_dir / INPUT_HASHES_NAME).unlink()
     assert content_hash.input_digests(params)["vectors"]["sha256"] != first
+
+
+def test_a_change_inside_a_symlinked_subfolder_of_a_corpus_changes_its_digest(tmp_path) -> None:
+    """The reader follows symlinked folders (tests/test_input_cases.py), so the digest must look inside them too."""
+    corpus, elsewhere = tmp_path / "corpus", tmp_path / "elsewhere"
+    corpus.mkdir()
+    elsewhere.mkdir()
+    (corpus / "a.txt").write_text("The first document.\n")
+    (elsewhere / "b.txt").write_text("A document reached through a link.\n")
+    (corpus / "linked").symlink_to(elsewhere, target_is_directory=True)
+    before = content_hash.content_digest(corpus, {})
+    (elsewhere / "b.txt").write_text("Another document reached through the link.\n")
+    assert content_hash.content_digest(corpus, {}) != before
+    assert "linked/b.txt" in content_hash.folder_digests(corpus, {})

@@ -83,14 +83,20 @@ def corpus_kind(corpus: str | None) -> str | None:
     return corpus.split(":", 1)[0] if isinstance(corpus, str) and corpus.startswith("files:") else corpus
 
 
+def comparable(identity: Any) -> Any:
+    """An identity as runs are compared: a files corpus by its kind, whether older code wrote its path or not."""
+    if not isinstance(identity, Mapping) or "corpus" not in identity:
+        return identity
+    return {**identity, "corpus": corpus_kind(identity["corpus"])}
+
+
 def where_free(key: Mapping[str, Any]) -> dict[str, Any]:
     """A run key without where its inputs lie (the init's folder, a files corpus' path), so a run folder moved
     whole still resumes; content digests (init.embeddings_sha256, identity.data_fingerprint) say what they are."""
     free = json.loads(json.dumps(key, default=str))
     if isinstance(free.get("init"), dict):
         free["init"].pop("source", None)
-    if isinstance(free.get("identity"), dict):
-        free["identity"]["corpus"] = corpus_kind(free["identity"].get("corpus"))
+    free["identity"] = comparable(free.get("identity"))
     return free
 
 
@@ -126,7 +132,7 @@ def check_same_experiment(tiny: Mapping[str, Any] | None, ft: Mapping[str, Any] 
     """Refuse to compare BERT_TINY and BERT_FT runs whose identities differ (the init may differ)."""
     if tiny is None or ft is None:
         return
-    changed = differences(tiny, ft)
+    changed = differences(comparable(tiny), comparable(ft))
     if changed:
         raise ValueError(f"BERT_TINY and BERT_FT {where}belong to different experiments ({'; '.join(changed)}); "
                          "train both with the same data, tokenizer, seed, preset and settings before comparing")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from pipeline.baseline_files import compute_baseline, compute_token_facts, save_baseline, save_token_facts
+from pipeline.checkpoints import comparable
 from pipeline.fingerprints import copy_fingerprint
 from pipeline.layout import CONTROL_MODEL, FIGURES_DIR, MODEL_NAMES, STEP_FOLDERS, PretrainFiles, RunLayout
 from pipeline.staging import move_into, staged
@@ -80,7 +81,7 @@ class RecordConflict(ValueError):
 
 def _model_identities(run: RunLayout) -> dict[str, object]:
     """What each model of a run is (run.json's identity: preset, language, seed, data and config fingerprints)."""
-    return {name: json.loads(run.model(name).run_json.read_text(encoding="utf-8")).get("identity")
+    return {name: comparable(json.loads(run.model(name).run_json.read_text(encoding="utf-8")).get("identity"))
             for name in MODEL_NAMES}
 
 
@@ -158,7 +159,8 @@ def save_control(trained: str | Path, record_dir: str | Path) -> Path:
     problems = [why for why, bad in (
         ("it did not finish", not info.get("finished")),
         (f"it was trained from uncommitted code ({commit})", commit.endswith("+dirty") or commit == "None"),
-        ("it belongs to another experiment (its identity differs from the pair's)", info["identity"] != ft["identity"]),
+        ("it belongs to another experiment (its identity differs from the pair's)",
+         comparable(info["identity"]) != comparable(ft["identity"])),
         ("it started from other vectors than the record's BERT_FT",
          (info["init"].get("permutation") or {}).get("unpermuted_embeddings_sha256")
          != ft["init"]["embeddings_sha256"])) if bad]

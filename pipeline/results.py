@@ -22,7 +22,7 @@ import pandas as pd
 from helpers import paper_values as paper
 from helpers.baselines import Baseline
 from pipeline.baseline_files import load_baseline
-from pipeline.checkpoints import differences
+from pipeline.checkpoints import comparable, corpus_kind, differences
 from pipeline.layout import CONTROL_MODEL, REPO_ROOT, ModelFiles, RunLayout, split_run_folder_name
 from pipeline.training import METRIC_COLUMNS, read_metrics
 
@@ -337,7 +337,7 @@ def pair_mismatch(tiny_info: dict[str, Any], ft_info: dict[str, Any]) -> str | N
     """What differs between BERT_TINY's and BERT_FT's run.json beyond the initialisation; None for a fair pair."""
     both_new = isinstance(tiny_info.get("identity"), dict) and isinstance(ft_info.get("identity"), dict)
     fields = IDENTITY_FIELDS if both_new else FALLBACK_IDENTITY_FIELDS
-    found = differences(identity_of(tiny_info, fields), identity_of(ft_info, fields))
+    found = differences(comparable(identity_of(tiny_info, fields)), comparable(identity_of(ft_info, fields)))
     if init_kind(tiny_info) not in (None, "random"):
         found.append(f"BERT_TINY was initialised from {init_kind(tiny_info)!r}, not at random")
     if init_kind(ft_info) == "random":
@@ -357,7 +357,7 @@ def pair_problem(run: Run) -> str | None:
 
 # How BERT_FT's rows were made, less the seed (fastText's seed gives each seed its own vectors, as it should).
 INIT_RECIPE = ("source", "vectors_sha256", "url", "dim", "normalisation", "fallback", "random_std", "pieces", "case",
-               "scale", "scale_factor", "top_n")
+               "scale", "top_n")  # not scale_factor: measured from each seed's rows, so it differs by seed
 
 
 def init_recipe(run: Run) -> str:
@@ -375,7 +375,7 @@ def setting_key(run: Run) -> tuple[Any, ...]:
     info = run.model("bert_tiny").info or {}
     identity = info.get("identity") if isinstance(info.get("identity"), dict) else {}
     config = identity.get("train_config_hash") or json.dumps(info.get("train_config"), sort_keys=True, default=str)
-    return (run.lang, run.preset, run.steps, identity.get("corpus"), identity.get("data_fingerprint"),
+    return (run.lang, run.preset, run.steps, corpus_kind(identity.get("corpus")), identity.get("data_fingerprint"),
             identity.get("tokenizer_fingerprint"), run.max_steps, config, init_recipe(run))
 
 

@@ -66,11 +66,24 @@ def _describe(identity: Mapping[str, Any]) -> str:
     return ", ".join(f"{key}={identity[key]}" for key in sorted(identity))
 
 
+def _where_free(identity: Mapping[str, Any]) -> dict[str, Any]:
+    """What a folder's run is, not where its inputs lie: a files corpus by its kind, a vectors file by being one.
+    Their content is the step fingerprints' business (pipeline.fingerprints): a changed input reruns its steps."""
+    free = dict(identity)
+    if isinstance(free.get("corpus"), str) and free["corpus"].startswith("files:"):
+        free["corpus"] = "files"
+    if free.get("vectors") not in (None, "None"):
+        free["vectors"] = "a file"
+    return free
+
+
 def identity_conflict(layout: RunLayout, identity: Mapping[str, Any]) -> str | None:
     """Why a run of ``identity`` may not use this folder (None: it may). Only the keys both sides name are compared
-    (a notebook run by hand knows preset, language, seed and corpus; the main job also the step cap and vectors)."""
+    (a notebook run by hand knows preset, language, seed and corpus; the main job also the step cap and vectors),
+    and paths never: a corpus or vectors file at a new path is compared by content, step by step."""
     wanted, found = _strings(identity), recorded_identity(layout) or {}
-    differing = sorted(key for key in wanted.keys() & found.keys() if wanted[key] != found[key])
+    free_wanted, free_found = _where_free(wanted), _where_free(found)
+    differing = sorted(key for key in wanted.keys() & found.keys() if free_wanted[key] != free_found[key])
     if not differing:
         return None
     return (f"{layout.root} holds another run ({_describe(found)}); this one asks for "

@@ -36,8 +36,10 @@ from pipeline.results import SeedGroup, comparison_groups, load_runs
 from pipeline.speed import steps_saved_table
 
 TABLE_NAME = "series_training_length"
-NOTE = ("One pair of models per length, {seeds}, each with its own warm-up and decay; 1,200 steps is the base run. "
-        "Intervals (columns low, high): 95 %, bootstrap over the evaluation positions ({seeds}, 10,000 draws){spread}. [MASK] TINY - unigram: BERT_TINY's loss at the [MASK] positions minus the "
+NOTE = ("One pair of models per length and seed ({seeds}), each with its own warm-up and decay; 1,200 steps is "
+        "the base run. "
+        "Intervals (columns low, high): 95 %, bootstrap over the evaluation positions ({seeds}; 10,000 draws)"
+        "{spread}. [MASK] TINY - unigram: BERT_TINY's loss at the [MASK] positions minus the "
         "unigram's there (testable below -0.5). No trend is fitted; nothing here extrapolates beyond the longest run.")
 
 STEPS_NOTE = ("Per length, the first evaluation step at which each model's evaluation loss (all scored positions) is "
@@ -147,7 +149,8 @@ def write_series(run_dirs: Sequence[Path], figures_dir: Path) -> list[Path]:
     saved.to_csv(figures_dir / f"{TABLE_NAME}_steps_saved.csv", index=False)
     (figures_dir / f"{TABLE_NAME}_steps_saved.md").write_text(to_markdown(saved.round(1)) + f"\n{STEPS_NOTE}\n")
     paths += [figures_dir / f"{TABLE_NAME}_steps_saved.csv", figures_dir / f"{TABLE_NAME}_steps_saved.md"]
-    return paths + save_figure(series_figure(table, f"{what}, {seeds}"), figures_dir, TABLE_NAME, "training-length series (ours)")
+    figure = series_figure(table, f"{what}, {seeds}")
+    return paths + save_figure(figure, figures_dir, TABLE_NAME, "training-length series (ours)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

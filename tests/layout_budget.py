@@ -1,7 +1,8 @@
 """Measure the layout's budget: lines per package and module, long functions, imports and their circles.
 
 ``python tests/layout_budget.py`` prints the table the closing notes and the README quote;
-``tests/test_architecture.py`` holds the limits. It lives beside the tests, not in the machinery it measures. Imports are read with ``ast``, those inside
+``tests/test_architecture.py`` holds the limits. It lives beside the tests, not in the machinery it measures.
+Imports are read with ``ast``, those inside
 functions included, so a lazy import counts as much as one at the top of a module.
 """
 

@@ -226,7 +226,8 @@ def test_a_run_folder_moved_whole_resumes_bit_for_bit(tokenizer, data_dir, tmp_p
     assert untimed[straight] == untimed[after]
     from transformers import BertForMaskedLM
 
-    weights = {run: BertForMaskedLM.from_pretrained(run / "bert_ft" / "model").state_dict() for run in (straight, after)}
+    weights = {run: BertForMaskedLM.from_pretrained(run / "bert_ft" / "model").state_dict()
+               for run in (straight, after)}
     assert all(torch.equal(weights[straight][k], weights[after][k]) for k in weights[straight])
 
 
@@ -300,3 +301,15 @@ def test_final_evaluation_saves_per_position_results(tokenizer, data_dir, tmp_pa
 def test_stopping_early_writes_no_per_position_results(tokenizer, data_dir, tmp_path):
     _train(tokenizer, data_dir, tmp_path, stop_at=2)
     assert not ModelFiles(tmp_path / "bert_tiny").positions.exists()
+
+
+def test_a_run_json_written_with_a_corpus_path_pairs_with_one_written_with_its_kind():
+    """Older code wrote identity.corpus as 'files:/path'; every comparison reads both as the kind 'files'."""
+    from pipeline import results
+
+    older = {"identity": {"corpus": "files:/data/c4", "seed": 0}, "init": {"kind": "random"}}
+    newer = {"identity": {"corpus": "files", "seed": 0}, "init": {"kind": "static"}}
+    assert results.pair_mismatch(older, newer) is None
+    ck.check_same_experiment(older["identity"], newer["identity"])
+    with pytest.raises(ValueError, match="seed: 0 -> 1"):
+        ck.check_same_experiment(older["identity"], {**newer["identity"], "seed": 1})

@@ -172,7 +172,8 @@ def test_an_unwritable_run_folder_keeps_no_cache_but_the_digests_still_come(inpu
 
 
 def test_the_help_says_when_the_digest_cache_is_trusted_and_deleting_it_reads_the_inputs_again(inputs) -> None:
-    """Same size and modification time: the cached digest is trusted (what --help says); deleting the cache re-hashes."""
+    """Same size and modification time: the cached digest is trusted (as --help says); deleting the cache
+    re-hashes."""
     import os
 
     from pipeline.job_options import build_parser
@@ -203,3 +204,17 @@ def test_a_change_inside_a_symlinked_subfolder_of_a_corpus_changes_its_digest(tm
     (elsewhere / "b.txt").write_text("Another document reached through the link.\n")
     assert content_hash.content_digest(corpus, {}) != before
     assert "linked/b.txt" in content_hash.folder_digests(corpus, {})
+
+
+def test_a_run_folder_accepts_its_corpus_and_vectors_at_new_paths_but_not_another_seed(tmp_path) -> None:
+    """identity.json says what a folder's run is, never where its inputs lie (their content is each step's check)."""
+    from pipeline.layout import RunLayout
+    from pipeline.run_identity import claim_identity, identity_conflict
+
+    folder = RunLayout(tmp_path / "smoke-en")
+    run = {"preset": "smoke", "lang": "en", "seed": 0, "max_steps": None}
+    claim_identity(folder, {**run, "corpus": "files:/old/corpus", "vectors": "/old/cc.en.300.vec"})
+    assert identity_conflict(folder, {**run, "corpus": "files:/new/corpus", "vectors": "/new/copy.vec"}) is None
+    refused = identity_conflict(folder, {**run, "seed": 1, "corpus": "files:/new/corpus", "vectors": None})
+    assert refused and "seed=1" in refused and "vectors=None" in refused
+    assert "corpus" not in refused.split("asks for")[1]

@@ -261,7 +261,7 @@ def test_the_explaining_pictures_are_drawn_and_the_embedding_sum_equals_the_mode
     """Equation 2 (token + position + segment, then LayerNorm) is checked against bert.embeddings before drawing;
     the output layer's masked rows are drawn from the same eight evaluation sequences as the loss check."""
     assert "sum then LayerNorm equals bert_ft.bert.embeddings(input_ids): checked" in _printed(pretrain_dir)
-    assert _images_after(pretrain_dir, "first_text = setup.load_corpus") == 1
+    assert _images_after(pretrain_dir, "example = tokenizer(eval_corpus.texts[0]") == 1
     assert _images_after(pretrain_dir, "fig = pretrain_plots.plot_projected_rows") == 1
 
 

@@ -61,7 +61,8 @@ def test_a_recorded_pair_gives_one_row_per_length_with_intervals(longer_pair: Pa
     run = load_runs([smoke_run_dir]).runs[0]  # the title and note name the runs' language, preset and seed
     assert series.series_title([smoke_run_dir, record]) == (f"{lang_name(run.lang)}, {run.preset} preset",
                                                            f"seed {run.seed}")
-    assert f"seed {run.seed}, each with its own" in (tmp_path / "figures" / f"{series.TABLE_NAME}.md").read_text()
+    note = (tmp_path / "figures" / f"{series.TABLE_NAME}.md").read_text()
+    assert f"per length and seed (seed {run.seed}), each with its own" in note
 
 
 def test_a_pair_trained_on_other_data_is_refused(longer_pair: Path, smoke_run_dir: Path, tmp_path: Path) -> None:

@@ -225,3 +225,15 @@ def test_the_readmes_speed_sentence_quotes_the_series_steps_saved() -> None:
     assert (f"reaches an evaluation loss of {', '.join(same[:2])} and {same[2]} (all scored positions) 1,100 steps "
             f"before BERT_TINY and 4.5 {row['steps_saved']:,.0f} steps before (step {row['model_step']:,.0f} against "
             f"{row['tiny_step']:,.0f})") in readme
+
+
+@pytest.mark.skipif(not CONTROL_CSV.is_file() or pd.read_csv(CONTROL_CSV).empty, reason="no control recorded")
+def test_the_readmes_zero_row_sentence_takes_its_ranges_and_verdicts_from_the_control_table() -> None:
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    table = pd.read_csv(CONTROL_CSV)
+    knowledge, scale, _ = table["comparison"].drop_duplicates()
+    zero = table[table["group"] == "zero (no fastText vector)"].set_index("comparison")
+    gains = {c: -zero.loc[c, "loss"] for c in (scale, knowledge)}
+    assert (f"there the permuted rows gain {gains[scale].min():.2f} to {gains[scale].max():.2f} nat and knowledge "
+            f"{gains[knowledge].min():.2f} to {gains[knowledge].max():.2f}, both shown in every language") in readme
+    assert set(zero["loss verdict"]) == {"shown"}

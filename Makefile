@@ -24,9 +24,6 @@ $(STAMP): pyproject.toml
 	-git rev-parse --git-dir >/dev/null 2>&1 && \
 	  git config filter.nbstripout.clean "$(abspath $(VENV))/bin/nbstripout $(STRIP_ARGS)" && \
 	  git config filter.nbstripout.smudge cat && git config filter.nbstripout.required true
-	@# Refresh the index's file stamps once the filter exists: in a fresh clone the notebooks are "racily clean"
-	@# and every `git diff` (pipeline.runinfo, at each run.json) would run nbstripout on all of them (12 s a call).
-	-git update-index -q --refresh >/dev/null 2>&1
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
@@ -95,7 +92,6 @@ reference-figures: $(STAMP)
 
 # --durations: every run names its slowest tests, so the suite's 15-minute budget is watched where it is spent.
 test: $(STAMP) lint
-	-git update-index -q --refresh >/dev/null 2>&1
 	$(PY) -m pytest --durations=15
 
 lint: $(STAMP)

@@ -7,7 +7,7 @@ checkpoint of another identity or init, and comparisons refuse to pair runs of d
 identities, each saying what changed. A checkpoint holds everything a resumed run needs to go on
 bit for bit (weights, optimiser, schedule, random generators, metrics so far).
 
-Only the standard library, numpy, torch and pipeline.layout: this runs on the GPU machines too.
+Only the standard library, numpy, torch, pipeline.layout and pipeline.content_hash: this runs on the GPU machines too.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 import torch
 
+from pipeline.content_hash import input_kind
 from pipeline.layout import StaticFiles
 
 RESUME_HINT = ("to start this model again, delete the file (the job and the notebooks resume from it; "
@@ -78,16 +79,11 @@ def init_record(init: Any) -> dict[str, Any]:
             "source": source, "manifest": manifest}
 
 
-def corpus_kind(corpus: str | None) -> str | None:
-    """'files:/data/c4' -> 'files': a path says where a corpus is, data_fingerprint says what it is."""
-    return corpus.split(":", 1)[0] if isinstance(corpus, str) and corpus.startswith("files:") else corpus
-
-
 def comparable(identity: Any) -> Any:
     """An identity as runs are compared: a files corpus by its kind, whether older code wrote its path or not."""
     if not isinstance(identity, Mapping) or "corpus" not in identity:
         return identity
-    return {**identity, "corpus": corpus_kind(identity["corpus"])}
+    return {**identity, "corpus": input_kind(identity["corpus"])}
 
 
 def where_free(key: Mapping[str, Any]) -> dict[str, Any]:
@@ -104,7 +100,7 @@ def run_identity(lang: str | None, seed: int, cfg: Any, corpus: str | None, data
                  tokenizer_fingerprint: str | None) -> dict[str, Any]:
     """What BERT_TINY and BERT_FT of one experiment share; anything else makes them incomparable."""
     config = asdict(cfg) if is_dataclass(cfg) else dict(cfg)
-    return {"lang": lang, "seed": seed, "preset": config.get("name"), "corpus": corpus_kind(corpus),
+    return {"lang": lang, "seed": seed, "preset": config.get("name"), "corpus": input_kind(corpus),
             "max_steps": config.get("max_steps"), "data_fingerprint": data_fingerprint,
             "tokenizer_fingerprint": tokenizer_fingerprint, "train_config_hash": sha256_json(config)}
 

@@ -20,6 +20,16 @@ from pipeline.layout import INPUT_HASHES_NAME
 
 CACHE_NAME = INPUT_HASHES_NAME  # inside the run folder: a run writes nowhere else
 BLOCK = 1 << 20
+PATH_KINDS = ("files:", "sib200:")  # an input named by where it lies: 'files:/data/c4', 'sib200:/copies/sib200'
+
+
+def input_kind(value: Any) -> Any:
+    """'files:/data/c4' -> 'files': what an input is, without where it lies (its digest says what it holds).
+
+    The one place a path is taken out of a run's description: the step fingerprints, identity.json and the
+    checkpoint key all call it, so a run folder or an input moved whole stays the same run. Other values pass.
+    """
+    return value.split(":", 1)[0] if isinstance(value, str) and value.startswith(PATH_KINDS) else value
 
 
 def input_files(params: Mapping[str, Any]) -> dict[str, Path]:
@@ -28,7 +38,7 @@ def input_files(params: Mapping[str, Any]) -> dict[str, Path]:
     found: dict[str, Path] = {}
     for name in ("corpus", "labelled"):
         value = params.get(name)
-        if isinstance(value, str) and value.startswith(("files:", "sib200:")):
+        if isinstance(value, str) and value.startswith(PATH_KINDS):
             found[name] = Path(value.split(":", 1)[1])
     if params.get("vectors"):
         found["vectors"] = Path(params["vectors"])

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from pipeline.content_hash import changed_inputs as compare_inputs
-from pipeline.content_hash import content_digest, identity_of, input_digests, input_files
+from pipeline.content_hash import content_digest, identity_of, input_digests, input_files, input_kind
 from pipeline.layout import PROJECT_PACKAGES, REPO_ROOT, stamp_of, started_of
 from pipeline.notebook_sync import cell_source, notebook_cells
 from pipeline.steps import Step
@@ -93,7 +93,7 @@ def portable(params: dict[str, Any]) -> dict[str, Any]:
     fingerprint (an input's content enters through its digest)."""
     kept = {k: v for k, v in params.items() if k not in FOLDER_PARAMETERS}
     for name in input_files(params):
-        kept[name] = str(params[name]).split(":", 1)[0] if name != "vectors" else "file"
+        kept[name] = input_kind(params[name]) if name != "vectors" else "file"
     if "run_dirs" in params:
         kept["run_dirs"] = [Path(d).name for d in params["run_dirs"]]
     return kept

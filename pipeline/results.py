@@ -22,7 +22,8 @@ import pandas as pd
 from helpers import paper_values as paper
 from helpers.baselines import Baseline
 from pipeline.baseline_files import load_baseline
-from pipeline.checkpoints import comparable, corpus_kind, differences
+from pipeline.checkpoints import comparable, differences
+from pipeline.content_hash import input_kind
 from pipeline.layout import CONTROL_MODEL, REPO_ROOT, ModelFiles, RunLayout, split_run_folder_name
 from pipeline.training import METRIC_COLUMNS, read_metrics
 
@@ -375,7 +376,7 @@ def setting_key(run: Run) -> tuple[Any, ...]:
     info = run.model("bert_tiny").info or {}
     identity = info.get("identity") if isinstance(info.get("identity"), dict) else {}
     config = identity.get("train_config_hash") or json.dumps(info.get("train_config"), sort_keys=True, default=str)
-    return (run.lang, run.preset, run.steps, corpus_kind(identity.get("corpus")), identity.get("data_fingerprint"),
+    return (run.lang, run.preset, run.steps, input_kind(identity.get("corpus")), identity.get("data_fingerprint"),
             identity.get("tokenizer_fingerprint"), run.max_steps, config, init_recipe(run))
 
 

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from pipeline.content_hash import input_kind
 from pipeline.layout import STEP_FOLDERS, RunLayout, stamp_of
 
 IDENTITY_KEYS = ("preset", "lang", "seed", "corpus")  # what every step's parameters hold
@@ -69,9 +70,7 @@ def _describe(identity: Mapping[str, Any]) -> str:
 def _where_free(identity: Mapping[str, Any]) -> dict[str, Any]:
     """What a folder's run is, not where its inputs lie: a files corpus by its kind, a vectors file by being one.
     Their content is the step fingerprints' business (pipeline.fingerprints): a changed input reruns its steps."""
-    free = dict(identity)
-    if isinstance(free.get("corpus"), str) and free["corpus"].startswith("files:"):
-        free["corpus"] = "files"
+    free = {**identity, "corpus": input_kind(identity.get("corpus"))}
     if free.get("vectors") not in (None, "None"):
         free["vectors"] = "a file"
     return free

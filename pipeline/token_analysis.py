@@ -50,13 +50,17 @@ def groupings(run: RunPositions) -> dict[str, Callable[[], tuple[np.ndarray, lis
 
 
 def token_splits(runs: list[RunPositions]) -> list[tuple[str, str, list[np.ndarray]]]:
-    """(grouping, group, each run's [MASK] positions of that group) for every group that holds some."""
+    """(grouping, group, each run's [MASK] positions of that group) for every group that holds some in every run.
+
+    A group one seed lacks (each seed counts its own training text) is left out whole: a mean over the other
+    seeds beside an interval over all of them would describe two different sets.
+    """
     splits = []
     for grouping in groupings(runs[0]):
         found = [groupings(r)[grouping]() for r in runs]
         for index, name in enumerate(found[0][1]):
             chosen = [r.select("mask") & (ids == index) for r, (ids, _) in zip(runs, found)]
-            if chosen[0].any():
+            if all(c.any() for c in chosen):
                 splits.append((grouping, name, chosen))
     return splits
 

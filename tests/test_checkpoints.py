@@ -232,7 +232,7 @@ def test_a_run_folder_moved_whole_resumes_bit_for_bit(tokenizer, data_dir, tmp_p
 
 
 def test_a_files_corpus_is_named_by_kind_in_the_identity_and_its_path_stays_in_the_record():
-    assert ck.corpus_kind("files:/data/c4") == "files" and ck.corpus_kind("embedded") == "embedded"
+    assert ck.input_kind("files:/data/c4") == "files" and ck.input_kind("embedded") == "embedded"
     key = {"identity": {"corpus": "files:/old/c4", "seed": 0}, "init": {"source": "/old/static", "kind": "static"}}
     moved = {"identity": {"corpus": "files:/new/c4", "seed": 0}, "init": {"source": "/new/static", "kind": "static"}}
     assert ck.where_free(key) == ck.where_free(moved) and key["init"]["source"] == "/old/static"

@@ -101,3 +101,34 @@ def test_a_run_names_the_cpu_model_and_the_kernels_torch_chose(tmp_path) -> None
     cpuinfo.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Test 1234\n")
     assert runinfo.cpu_model(cpuinfo) == "Intel(R) Xeon(R) Test 1234"
     assert runinfo.cpu_model(tmp_path / "missing") in (runinfo.platform.processor(), runinfo.platform.machine())
+
+
+
+def test_naming_the_code_refreshes_a_fresh_clones_stamps_so_later_diffs_run_no_filter(monkeypatch, tmp_path) -> None:
+    """A fresh clone's notebooks are racily clean: `git diff` alone ran the clean filter on each at every call
+    (nbstripout: 12-14 s a call, at each run.json); one index refresh makes later calls read the stamps only."""
+    import time
+
+    def git(cwd, *args: str) -> str:
+        return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+    source, clone, calls = tmp_path / "source", tmp_path / "clone", tmp_path / "filter-calls"
+    (source / "notebooks").mkdir(parents=True)
+    git(source, "init", "-q")
+    git(source, "config", "user.email", "t@example.org")
+    git(source, "config", "user.name", "t")
+    (source / ".gitattributes").write_text("notebooks/*.ipynb filter=counted\n")
+    for n in range(3):
+        (source / "notebooks" / f"0{n}.ipynb").write_text(f'{{"cells": {n}}}\n')
+    git(source, "add", ".")
+    git(source, "commit", "-qm", "one")
+    git(tmp_path, "clone", "-q", str(source), str(clone))  # checkout and index in the same second: racily clean
+    git(clone, "config", "filter.counted.clean", f"sh -c 'echo call >> {calls}; cat'")
+    git(clone, "config", "filter.counted.required", "true")
+    time.sleep(1.1)  # git's stamps are whole seconds: an index written now is later than the files
+    monkeypatch.setattr(runinfo, "REPO_ROOT", clone)
+    assert not runinfo.code_version().endswith("+dirty")
+    assert calls.read_text().count("call") >= 3  # the filter ran: the case is real
+    calls.unlink()
+    git(clone, "diff", "--name-only", "HEAD")
+    assert not calls.exists()

@@ -46,3 +46,19 @@ def test_prediction_shares_compare_each_model_with_the_true_tokens(smoke_runset:
     # the shares come from one seed, and the label says which one rather than the group's seed count
     seed = [g for g in results.comparison_groups(smoke_runset) if g.runs][0].first.seed
     assert (table["label"].str.endswith(f", seed {seed})") & ~table["label"].str.contains("seeds")).all()
+
+
+def _run_with_counts(train_count: list[int]) -> position_scores.RunPositions:
+    """Four [MASK] positions whose true tokens occur ``train_count`` times in the training text."""
+    n = len(train_count)
+    label = np.arange(n)
+    facts = {"train_count": np.array(train_count), "is_piece": np.zeros(n, bool), "has_vector": np.ones(n, bool)}
+    scores = {m: {"loss": np.ones(n), "correct": np.zeros(n)} for m in ("bert_tiny", "bert_ft")}
+    return position_scores.RunPositions(np.zeros(n, int), np.arange(n), label, facts, scores, {})
+
+
+def test_a_token_group_that_one_seed_lacks_is_left_out_not_averaged_over_the_others() -> None:
+    both = [_run_with_counts([5, 50, 500, 5]), _run_with_counts([5, 50, 5, 5])]  # seed 1 has no 100-999 token
+    groups = {name for grouping, name, _ in token_analysis.token_splits(both) if grouping == "training-text frequency"}
+    assert groups == {"0-9", "10-99"}
+    assert "100-999" in {name for _, name, _ in token_analysis.token_splits(both[:1])}

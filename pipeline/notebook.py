@@ -40,7 +40,7 @@ from pipeline.probe_runs import (
     save_probe_results,
     skip_remaining_cells,
 )
-from pipeline.run_identity import claim_identity
+from pipeline.run_identity import claim_identity, hold_step
 from pipeline.runinfo import check_seed, environment, pick_device, set_seed
 from pipeline.static_files import load_aligned, save_aligned
 from pipeline.vector_files import obtain_vectors
@@ -99,8 +99,11 @@ class Setup:
         return RunLayout(self.run_dir)
 
     def folder(self, step: str, create: bool = False) -> Path:
+        """A step's folder; ``create`` for the step this notebook writes, which a notebook run by hand first holds
+        (:func:`pipeline.run_identity.hold_step`: never while a job runs there, and never counted finished)."""
         path = self.layout.step(step)
         if create:
+            hold_step(path, f"notebook writing {step}/ by hand")
             path.mkdir(parents=True, exist_ok=True)
         return path
 

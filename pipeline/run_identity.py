@@ -1,21 +1,31 @@
-"""A run folder holds one run: its first step fixes what the run is, and nothing else may write there.
+"""A run folder holds one run: its first step fixes what the run is, and one writer at a time may write there.
 
 The identity is what makes two runs different experiments: preset, language, seed, corpus, and, for the
 main job, the step cap and the vectors file. It is written to ``identity.json`` (pipeline.layout) by the
 first notebook or job that uses the folder. A later one that asks for another identity is refused, with
 both named, so a French tokenizer never meets an English model and a cheap trial never empties a finished
 run. ``--force`` (the main job) replaces a run on purpose.
+
+Every way in takes the same locks (:class:`folder_lock`): the job holds ``.job.lock`` for the whole run and each
+step's ``.<step>.lock`` while it runs the step; a notebook run by hand (JupyterLab, papermill) or ``train_cli``
+holds the lock of the step it writes until its process ends, and marks that step started, never finished
+(:func:`hold_step`), so neither ``--check`` nor a record takes its files for the job's.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
+import sys
+import time
 from pathlib import Path
 from typing import Any, Mapping
 
 from pipeline.content_hash import input_kind
-from pipeline.layout import STEP_FOLDERS, RunLayout, stamp_of
+from pipeline.layout import STEP_FOLDERS, RunLayout, stamp_of, started_of
+
+JOB_FOLDER_ENV = "PIPELINE_JOB_FOLDER"  # the run folder a job holds, told to the kernels it starts
 
 IDENTITY_KEYS = ("preset", "lang", "seed", "corpus")  # what every step's parameters hold
 STEP_IDENTITY_KEYS = {"static": ("vectors",), "pretrain": ("max_steps",)}  # and what one step's hold
@@ -104,3 +114,67 @@ def claim_identity(layout: RunLayout, identity: Mapping[str, Any], force: bool =
     temporary = Path(f"{layout.identity}.tmp-{os.getpid()}")
     temporary.write_text(json.dumps(merged, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(temporary, layout.identity)
+
+
+class FolderInUse(ValueError):
+    """Another process holds the folder's lock; the message names it (pid, host, since, command)."""
+
+
+class folder_lock:  # noqa: N801 - used as a context manager, reads like `with folder_lock(path):`
+    """Hold ``folder/.<name>.lock`` for the duration; a second holder stops at once, told who holds it.
+
+    An OS file lock (``filelock``), released when the process ends, even by ``kill -9``, so no stale lock outlives
+    its holder. The holder writes who it is beside the lock for the message.
+    """
+
+    def __init__(self, folder: Path, name: str = "job") -> None:
+        self.folder, self.name = Path(folder), name
+        self.owner = self.folder / f".{name}.owner.json"
+
+    def __enter__(self) -> "folder_lock":
+        from filelock import FileLock, Timeout
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._lock = FileLock(str(self.folder / f".{self.name}.lock"))
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            where = self.folder if self.name == "job" else self.folder / self.name
+            raise FolderInUse(f"another job is using {where} ({self._holder()}); wait for it to finish (a "
+                              "notebook's kernel: shut it down), or use another folder (--out, or run_dir in a "
+                              "notebook)") from None
+        owner = {"pid": os.getpid(), "host": socket.gethostname(), "argv": sys.argv,
+                 "since": time.strftime("%Y-%m-%d %H:%M:%S")}
+        self.owner.write_text(json.dumps(owner))
+        return self
+
+    def _holder(self) -> str:
+        try:
+            owner = json.loads(self.owner.read_text())
+            return f"pid {owner['pid']} on {owner['host']} since {owner['since']}: {' '.join(owner['argv'])}"
+        except (OSError, ValueError, KeyError):
+            return "holder unknown"
+
+    def __exit__(self, *exc: Any) -> None:
+        self.owner.unlink(missing_ok=True)
+        self._lock.release()
+
+
+_HELD: dict[Path, folder_lock] = {}  # the step locks this process holds until it ends
+
+
+def hold_step(step_folder: Path, who: str) -> None:
+    """Before a notebook run by hand or ``train_cli`` writes a step folder of a run: refuse while a job runs there,
+    hold the step's lock for the rest of this process, and mark the step started, not finished, so that ``--check``
+    says it reruns and the job starts it afresh. Nothing under the job (it holds the folder and stamps the step), and
+    nothing outside a run folder (no identity.json)."""
+    step_folder = Path(step_folder).resolve()
+    run = step_folder.parent
+    if os.environ.get(JOB_FOLDER_ENV) == str(run) or step_folder in _HELD or not RunLayout(run).identity.is_file():
+        return
+    with folder_lock(run):
+        pass  # a job on this folder refuses us here
+    _HELD[step_folder] = folder_lock(run, step_folder.name).__enter__()
+    step_folder.mkdir(parents=True, exist_ok=True)
+    stamp_of(step_folder).unlink(missing_ok=True)
+    started_of(step_folder).write_text(json.dumps({"fingerprint": None, "by_hand": who}))

@@ -12,8 +12,6 @@ import errno
 import json
 import os
 import shutil
-import socket
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -22,8 +20,6 @@ from pipeline import fingerprints as fp
 from pipeline.content_hash import input_digests
 from pipeline.layout import (
     DOCS_DIR,
-    LOCK_NAME,
-    OWNER_NAME,
     PROVENANCE_NAME,
     REPO_ROOT,
     RunLayout,
@@ -32,12 +28,11 @@ from pipeline.layout import (
 )
 from pipeline.records import record_files
 from pipeline.render_tables import tables_as_markdown
-from pipeline.run_identity import claim_identity
+from pipeline.run_identity import JOB_FOLDER_ENV, claim_identity, folder_lock
 from pipeline.staging import move_into, remove_files, staged
 from pipeline.steps import (
     FIGURES_STEP,
     STEPS,
-    JobError,
     RunSettings,
     Step,
     StepFailed,
@@ -61,6 +56,10 @@ def execute_notebook(notebook: Path, executed: Path, params: dict[str, Any]) -> 
     check_parameters(notebook, params)
     executed.parent.mkdir(parents=True, exist_ok=True)
     partial = executed.with_name(f".{executed.stem}.partial{executed.suffix}")
+    # The kernel learns that this job holds the folder, so its first cell takes no lock of its own
+    # (run_identity.hold_step); a notebook run by hand has no such variable and does.
+    held_before = os.environ.get(JOB_FOLDER_ENV)
+    os.environ[JOB_FOLDER_ENV] = str(executed.parent.resolve())
     try:
         pm.execute_notebook(str(notebook), str(partial), parameters=params, cwd=str(REPO_ROOT),
                             kernel_name="python3", progress_bar={"desc": f"  {notebook.stem}", "leave": False},
@@ -80,6 +79,10 @@ def execute_notebook(notebook: Path, executed: Path, params: dict[str, Any]) -> 
         os.replace(partial, executed)
     finally:
         partial.unlink(missing_ok=True)
+        if held_before is None:
+            del os.environ[JOB_FOLDER_ENV]
+        else:
+            os.environ[JOB_FOLDER_ENV] = held_before
 
 
 def run_step(step: Step, run_dir: Path, params: dict[str, Any], upstream: Sequence[Path] = (),
@@ -116,7 +119,8 @@ def run_language(settings: RunSettings, runs_dir: Path, force: bool = False, log
     with folder_lock(run_dir):
         claim_identity(RunLayout(run_dir), settings.identity(), force)
         for step in STEPS:
-            run_step(step, run_dir, settings.parameters(step, run_dir), upstream_of(step, run_dir), force, log)
+            with folder_lock(run_dir, step.out):  # a notebook or train_cli writing this step by hand stops us here
+                run_step(step, run_dir, settings.parameters(step, run_dir), upstream_of(step, run_dir), force, log)
     return run_dir
 
 
@@ -205,43 +209,6 @@ def run_figures(run_dirs: Sequence[Path], figures_dir: Path, executed_dir: Path,
     fp.mark_finished(figures_dir, key, seconds, params)
     log(f"[done] {FIGURES_STEP.name} in {seconds:.0f} s")
     return True
-
-
-class folder_lock:  # noqa: N801 - used as a context manager, reads like `with folder_lock(path):`
-    """Hold ``folder/.job.lock`` for the duration; a second job on the same folder stops at once.
-
-    The lock is an OS file lock (``filelock``), released when the process ends, even by ``kill -9``,
-    so no stale lock outlives its job. The holder writes who it is beside the lock for the message.
-    """
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = Path(folder)
-
-    def __enter__(self) -> "folder_lock":
-        from filelock import FileLock, Timeout
-
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self._lock = FileLock(str(self.folder / LOCK_NAME))
-        try:
-            self._lock.acquire(timeout=0)
-        except Timeout:
-            raise JobError(f"another job is using {self.folder} ({self._holder()}); wait for it to finish, "
-                           f"or give this one another --out") from None
-        owner = {"pid": os.getpid(), "host": socket.gethostname(), "argv": sys.argv,
-                 "since": time.strftime("%Y-%m-%d %H:%M:%S")}
-        (self.folder / OWNER_NAME).write_text(json.dumps(owner))
-        return self
-
-    def _holder(self) -> str:
-        try:
-            owner = json.loads((self.folder / OWNER_NAME).read_text())
-            return f"pid {owner['pid']} on {owner['host']} since {owner['since']}: {' '.join(owner['argv'])}"
-        except (OSError, ValueError, KeyError):
-            return "holder unknown"
-
-    def __exit__(self, *exc: Any) -> None:
-        (self.folder / OWNER_NAME).unlink(missing_ok=True)
-        self._lock.release()
 
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"

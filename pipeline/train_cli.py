@@ -21,6 +21,7 @@ from helpers.presets import PRESET_HELP, PRESET_NAMES, TrainConfig
 from helpers.pretrain import TrainingDiverged, cap_steps
 from pipeline import training
 from pipeline.layout import MODEL_NAMES, TRAINABLE_MODELS, PretrainFiles
+from pipeline.run_identity import hold_step
 from pipeline.runinfo import device_argument
 
 
@@ -137,6 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:
         parser.error(str(err))
     try:
+        if is_main_process():  # one holder of the step, however many processes train
+            hold_step(Path(args.out), "train_cli")
         info = training.train(args.model, args.init, cfg, args.data, args.out, device=args.device, seed=args.seed,
                        resume=not args.no_resume, stop_at=args.stop_at, model_overrides=model_overrides(args))
         if not is_main_process():

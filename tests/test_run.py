@@ -211,11 +211,13 @@ def test_editing_the_figures_module_reruns_only_the_figures_step() -> None:
 
 
 def test_a_second_job_on_the_same_folder_stops_and_names_the_holder(tmp_path: Path) -> None:
-    with runner.folder_lock(tmp_path / "demo-en"):
-        with pytest.raises(steps.JobError, match=rf"another job is using .*pid {os.getpid()}"):
-            with runner.folder_lock(tmp_path / "demo-en"):
+    from pipeline.run_identity import FolderInUse, folder_lock
+
+    with folder_lock(tmp_path / "demo-en"):
+        with pytest.raises(FolderInUse, match=rf"another job is using .*pid {os.getpid()}"):
+            with folder_lock(tmp_path / "demo-en"):
                 pass
-    with runner.folder_lock(tmp_path / "demo-en"):  # released on exit, so the next job may start
+    with folder_lock(tmp_path / "demo-en"):  # released on exit, so the next job may start
         pass
 
 

@@ -18,7 +18,7 @@ from pipeline.job_options import JobError, parse_options
 from pipeline.layout import REPO_ROOT, RunLayout, RunsFolder
 from pipeline.notebook import start
 from pipeline.runner import run_language
-from pipeline.steps import STEPS, RunSettings
+from pipeline.steps import STEPS, RunSettings, upstream_of
 
 
 def _job(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess:
@@ -255,3 +255,57 @@ def test_a_figure_saved_twice_gives_the_same_bytes(tmp_path: Path) -> None:
     second = save_figure(fig, tmp_path / "b", "f", "title")
     plt.close(fig)
     assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]  # no creation date in the PDF
+
+
+def _finished_smoke_run(runs: Path) -> tuple[RunSettings, Path]:
+    """A smoke run whose every step is stamped finished with the current code, as the job leaves it."""
+    settings = RunSettings("smoke", "en")
+    run_dir = settings.run_dir(runs)
+    run_identity.claim_identity(RunLayout(run_dir), settings.identity())
+    for step in STEPS:
+        params = settings.parameters(step, run_dir)
+        folder = run_dir / step.out
+        folder.mkdir(parents=True, exist_ok=True)
+        key = fingerprints.fingerprint(step, params, upstream_of(step, run_dir))
+        (folder / layout.STAMP_NAME).write_text(json.dumps({"fingerprint": key}))
+    return settings, run_dir
+
+
+def test_a_notebook_run_by_hand_on_a_jobs_folder_leaves_its_step_unfinished_and_stops_the_next_job(
+        tmp_path: Path, monkeypatch) -> None:
+    from pipeline import runner
+
+    settings, run_dir = _finished_smoke_run(tmp_path)
+    assert runner.stale_steps(settings, tmp_path) == []
+    setup = start("smoke", "en", run_dir=run_dir)
+    setup.folder("static", create=True)  # notebook 03 by hand (JupyterLab, papermill) about to rewrite static/
+    assert runner.stale_steps(settings, tmp_path) == [s.name for s in STEPS[2:]]  # 03 and all it feeds
+    ran: list[str] = []
+    monkeypatch.setattr(runner, "run_step", lambda step, *args, **kwargs: ran.append(step.name))
+    with pytest.raises(run_identity.FolderInUse, match=rf"{run_dir / 'static'} \(pid {os.getpid()}"):
+        run_language(settings, tmp_path)  # the kernel still holds static/: the job stops before that step
+    assert ran == [s.name for s in STEPS[:2]]
+
+
+def test_a_notebook_run_by_hand_is_refused_while_a_job_holds_the_folder(tmp_path: Path, monkeypatch) -> None:
+    settings, run_dir = _finished_smoke_run(tmp_path)
+    setup = start("smoke", "en", run_dir=run_dir)
+    with run_identity.folder_lock(run_dir):
+        with pytest.raises(run_identity.FolderInUse, match="another job is using"):
+            setup.folder("tokenizer", create=True)
+    monkeypatch.setenv(run_identity.JOB_FOLDER_ENV, str(run_dir.resolve()))  # a kernel the job started
+    with run_identity.folder_lock(run_dir):
+        setup.folder("masking", create=True)
+    from pipeline import runner
+
+    assert runner.stale_steps(settings, tmp_path) == []  # the job stamps its own steps
+
+
+def test_train_cli_on_the_pretraining_folder_of_a_running_job_is_refused(tmp_path: Path, capsys) -> None:
+    from pipeline import train_cli
+
+    _, run_dir = _finished_smoke_run(tmp_path)
+    with run_identity.folder_lock(run_dir):
+        code = train_cli.main(["--data", str(run_dir / "pretrain"), "--out", str(run_dir / "pretrain"),
+                               "--model", "bert_tiny", "--preset", "smoke"])
+    assert code == 1 and "another job is using" in capsys.readouterr().err

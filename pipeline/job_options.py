@@ -111,27 +111,17 @@ def positive_int(text: str) -> int:
     return int(text)
 
 
-def corpus_argument(text: str) -> CorpusSpec:
-    """``--corpus``, parsed once: a ``files:`` corpus must exist."""
-    try:
-        spec = CorpusSpec.parse(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-    if spec.path is not None and not spec.path.exists():
-        raise argparse.ArgumentTypeError(f"{spec.path} does not exist; give a text file or a folder of them")
-    return spec
-
-
-def labelled_argument(text: str) -> LabelledSpec:
-    """``--labelled``, parsed once: the path of files:PATH or sib200:PATH must exist."""
-    try:
-        spec = LabelledSpec.parse(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-    if spec.path is not None and not spec.path.exists():
-        raise argparse.ArgumentTypeError(f"{spec.path} does not exist; give a labelled file or folder "
-                                         f"({spec.kind}:PATH)")
-    return spec
+def spec_argument(parse: Callable[[str], T], hint: str) -> Callable[[str], T]:
+    """``--corpus`` or ``--labelled``, parsed once: the path a ``files:``-style value names must exist."""
+    def argument(text: str) -> T:
+        try:
+            spec = parse(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+        if spec.path is not None and not spec.path.exists():
+            raise argparse.ArgumentTypeError(f"{spec.path} does not exist; give {hint}")
+        return spec
+    return argument
 
 
 def vectors_file(text: str) -> Path:
@@ -157,8 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--preset", default=README_PRESET, type=checked(check_preset), help=PRESET_HELP)
     parser.add_argument("--lang", default=",".join(README_LANGS), type=each(names, check_lang),
                         help="language code(s), comma-separated (offline: en, fr, es)")
-    parser.add_argument("--corpus", default="embedded", type=corpus_argument, help=CORPUS_HELP)
-    parser.add_argument("--labelled", default=LabelledSpec("auto"), type=labelled_argument,
+    parser.add_argument("--corpus", default="embedded", help=CORPUS_HELP,
+                        type=spec_argument(CorpusSpec.parse, "a text file or a folder of them"))
+    parser.add_argument("--labelled", default=LabelledSpec("auto"), type=spec_argument(
+                        LabelledSpec.parse, "a labelled file or folder (files:PATH, or sib200:PATH for SIB-200)"),
                         help=f"notebook 05's labelled set for the probe: {LABELLED_HELP}")
     parser.add_argument("--vectors", default=None, type=vectors_file, help="a local .vec/.vec.gz/.bin file for "
                         "notebook 03 (default: per the preset: trained here, or the published cc.LANG.300 for paper)")

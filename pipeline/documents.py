@@ -1,9 +1,7 @@
 """What every corpus loader returns and shares: :class:`Corpus`, :class:`LabelledSet`, the checks and the splits.
 
-The loaders of each source (the embedded corpus in :mod:`pipeline.data`, local files in
-:mod:`pipeline.files`, the Hub in :mod:`pipeline.online`) import from here and never from each other.
-Splits hash each document's key rather than shuffle indices, so they are the same on every machine
-and in every Python process, and adding one document never moves another.
+The loaders of each source (embedded in :mod:`pipeline.data`, local files in :mod:`pipeline.files`, the Hub in
+:mod:`pipeline.online`) import from here and never from each other.
 """
 
 from __future__ import annotations
@@ -55,11 +53,6 @@ class LabelledSet:
         return len(self.texts)
 
 
-# --------------------------------------------------------------------------------------------
-# Checks every loader shares
-# --------------------------------------------------------------------------------------------
-
-
 def check_choice(what: str, value: Any, choices: Sequence[str], hint: str = "") -> None:
     if value not in choices:
         raise ValueError(f"unknown {what} {value!r}; choose one of: {', '.join(choices)}{hint}")
@@ -75,23 +68,21 @@ def check_fraction(name: str, value: float) -> None:
         raise ValueError(f"{name} must lie strictly between 0 and 1, got {value}")
 
 
+def as_text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
 def take(items: Iterable[Any], max_docs: int | None) -> list[Any]:
     """The first ``max_docs`` items (all when None); a lazy stream is read no further."""
     check_max_docs(max_docs)
     return list(itertools.islice(items, max_docs))
 
 
-# --------------------------------------------------------------------------------------------
-# Hash-based splits
-# --------------------------------------------------------------------------------------------
-
-
 def stable_fraction(key: str, seed: int, purpose: str = "") -> float:
     """A number in [0, 1) fixed by (purpose, seed, key): the same on every machine and Python run.
 
-    Splitting by a hash of the document key rather than by a shuffled index keeps the split of
-    every other article unchanged when one article is added or removed. ``purpose`` gives an
-    independent number for another use (ordering) of the same key.
+    Splitting by a hash of the document key rather than by a shuffled index keeps the split of every other article
+    unchanged when one is added or removed. ``purpose`` gives an independent number for another use of the same key.
     """
     digest = hashlib.sha256(f"{purpose}{seed}:{key}".encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") / 2**64

@@ -1,16 +1,14 @@
-"""Local files as a corpus or a labelled set: ``.txt``, ``.jsonl``, ``.csv``, ``.parquet`` and gzipped JSON lines.
+"""Local files as a corpus or a labelled set: ``.txt`` (one document per line), ``.jsonl``, ``.csv``, ``.parquet``
+and gzipped JSON lines (C4's shards), or a folder of them. Every reader is lazy, so a folder of shards streams
+through, and every bad input is refused with its file and line.
 
-``.txt`` holds one document per line; ``.json.gz``/``.jsonl.gz`` is the format of C4's shards. A path
-is a file or a folder of them (read recursively, in path order, hidden files left out). Every reader is
-lazy, so a folder of shards streams through, and every bad input is refused with its file and line.
-
-Why not ``datasets.load_dataset("json"/"csv"/"text"/"parquet", data_files=..., streaming=True)``?
-Measured with datasets 5.2.0 on the inputs ``tests/test_data.py`` covers, it streams, but it loses
-what the tests check: a broken JSON line gives "JSON parse error: Invalid value. in row 1" with no
-file name, a Latin-1 file a bare UnicodeDecodeError, a truncated gzip a bare EOFError; a record
-without the text field becomes None (a document dropped without a word), and a line holding a JSON
-array becomes one row per element. It is also slower: 200,000 C4-style lines of gzipped JSON took
-1.9-2.8 s against 0.36 s here. So the hand-written readers stay (Parquet is read with pyarrow).
+Why not ``datasets.load_dataset("json"/"csv"/"text"/"parquet", data_files=..., streaming=True)``? Measured with
+datasets 5.2.0 on the inputs ``tests/test_data.py`` covers, it streams but loses what the tests check: a broken
+JSON line gives "JSON parse error: Invalid value. in row 1" with no file name, a Latin-1 file a bare
+UnicodeDecodeError, a truncated gzip a bare EOFError; a record without the text field becomes None (a document
+dropped without a word), and a line holding a JSON array becomes one row per element. It is also slower: 200,000
+C4-style lines of gzipped JSON took 1.9-2.8 s against 0.36 s here. So the hand-written readers stay (Parquet is
+read with pyarrow).
 """
 
 from __future__ import annotations
@@ -26,16 +24,16 @@ import shlex
 import sys
 import zlib
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from pipeline.documents import (
     AG_NEWS_LABELS,
     EVAL_FRACTION,
     Corpus,
     LabelledSet,
+    as_text,
     check_choice,
     check_fraction,
-    check_max_docs,
     stable_fraction,
     stratified_split,
     take,
@@ -60,6 +58,7 @@ def data_files(path: str | Path) -> list[Path]:
     if not p.exists():
         raise FileNotFoundError(f"no such file or folder: {p}; give files:PATH an existing {'/'.join(FILE_SUFFIXES)} "
                                 "file or a folder of them")
+    files = [p]
     if p.is_dir():
         visible, followed, links = walk_folder(p)
         files = [f for f in visible if file_kind(f)]
@@ -75,11 +74,9 @@ def data_files(path: str | Path) -> list[Path]:
                   f"read (a loop, or a second link to it): {', '.join(links)}", file=sys.stderr)
         if not files:
             raise ValueError(f"the folder {p} holds no {', '.join(FILE_SUFFIXES)} files")
-    else:
-        files = [p]
+    elif file_kind(p) is None:
+        raise ValueError(f"{p} is not a supported file type; use one of {', '.join(FILE_SUFFIXES)}")
     for f in files:
-        if file_kind(f) is None:
-            raise ValueError(f"{f} is not a supported file type; use one of {', '.join(FILE_SUFFIXES)}")
         if f.stat().st_size == 0:
             raise ValueError(f"{f} is empty; put one document per line (.txt) or one record per row")
     return files
@@ -87,11 +84,8 @@ def data_files(path: str | Path) -> list[Path]:
 
 def walk_folder(root: Path) -> tuple[list[Path], list[str], list[str]]:
     """(the visible files under ``root`` sorted by path, the symlinked folders followed and those not followed, as
-    'link -> target').
-
-    Symlinked folders are followed, each real folder once, so a link back up (a loop) cannot recurse forever;
-    hidden files and folders (a name starting with '.') are left out.
-    """
+    'link -> target'). Each real folder is read once, so a link back up (a loop) cannot recurse forever; hidden
+    files and folders (a name starting with '.') are left out."""
     seen, files, followed, links = {os.path.realpath(root)}, [], [], []
     for folder, subfolders, names in os.walk(root, followlinks=True):
         kept = []
@@ -149,36 +143,32 @@ def binary_kind(head: bytes) -> str | None:
     return kind
 
 
-def _head(path: Path) -> bytes:
-    """The first 4 KB of ``path`` (gunzipped for a .gz name); empty when it cannot be read."""
-    opener: Callable[..., Any] = gzip.open if path.name.lower().endswith(".gz") else open
-    try:
-        with opener(path, "rb") as fh:
-            return bytes(fh.read(4096))
-    except (OSError, EOFError, zlib.error):
-        return b""
+def _open(path: Path) -> Any:
+    """``path`` opened for reading bytes, gunzipped on the fly when its name ends in .gz."""
+    return (gzip.open if path.name.lower().endswith(".gz") else open)(path, "rb")
 
 
 def _not_text(path: Path, problem: str, nul: bool = False) -> ValueError:
-    """The error for a file that does not decode: a binary file is named as one, text gets a conversion hint."""
-    head = _head(path)
-    kind = binary_kind(head)
+    """The error for a file that does not decode (``nul``: a line held a NUL byte). A binary file is named as one;
+    text gets a conversion command, UTF-16 and UTF-32 told apart from Latin-1, whose command would turn a UTF-16
+    file into garbage that loads without a word."""
+    try:
+        with _open(path) as fh:
+            head = bytes(fh.read(4096))
+    except (OSError, EOFError, zlib.error):
+        head = b""
+    kind, encoding = binary_kind(head), wide_encoding(head)
     if kind is not None:
         return ValueError(f"{path} is not text (it looks like {kind}); remove it from the corpus folder")
-    return ValueError(f"{problem}; {_encoding_hint(path, head, nul)}")
-
-
-def _encoding_hint(path: Path, head: bytes, nul: bool = False) -> str:
-    """How to convert the file, as a command: UTF-16 and UTF-32 are told apart from Latin-1, whose hint would turn
-    a UTF-16 file into garbage that loads without a word. ``nul``: the line held a NUL byte."""
-    encoding = wide_encoding(head)
     if encoding is None and nul:
         cleaned = shlex.quote(f"{path}.clean")
-        return (f"NUL bytes are not text: remove them, e.g. `tr -d '\\000' < {shlex.quote(str(path))} > {cleaned}`, "
+        hint = (f"NUL bytes are not text: remove them, e.g. `tr -d '\\000' < {shlex.quote(str(path))} > {cleaned}`, "
                 "or write the file again")
-    if encoding is None:
-        return f"save it as UTF-8, e.g. `{_iconv_command(path, 'latin1')}` for a Latin-1 file"
-    return f"it looks like {encoding[:6]}: convert it with `{_iconv_command(path, encoding)}`"
+    elif encoding is None:
+        hint = f"save it as UTF-8, e.g. `{_iconv_command(path, 'latin1')}` for a Latin-1 file"
+    else:
+        hint = f"it looks like {encoding[:6]}: convert it with `{_iconv_command(path, encoding)}`"
+    return ValueError(f"{problem}; {hint}")
 
 
 def _iconv_command(path: Path, encoding: str) -> str:
@@ -195,9 +185,8 @@ def text_lines(path: Path) -> Iterator[tuple[int, str]]:
     Lines end in \\n, \\r\\n or a lone \\r (old Mac files), as Python's universal newlines read them. Decoding
     line by line lets an encoding error name the file and the line.
     """
-    opener: Callable[..., Any] = gzip.open if path.name.lower().endswith(".gz") else open
     try:
-        with opener(path, "rb") as fh:
+        with _open(path) as fh:
             for n, raw in enumerate(_split_lines(fh, path), 1):
                 try:
                     line = raw.decode("utf-8")
@@ -226,9 +215,9 @@ def _split_lines(chunks: Iterable[bytes], path: Path) -> Iterator[bytes]:
 def read_records(path: Path, csv_header: bool = True) -> tuple[list[str], Iterator[tuple[int, dict[str, Any]]]]:
     """(column names, lazy (line or row number, record) pairs) of one file.
 
-    A .txt file gives one record {'text': line} per non-empty line. JSON-lines files (plain or
-    gzipped) report the union of the fields as the first record's fields (they may differ per line).
-    Headerless CSV rows are keyed '0', '1', ...
+    A .txt file gives one record {'text': line} per non-empty line. JSON lines (plain or gzipped) report the first
+    record's fields as the columns (later records may differ). Headerless CSV rows are keyed '0', '1', ..., and
+    no column names are given.
     """
     kind = file_kind(path)
     if kind == ".txt":
@@ -245,8 +234,7 @@ def read_records(path: Path, csv_header: bool = True) -> tuple[list[str], Iterat
             reader = csv.DictReader(lines)
             columns = list(reader.fieldnames or [])
             return columns, ((n, row) for n, row in enumerate(reader, 2))
-        rows = [{str(i): v for i, v in enumerate(row)} for row in csv.reader(lines) if row]
-        return [str(i) for i in range(max((len(r) for r in rows), default=0))], iter(enumerate(rows, 1))
+        return [], ((n, {str(i): v for i, v in enumerate(row)}) for n, row in enumerate(csv.reader(lines), 1) if row)
     if kind == ".parquet":
         import pyarrow.parquet as pq
 
@@ -254,12 +242,6 @@ def read_records(path: Path, csv_header: bool = True) -> tuple[list[str], Iterat
         batches = (row for batch in table.iter_batches() for row in batch.to_pylist())
         return list(table.schema_arrow.names), iter(enumerate(batches, 1))
     raise ValueError(f"{path} is not a supported file type; use one of {', '.join(FILE_SUFFIXES)}")
-
-
-def read_table(path: Path, csv_header: bool = True) -> tuple[list[str], list[dict[str, Any]]]:
-    """(column names, rows as dicts) of one file, read whole (see :func:`read_records`)."""
-    columns, records = read_records(path, csv_header)
-    return columns, [row for _, row in records]
 
 
 def _json_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -276,32 +258,24 @@ def _json_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield n, row
 
 
-def read_columns(path: Path, columns: Sequence[str], options: Sequence[str]) -> Iterator[tuple[Any, ...]]:
-    """The values of ``columns`` in every record of ``path``, lazily; a missing field is an error.
+def read_columns(path: Path, **columns: str) -> Iterator[tuple[Any, ...]]:
+    """The values of ``columns`` (option name: column, e.g. text_column='body') in every record of ``path``, lazily.
 
-    ``options`` names the option that chooses each column, for the message. A record without the
-    field is refused with its line number rather than dropped, so no document goes missing unnoticed.
+    A missing column is refused, naming the option that chooses it. In JSON lines, whose fields may differ per
+    line, a later record without the field is refused with its line number, so no document goes missing unnoticed.
     """
-    names, records = read_records(path)
-    for column, option in zip(columns, options):
-        if names and column not in names and file_kind(path) not in JSON_LINES:
+    names, records = read_records(path)  # a JSON-lines file reports the first record's fields
+    for option, column in columns.items():
+        if names and column not in names:
             raise ValueError(f"{path} has no column {column!r}; its columns are: {', '.join(map(str, names))}; "
                              f"pass {option}=<one of them>")
-    for count, (number, row) in enumerate(records):
-        missing = [(c, o) for c, o in zip(columns, options) if c not in row]
+    for number, row in records:
+        missing = [c for c in columns.values() if c not in row]
         if missing:
-            column, option = missing[0]
-            fields = ", ".join(map(str, row)) or "none"
-            if count == 0 or file_kind(path) not in JSON_LINES:
-                raise ValueError(f"{path} has no column {column!r}; its columns are: {fields}; "
-                                 f"pass {option}=<one of them>")
-            raise ValueError(f"{path}:{number}: this record has no {column!r} field (its fields: {fields}) while "
-                             "earlier records have one; add the field or remove the line")
-        yield tuple(row[c] for c in columns)
-
-
-def _as_text(value: Any) -> str:
-    return "" if value is None else str(value)
+            raise ValueError(f"{path}:{number}: this record has no {missing[0]!r} field (its fields: "
+                             f"{', '.join(map(str, row)) or 'none'}) while earlier records have one; add the field "
+                             "or remove the line")
+        yield tuple(row[c] for c in columns.values())
 
 
 def files_corpus(path: Path, lang: str, split: str, text_column: str = "text", eval_fraction: float = EVAL_FRACTION,
@@ -312,16 +286,13 @@ def files_corpus(path: Path, lang: str, split: str, text_column: str = "text", e
     split into shards freely; within a split, documents keep the files' order.
     """
     check_fraction("eval_fraction", eval_fraction)
-    check_max_docs(max_docs)
-    want_eval = split == "eval"
     texts: list[str] = []
     total = 0
     for f in data_files(path):
-        column = "text" if file_kind(f) == ".txt" else text_column
-        for (value,) in read_columns(f, [column], ["text_column"]):
+        for (value,) in read_columns(f, text_column="text" if file_kind(f) == ".txt" else text_column):
             total += 1
-            text = _as_text(value)
-            if (stable_fraction(text, seed) < eval_fraction) == want_eval:
+            text = as_text(value)
+            if (stable_fraction(text, seed) < eval_fraction) == (split == "eval"):
                 texts.append(text)
     return Corpus(take(texts, max_docs), lang, "files", split, str(path),
                   meta={"eval_fraction": eval_fraction, "seed": seed, "documents_total": total,
@@ -339,25 +310,22 @@ def files_labelled(path: Path, lang: str, split: str, text_column: str = "text",
     """
     check_choice("csv_format", csv_format, CSV_FORMATS)
     check_fraction("test_fraction", test_fraction)
-    texts: list[str] = []
-    raw_labels: list[Any] = []
+    if csv_format == "ag_news":
+        label_names = list(label_names or AG_NEWS_LABELS)
+    pairs: list[tuple[Any, Any]] = []
     for f in data_files(path):
         if file_kind(f) == ".txt":
             raise ValueError(f"{f} is a .txt file and has no labels; use a .csv, .jsonl or .parquet file "
                              f"with a {label_column!r} column, or load_corpus for unlabelled text")
-        if csv_format == "ag_news":
-            if file_kind(f) != ".csv":
-                raise ValueError(f"csv_format='ag_news' reads .csv files; {f} is not one")
-            t, lab = _ag_news_csv(f)
-            label_names = list(label_names or AG_NEWS_LABELS)
-        else:
-            pairs = list(read_columns(f, [text_column, label_column], ["text_column", "label_column"]))
-            t, lab = [_as_text(v) for v, _ in pairs], [label for _, label in pairs]
-        if not t:
+        if csv_format == "ag_news" and file_kind(f) != ".csv":
+            raise ValueError(f"csv_format='ag_news' reads .csv files; {f} is not one")
+        rows = list(_ag_news_rows(f) if csv_format == "ag_news" else
+                    read_columns(f, text_column=text_column, label_column=label_column))
+        if not rows:
             raise ValueError(f"{f} holds no rows; a labelled set needs rows with a text and a label")
-        texts += t
-        raw_labels += lab
-    labels, names, values = encode_labels(raw_labels, label_names, where=str(path))
+        pairs += rows
+    texts = [as_text(text) for text, _ in pairs]
+    labels, names, values = encode_labels([label for _, label in pairs], label_names, where=str(path))
     train_idx, test_idx = stratified_split(texts, labels, test_fraction, seed)
     chosen = take(train_idx if split == "train" else test_idx, max_docs)
     return LabelledSet([texts[i] for i in chosen], [labels[i] for i in chosen], names, lang, "files", split,
@@ -365,20 +333,16 @@ def files_labelled(path: Path, lang: str, split: str, text_column: str = "text",
                                         "csv_format": csv_format, "label_values": values})
 
 
-def _ag_news_csv(path: Path) -> tuple[list[str], list[int]]:
-    """Rows 'label (1-4), title, description' without a header, as in the original AG News CSV files."""
-    _, rows = read_table(path, csv_header=False)
-    texts, labels = [], []
-    for n, row in enumerate(rows, 1):
+def _ag_news_rows(path: Path) -> Iterator[tuple[str, int]]:
+    """(text, label) of rows 'label (1-4), title, description' without a header, as in the original AG News files."""
+    for n, row in read_records(path, csv_header=False)[1]:
         if len(row) != 3:
             raise ValueError(f"{path}:{n}: an AG News row has 3 fields (label, title, description), got {len(row)}")
         label = row["0"].strip()
         if label not in ("1", "2", "3", "4"):
             raise ValueError(f"{path}:{n}: AG News labels are 1-4, got {label!r}; "
                              "is this file headerless (csv_format='ag_news') or does it have a header?")
-        texts.append(f"{row['1']} {row['2']}".strip())
-        labels.append(int(label) - 1)
-    return texts, labels
+        yield f"{row['1']} {row['2']}".strip(), int(label) - 1
 
 
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
@@ -386,12 +350,10 @@ _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 
 def _as_number(value: Any) -> float | int | None:
     """The number a label stands for (2, 2.0 and '2.0' alike), or None for a name."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
-    if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
-        text = value.strip()
+    text = value.strip() if isinstance(value, str) else ""
+    if _NUMBER.fullmatch(text):
         return int(text) if text.lstrip("+-").isdigit() else float(text)
     return None
 
@@ -409,28 +371,23 @@ def encode_labels(raw: Sequence[Any], names: Sequence[str] | None = None,
     if any(v is None or (isinstance(v, str) and not v.strip()) for v in raw):
         raise ValueError(f"some rows of {where} have no label; fill or drop them")
     numbers = [_as_number(v) for v in raw]
+    keys: list[Any] = [str(v).strip() for v in raw]  # names, unless the labels are numbers
     if all(x is None for x in numbers):
         if names:
             raise ValueError(f"label_names is for numeric labels; the labels of {where} are already names")
-        found = sorted({str(v).strip() for v in raw})
-        index = {name: i for i, name in enumerate(found)}
-        return [index[str(v).strip()] for v in raw], found, list(found)
-    if any(x is None for x in numbers):
+    elif any(x is None for x in numbers):
         name = next(v for v, x in zip(raw, numbers) if x is None)
         number = next(v for v, x in zip(raw, numbers) if x is not None)
         raise ValueError(f"the labels of {where} mix numbers and names (e.g. {number!r} and {name!r}); "
                          "use one kind for every row")
-    odd = next((v for v, x in zip(raw, numbers) if not math.isfinite(x) or x != int(x)), None)
-    if odd is not None:
-        raise ValueError(f"label {odd!r} in {where} is not a whole number; labels must be whole numbers or names")
-    ints = [int(x) for x in numbers]
-    values = sorted(set(ints))
-    if names:
-        if values[0] < 0 or values[-1] >= len(names):
-            raise ValueError(f"{len(names)} label names given, but the labels of {where} run from {values[0]} to "
-                             f"{values[-1]}; give one name per label value (label_names[v] names label v)")
-        class_names = [str(names[v]) for v in values]
     else:
-        class_names = [str(v) for v in values]
+        odd = next((v for v, x in zip(raw, numbers) if not math.isfinite(x) or x != int(x)), None)
+        if odd is not None:
+            raise ValueError(f"label {odd!r} in {where} is not a whole number; labels must be whole numbers or names")
+        keys = [int(x) for x in numbers]
+    values = sorted(set(keys))
+    if names and (values[0] < 0 or values[-1] >= len(names)):
+        raise ValueError(f"{len(names)} label names given, but the labels of {where} run from {values[0]} to "
+                         f"{values[-1]}; give one name per label value (label_names[v] names label v)")
     index = {v: i for i, v in enumerate(values)}
-    return [index[v] for v in ints], class_names, values
+    return [index[k] for k in keys], [str(names[v]) if names else str(v) for v in values], values

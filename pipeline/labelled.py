@@ -1,18 +1,9 @@
-"""Which labelled set notebook 05 probes, parsed once from ``--labelled`` or the notebook's ``labelled`` parameter.
+"""Which labelled set notebook 05 probes (:data:`LABELLED_HELP`), parsed once from ``--labelled`` or the notebook's
+``labelled`` parameter.
 
-The probe is this collection's addition to the paper, so it must never stop the paper's experiment. A
-language without a labelled set gets ``none``: notebook 05 then records "no labelled set for <lang>" in
-its results file, says how to give one, and skips the probe (:func:`pipeline.probe_runs.record_no_labelled_set`).
-
-* ``auto`` (the default): ``sib200`` with the hub corpus (the same topics in all seven of the paper's
-  languages); otherwise ``embedded`` for en, fr and es; otherwise ``none``.
-* ``embedded``: the topics of the embedded Wikipedia summaries (en, fr, es), tested on articles no model read.
-* ``sib200``: SIB-200 (``Davlan/sib200``, CC BY-SA 4.0) from the Hub; ``sib200:PATH`` reads a local copy of
-  its repository (``PATH/data/deu_Latn/train.tsv`` ...), so it works offline (:mod:`pipeline.online`).
-* ``ag_news``: AG News from the Hub (English).
-* ``files:PATH``: a local ``.csv``, ``.jsonl`` or ``.parquet`` file, or a folder of them, with a ``text`` and a
-  ``label`` column (:mod:`pipeline.files`).
-* ``none``: no probe.
+The probe is this collection's addition to the paper, so it must never stop the paper's experiment. A language
+without a labelled set gets ``none``: notebook 05 then records "no labelled set for <lang>" in its results file,
+says how to give one, and skips the probe (:func:`pipeline.probe_runs.record_no_labelled_set`).
 """
 
 from __future__ import annotations
@@ -23,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.probe import overlap
-from pipeline.data import EMBEDDED, EMBEDDED_FILES, HUB, CorpusSpec, load_corpus, load_labelled
+from pipeline.data import EMBEDDED, EMBEDDED_FILES, HUB, CorpusSpec, load_corpus, load_labelled, parse_spec
 from pipeline.documents import LabelledSet, check_choice
 from pipeline.online import SIB200_CONFIGS
 
@@ -44,19 +35,13 @@ class LabelledSpec:
 
     @classmethod
     def parse(cls, text: str | LabelledSpec, base: Path | None = None) -> LabelledSpec:
-        """One of :data:`LABELLED_HELP`; a relative PATH is taken from ``base`` (default: the working folder)."""
+        """One of :data:`LABELLED_HELP` (PATH as :func:`pipeline.data.parse_spec` reads it)."""
         if isinstance(text, LabelledSpec):
             return text
-        value = str(text).strip()
-        kind, colon, rest = value.partition(":")
-        if colon and kind in WITH_PATH:
-            if not rest.strip():
-                raise ValueError(f"the labelled set {value!r} names no path; write {kind}:PATH")
-            path = Path(rest.strip()).expanduser()
-            return cls(kind, (path if path.is_absolute() else (base or Path.cwd()) / path).resolve())
-        if value in KINDS and value != "files":
-            return cls(value)
-        raise ValueError(f"unknown labelled set {text!r}; choose {LABELLED_HELP}")
+        kind, path = parse_spec(text, "labelled set", WITH_PATH, base)
+        if kind not in KINDS or (kind == "files" and path is None):
+            raise ValueError(f"unknown labelled set {text!r}; choose {LABELLED_HELP}")
+        return cls(kind, path)
 
     def __post_init__(self) -> None:
         check_choice("labelled set", self.kind, KINDS)
@@ -89,9 +74,8 @@ class LabelledSpec:
         self.check(lang)
         if self.kind == "embedded":
             data = load_labelled(EMBEDDED, lang, split, **options)
-        elif self.kind in ("sib200", "ag_news"):
-            root = {"root": self.path} if self.kind == "sib200" else {}
-            data = load_labelled(HUB, lang, split, name=self.kind, **root, **options)
+        elif self.kind in ("sib200", "ag_news"):  # ag_news never has a path: root stays None
+            data = load_labelled(HUB, lang, split, name=self.kind, root=self.path, **options)
         elif self.kind == "files":
             data = load_labelled(CorpusSpec("files", self.path), lang, split, **options)
         else:

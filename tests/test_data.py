@@ -401,7 +401,7 @@ def test_a_folder_of_c4_shards_reads_as_a_corpus(tmp_path: Path) -> None:
     # the split follows each document's text: the same documents in 7 .jsonl.gz shards split the same way
     _write_c4_shards(tmp_path / "again", list(reversed(french)), n_shards=7, suffix=".jsonl.gz")
     assert set(load_corpus(_files(tmp_path / "again"), "fr", "eval").texts) == set(held.texts)
-    assert files.read_table(next((tmp_path / "c4").iterdir()))[0] == ["text", "timestamp", "url"]
+    assert files.read_records(next((tmp_path / "c4").iterdir()))[0] == ["text", "timestamp", "url"]
 
 
 def test_gzip_is_streamed_not_read_whole(tmp_path: Path) -> None:

@@ -1,23 +1,15 @@
 """Training fastText word vectors here, on the corpus the tokenizer saw (the offline stand-in for cc.LANG.300).
 
-Only the ``fasttext`` package's public API is used (``fasttext.train_unsupervised``), which has
-two consequences worth knowing:
-
-* **Determinism.** fastText updates its weights from several threads without locks ("Hogwild"), so
-  only ``thread=1`` gives the same vectors twice. ``train_unsupervised`` takes no ``seed``: it
-  always uses fastText's default seed. Our ``seed`` therefore shuffles the order of the documents
-  in the training file (seed 0 keeps the corpus order), which changes the vectors as a seed should.
-* **Progress.** With one thread fastText reports no progress until it has finished (its own bar
-  stays at 0 %), and it offers no callback, so training prints one line saying how long to expect,
-  estimated from the number of words, epochs and settings (:func:`estimate_seconds`, rates
-  measured by ``benchmarks/fasttext_settings.py``), and one line with the time it took.
-
-``fasttext`` is imported only inside the functions that train or load a model, so the rest of the
-package imports on machines without it.
+Only fastText's public ``train_unsupervised`` is used. Its threads update the weights without locks, so only
+``thread=1`` gives the same vectors twice, and it takes no seed: our ``seed`` shuffles the order of the documents in
+the training file instead (seed 0 keeps the corpus order). With one thread fastText shows no progress until it has
+finished and offers no callback, so training prints the time to expect (:func:`estimate_seconds`) and the time it
+took. ``fasttext`` is imported only where a model is trained, so the rest of the package imports without it.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import tempfile
 import time
@@ -66,9 +58,7 @@ def estimate_seconds(n_words: int, settings: FastTextSettings, threads: int = 1)
     return max(1.0, n_words * settings.epochs * cost / (rate * threads))
 
 
-# --------------------------------------------------------------------------------------------
-# The training text
-# --------------------------------------------------------------------------------------------
+# ---- The training text ----
 
 
 def pretokenize(text: str) -> list[str]:
@@ -102,6 +92,7 @@ def _pieces(text: str) -> Iterable[str]:
     yield text[start:]
 
 
+@functools.cache
 def _bert_pretokenizer() -> tuple[Any, Any]:
     from tokenizers import normalizers, pre_tokenizers
 
@@ -136,9 +127,7 @@ def write_training_text(texts: Iterable[str], path: Path, seed: int = 0) -> tupl
     return len(documents), sum(line.count(" ") + 1 for line in lines)
 
 
-# --------------------------------------------------------------------------------------------
-# Training
-# --------------------------------------------------------------------------------------------
+# ---- Training ----
 
 
 def train_fasttext(texts: Iterable[str], settings: FastTextSettings, seed: int = 0, tmp_dir: str | Path | None = None,
@@ -150,15 +139,12 @@ def train_fasttext(texts: Iterable[str], settings: FastTextSettings, seed: int =
         return train_on_file(corpus, settings, n_words, progress=progress)
 
 
-def train_on_file(path: str | Path, settings: FastTextSettings, n_words: int | None = None, threads: int = 1,
+def train_on_file(path: str | Path, settings: FastTextSettings, n_words: int, threads: int = 1,
                   progress: bool = True) -> Any:
-    """``fasttext.train_unsupervised`` on a prepared file, with the expected and the taken time; clear errors."""
+    """``fasttext.train_unsupervised`` on a prepared file of ``n_words`` words, with the expected and the taken time."""
     import fasttext
 
     args = {"input": str(path), **fasttext_args(settings, threads), "verbose": 0}
-    if n_words is None:
-        with Path(path).open(encoding="utf-8") as fh:
-            n_words = sum(len(line.split()) for line in fh)
     if progress:
         print(f"training fastText ({settings.label()}) on {n_words:,} words and punctuation marks (split off as "
               f"BERT's pre-tokenizer does, so more than the whitespace-separated words notebook 02 counts): "

@@ -1,10 +1,6 @@
 """Prepared pretraining data: tokenise once, write the sequences and a fixed masked evaluation set, load them back.
 
-:func:`prepare_data` writes a pretraining folder's ``data/`` (pipeline.layout.PreparedFiles): train and
-evaluation sequences as ``.npy`` (or the training rows as memory-mapped shards, pipeline.shards), the
-evaluation set masked once, the tokenizer and meta.json, so training needs nothing but these files
-(also on a GPU machine). :func:`load_data` reads them back as :class:`PreparedData`, the arrays
-helpers.pretrain's loop trains on plus what identifies them.
+Training needs nothing but these files (pipeline.layout.PreparedFiles), so they can be copied to a GPU machine.
 """
 
 from __future__ import annotations
@@ -26,7 +22,7 @@ from helpers.static_vectors import vocab_fingerprint
 from pipeline import checkpoints as ck
 from pipeline import shards as S
 from pipeline.layout import PreparedFiles, PretrainFiles
-from pipeline.sequences import EVAL_MASK_SEED, fixed_eval_mask, make_sequences, tokenize_corpus
+from pipeline.sequences import EVAL_MASK_SEED, NO_DOCUMENTS, fixed_eval_mask, make_sequences, tokenize_corpus
 
 
 def prepare_data(tokenizer: Any, train_texts: Iterable[str], eval_texts: Sequence[str], out_dir: str | Path,
@@ -47,10 +43,9 @@ def prepare_data(tokenizer: Any, train_texts: Iterable[str], eval_texts: Sequenc
     files.folder.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     meta: dict[str, Any] = {"seq_len": seq_len, "packing": packing, "lang": lang, "corpus": corpus,
-                            "vocab_size": len(tokenizer),
-                            "mlm_probability": mlm_probability, "eval_mask_seed": eval_mask_seed,
-                            "pad_token_id": tokenizer.pad_token_id, "format": _format_note(packing, seq_len),
-                            "vocab_sha256": vocab_fingerprint(tokenizer)}
+                            "vocab_size": len(tokenizer), "mlm_probability": mlm_probability,
+                            "eval_mask_seed": eval_mask_seed, "pad_token_id": tokenizer.pad_token_id,
+                            "format": _format_note(packing, seq_len), "vocab_sha256": vocab_fingerprint(tokenizer)}
     files.meta.unlink(missing_ok=True)  # the folder is incomplete until the new meta.json is written
     if shards:
         meta["train"], meta["storage"] = write_train_shards(tokenizer, train_texts, files, seq_len, shard_size,
@@ -99,7 +94,7 @@ def write_train_shards(tokenizer: Any, texts: Iterable[str], files: PreparedFile
     manifest = S.write_shards(tokenizer, texts, folder, n_sequences=None, seq_len=seq_len, shard_size=shard_size,
                               batch_size=min(1_000, shard_size), progress=progress)
     if manifest["sequences"] == 0:
-        raise ValueError("no non-empty documents to tokenise; check the corpus (pipeline.data.load_corpus)")
+        raise ValueError(NO_DOCUMENTS)
     for name in ("train_ids", "train_lengths"):  # one training format per folder
         files.array(name).unlink(missing_ok=True)
     lengths = np.asarray(S.open_shards(folder).lengths)  # 2 bytes a sequence: small even at the paper's scale
@@ -150,7 +145,6 @@ def prepared_files(path: str | Path) -> PreparedFiles:
 
 
 def load_data(path: str | Path) -> PreparedData:
-    """The prepared data of ``path`` (the data folder or the pretraining folder that holds it)."""
     files = prepared_files(path)
     if not files.meta.exists():
         raise FileNotFoundError(f"no prepared data in {files.folder}; run pipeline.prepare.prepare_data first "

@@ -1,9 +1,7 @@
 """Pretraining text as fixed-length sequences: tokenise once, cut per document (or pack), mask the evaluation once.
 
-The paper's format is one example per document, ``[CLS] doc[:seq_len-2] [SEP]`` padded to ``seq_len``
-(:func:`truncate_sequences`); packing joins documents with [SEP] and cuts full blocks
-(:func:`pack_sequences`). Ids are stored as uint16 whenever the vocabulary fits. pipeline.prepare
-writes these arrays to the run folder and pipeline.shards streams the same rows into memory maps.
+Ids are stored as uint16 whenever the vocabulary fits. pipeline.prepare writes these arrays to the run folder
+and pipeline.shards streams the same rows into memory maps.
 """
 
 from __future__ import annotations
@@ -18,6 +16,7 @@ from helpers.masking import MLMCollator
 from helpers.pretrain import lengths_to_mask
 
 EVAL_MASK_SEED = 1234  # fixed: the evaluation mask belongs to the data, not to a training seed
+NO_DOCUMENTS = "no non-empty documents to tokenise; check the corpus (pipeline.data.load_corpus)"
 
 
 @dataclass
@@ -31,35 +30,35 @@ class TokenizedCorpus:
     def n_docs(self) -> int:
         return len(self.offsets) - 1
 
-    def doc(self, i: int) -> np.ndarray:
-        return self.ids[self.offsets[i]:self.offsets[i + 1]]
-
 
 def id_dtype(vocab_size: int) -> np.dtype:
     """uint16 halves the files and the host memory of int32 whenever the vocabulary allows it."""
     return np.dtype(np.uint16) if vocab_size <= np.iinfo(np.uint16).max + 1 else np.dtype(np.int32)
 
 
+def encode(tokenizer: Any, texts: list[str]) -> list[list[int]]:
+    # verbose=False: documents longer than 128 tokens are expected here (cut later), not a mistake.
+    return tokenizer(texts, add_special_tokens=False, verbose=False, return_attention_mask=False,
+                     return_token_type_ids=False)["input_ids"]
+
+
+def offsets_of(docs: Sequence[Sequence[int]]) -> np.ndarray:
+    offsets = np.zeros(len(docs) + 1, dtype=np.int64)
+    np.cumsum([len(d) for d in docs], out=offsets[1:])
+    return offsets
+
+
 def tokenize_corpus(tokenizer: Any, texts: Sequence[str], batch_size: int = 1_000) -> TokenizedCorpus:
     """Batched fast tokenisation into one flat array; empty documents are dropped."""
     texts = [t for t in texts if t and t.strip()]
     if not texts:
-        raise ValueError("no non-empty documents to tokenise; check the corpus (pipeline.data.load_corpus)")
+        raise ValueError(NO_DOCUMENTS)
     dtype = id_dtype(len(tokenizer))
-    chunks, lengths = [], []
-    for start in range(0, len(texts), batch_size):
-        # verbose=False: documents longer than 128 tokens are expected here (cut later), not a mistake.
-        encoded = tokenizer(texts[start:start + batch_size], add_special_tokens=False, verbose=False,
-                            return_attention_mask=False, return_token_type_ids=False)["input_ids"]
-        for ids in encoded:
-            if ids:
-                chunks.append(np.asarray(ids, dtype=dtype))
-                lengths.append(len(ids))
+    chunks = [np.asarray(ids, dtype=dtype) for start in range(0, len(texts), batch_size)
+              for ids in encode(tokenizer, texts[start:start + batch_size]) if ids]
     if not chunks:
         raise ValueError("the tokenizer produced no tokens for any document")
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return TokenizedCorpus(np.concatenate(chunks), offsets)
+    return TokenizedCorpus(np.concatenate(chunks), offsets_of(chunks))
 
 
 def truncate_sequences(corpus: TokenizedCorpus, seq_len: int, cls_id: int, sep_id: int,

@@ -1,16 +1,9 @@
 """Tokenise a document stream once into memory-mapped ``uint16`` shards (the ``paper`` preset's data).
 
-The paper trains 100,000 steps of 128 sequences of 128 tokens: 12.8 million sequences, too many to
-tokenise in memory the way ``pipeline.prepare.prepare_data`` does for the demo. :func:`write_shards`
-reads the documents lazily, tokenises them in batches and writes fixed-size shards of sequences in
-exactly ``prepare_data``'s format (``[CLS] doc[:126] [SEP]`` padded to 128, plus the real lengths),
-so the training loop cannot tell the two apart. Memory stays at one shard plus one batch
-(each document is cut to its first ``seq_len - 2`` tokens as soon as it is encoded).
-
-Each shard is written to a temporary name and renamed when complete; the manifest then records
-it with the number of documents read so far. After an interruption, calling :func:`write_shards`
-again with the same stream skips the documents already used (read, not tokenised) and continues
-with the next shard. :func:`open_shards` returns the shards as one array-like over memory maps.
+The paper's 12.8 million sequences are too many to tokenise in memory the way
+``pipeline.prepare.prepare_data`` does for the demo; the shards hold exactly its rows, and memory stays at one
+shard plus one batch. Each shard is renamed into place when complete, then the manifest records it with the
+number of documents read so far, so an interrupted :func:`write_shards` resumes at the next shard.
 
 Why several files and not one pre-allocated ``np.memmap``: the number of sequences is not known
 before the stream is read (``prepare_data`` passes ``n_sequences=None``), so one file would need a
@@ -27,13 +20,14 @@ import itertools
 import json
 import os
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import IO, Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from pipeline.layout import ShardFiles
-from pipeline.sequences import TokenizedCorpus, truncate_sequences
+from pipeline.sequences import TokenizedCorpus, encode, offsets_of, truncate_sequences
 
 FORMAT = "truncated per document (the paper): [CLS] doc[:seq_len-2] [SEP], padded to seq_len"
 ID_DTYPE = np.dtype(np.uint16)
@@ -49,9 +43,7 @@ def check_vocab_fits(vocab_size: int) -> None:
                          "ids); use a smaller vocabulary or prepare_data without shards, which switches to int32")
 
 
-# --------------------------------------------------------------------------------------------
-# Writing
-# --------------------------------------------------------------------------------------------
+# ---- Writing ----
 
 
 def _identity(tokenizer: Any, seq_len: int, shard_size: int, n_sequences: int | None) -> dict[str, Any]:
@@ -69,17 +61,15 @@ def read_manifest(out_dir: str | Path) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def _write_json_atomically(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
-
-
-def _save_atomically(path: Path, array: np.ndarray) -> None:
+def _write_atomically(path: Path, write: Callable[[IO[bytes]], Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as handle:
-        np.save(handle, array)
+        write(handle)
     os.replace(tmp, path)
+
+
+def _write_manifest(path: Path, manifest: dict[str, Any]) -> None:
+    _write_atomically(path, lambda handle: handle.write(json.dumps(manifest, indent=1).encode()))
 
 
 def _start(out_dir: Path, identity: dict[str, Any]) -> dict[str, Any]:
@@ -110,21 +100,15 @@ def _encoded_batches(tokenizer: Any, docs: Iterator[str], batch_size: int) -> It
         for text in batch:
             if not isinstance(text, str):
                 raise TypeError(f"documents must be strings, got {type(text).__name__}")
-        kept = [i for i, text in enumerate(batch) if text.strip()]
-        encoded = tokenizer([batch[i] for i in kept], add_special_tokens=False, verbose=False,
-                            return_attention_mask=False, return_token_type_ids=False)["input_ids"] if kept else []
-        ids: list[list[int]] = [[] for _ in batch]
-        for i, row in zip(kept, encoded):
-            ids[i] = row
-        yield ids
+        kept = [text for text in batch if text.strip()]
+        encoded = iter(encode(tokenizer, kept) if kept else [])
+        yield [next(encoded) if text.strip() else [] for text in batch]
 
 
 def sequence_rows(docs: Sequence[Sequence[int]], seq_len: int, cls_id: int, sep_id: int,
                   pad_id: int) -> tuple[np.ndarray, np.ndarray]:
     """Documents' ids into ``prepare_data``'s rows: [CLS] doc[:seq_len-2] [SEP] padding, and their lengths."""
-    lengths = np.array([len(d) for d in docs], dtype=np.int64)
-    offsets = np.zeros(len(docs) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
+    offsets = offsets_of(docs)
     flat = np.fromiter(itertools.chain.from_iterable(docs), dtype=ID_DTYPE, count=int(offsets[-1]))
     return truncate_sequences(TokenizedCorpus(flat, offsets), seq_len, cls_id, sep_id, pad_id)
 
@@ -173,14 +157,14 @@ class _ShardWriter:
         if not self.filled:
             return
         index, manifest = len(self.manifest["shards"]), self.manifest
-        _save_atomically(self.files.ids(index), self.ids[:self.filled])
-        _save_atomically(self.files.lengths(index), self.lengths[:self.filled])
+        _write_atomically(self.files.ids(index), partial(np.save, arr=self.ids[:self.filled]))
+        _write_atomically(self.files.lengths(index), partial(np.save, arr=self.lengths[:self.filled]))
         manifest["shards"].append({"ids": self.files.ids(index).name, "lengths": self.files.lengths(index).name,
                                    "sequences": self.filled})
         manifest["sequences"] += self.filled
         manifest["documents_read"] = self.read
         manifest["tokens"], manifest["docs_longer"] = self.tokens, self.longer
-        _write_json_atomically(self.files.manifest, manifest)
+        _write_manifest(self.files.manifest, manifest)
         self.filled = 0
 
 
@@ -216,13 +200,11 @@ def write_shards(tokenizer: Any, documents: Iterable[str], out_dir: str | Path, 
         writer.save_shard()
     manifest["complete"] = True
     manifest["exhausted"] = manifest["sequences"] < wanted  # the stream ended before n_sequences
-    _write_json_atomically(files.manifest, manifest)
+    _write_manifest(files.manifest, manifest)
     return manifest
 
 
-# --------------------------------------------------------------------------------------------
-# Reading
-# --------------------------------------------------------------------------------------------
+# ---- Reading ----
 
 
 class ShardedArray:
@@ -288,7 +270,7 @@ def open_shards(out_dir: str | Path, allow_incomplete: bool = False) -> Shards:
     if not manifest["complete"] and not allow_incomplete:
         raise ValueError(f"the shards in {out} are incomplete (interrupted after {manifest['sequences']:,} "
                          "sequences); run write_shards again with the same documents to finish them")
-    load = lambda name: np.load(out / name, mmap_mode="r", allow_pickle=False)  # noqa: E731
-    ids = ShardedArray([load(s["ids"]) for s in manifest["shards"]], manifest["shard_size"])
-    lengths = ShardedArray([load(s["lengths"]) for s in manifest["shards"]], manifest["shard_size"])
+    ids, lengths = (ShardedArray([np.load(out / shard[kind], mmap_mode="r", allow_pickle=False)
+                                  for shard in manifest["shards"]], manifest["shard_size"])
+                    for kind in ("ids", "lengths"))
     return Shards(ids, lengths, manifest)

@@ -1,9 +1,6 @@
 """Notebook 03's result on disk: the aligned embedding matrix, its found mask and its manifest.
 
-:func:`save_aligned` writes an in-memory :class:`helpers.static_vectors.Alignment` into a run's
-``static/`` folder (file names from :class:`pipeline.layout.StaticFiles`); :func:`load_aligned` reads
-it back for notebooks 04 and 05 and checks that the three files belong together. Only numpy and
-json are needed, so this runs on GPU machines without fasttext.
+Notebooks 04 and 05 read it back; only numpy and json are needed, so this runs on GPU machines without fasttext.
 """
 
 from __future__ import annotations

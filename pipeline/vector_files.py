@@ -1,16 +1,9 @@
 """Where notebook 03's vectors come from: .vec/.vec.gz/.bin files, the published cc.LANG.300 download, or training here.
 
-A fastText ``.vec`` file is a header line ``n_words dim``, then one ``word v1 ... vdim`` line per
-word, most frequent first. The paper uses only the 300,000 most frequent words, so every reader
-here stops after the first ``top_n`` lines: a local file is streamed, and the published
-``cc.LANG.300.vec.gz`` (1.2-1.3 GB) is downloaded only as far as needed: the download is
-decompressed on the fly, stops after ``top_n`` lines, and that prefix is cached (with the original
-header's counts and the number of bytes read recorded beside it).
-
-Refused with the file and line: a value that is not a finite number (one ``nan`` row would spread
-to every aligned row through centring), a line with the wrong number of values, a header that
-disagrees with the model's dimension, a file that ends early; a damaged or truncated ``.gz`` names
-the file. A UTF-8 byte-order mark before the header (some editors add one) is skipped.
+The paper uses only the 300,000 most frequent words, the first lines of a fastText ``.vec`` file, so every reader
+here stops after ``top_n`` lines, and the published ``cc.LANG.300.vec.gz`` (1.2-1.3 GB) is downloaded only that
+far, decompressed on the fly, and that prefix cached. A damaged file is refused naming the file and line: one
+``nan`` row would spread to every aligned row through centring.
 """
 
 from __future__ import annotations
@@ -23,6 +16,7 @@ import struct
 import time
 import urllib.request
 import zlib
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any, Iterator
@@ -39,27 +33,28 @@ from pipeline.layout import REPO_ROOT
 CC_URL = "https://dl.fbaipublicfiles.com/fasttext/vectors-crawl/cc.{lang}.300.vec.gz"
 CC_PAGE = "https://fasttext.cc/docs/en/crawl-vectors.html"
 DEFAULT_CACHE = Path(".cache/fasttext")  # obtain_vectors puts it under the repository root
-BOM = "\ufeff"
-_GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
+BOM = "\ufeff"  # some editors write a UTF-8 byte-order mark before the header
+# Lines end at '\n' only (what fastText writes): universal newlines would also end one at a stray '\r', shifting
+# every line number after it.
+TEXT = {"encoding": "utf-8", "errors": "replace", "newline": "\n"}
 
 
-# --------------------------------------------------------------------------------------------
-# Reading .vec / .vec.gz
-# --------------------------------------------------------------------------------------------
+# ---- Reading .vec / .vec.gz ----
 
 
-def _text_stream(raw: IO[bytes], gzipped: bool) -> IO[str]:
-    """UTF-8 text over a byte stream, splitting lines on '\\n' only (what fastText writes).
-
-    Universal-newline mode would also end a line at a stray '\\r', shifting every line number after it.
-    """
-    import io
-
-    stream = gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw
-    return io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="\n")
+@contextmanager
+def _gzip_checked(where: Any) -> Iterator[None]:
+    """A truncated or damaged .gz, reported as such with the file or URL it came from."""
+    try:
+        yield
+    except (EOFError, gzip.BadGzipFile, zlib.error) as err:
+        raise ValueError(f"{where}: the gzip data is truncated or damaged ({type(err).__name__}: {err}); "
+                         "download it again") from None
 
 
 def _parse_header(line: str, where: str) -> tuple[int, int]:
+    if not line:
+        raise ValueError(f"{where} is empty; expected a fastText .vec file starting with 'n_words dim'")
     parts = line.removeprefix(BOM).split()
     if len(parts) != 2 or not all(p.isdigit() for p in parts):
         raise ValueError(f"{where}: line 1 should be the fastText header 'n_words dim' (two integers), got "
@@ -71,8 +66,8 @@ def _parse_header(line: str, where: str) -> tuple[int, int]:
 
 
 def iter_vec(fh: IO[str], where: str, top_n: int | None = PAPER_TOP_N,
-             expected_dim: int | None = None) -> Iterator[tuple[int, int] | tuple[str, str]]:
-    """Yield the header ``(n_words, dim)``, then ``(word, line)`` for the first ``top_n`` words, checked.
+             expected_dim: int | None = None) -> Iterator[Any]:
+    """Yield the header ``(n_words, dim)``, then ``(fields, line)`` for the first ``top_n`` words, checked.
 
     Lines are split on single ASCII spaces (how fastText writes them): a word never contains an
     ASCII space but may contain other odd characters (no-break space, U+2028) that ``str.split()``
@@ -80,10 +75,7 @@ def iter_vec(fh: IO[str], where: str, top_n: int | None = PAPER_TOP_N,
     """
     if top_n is not None and top_n < 1:
         raise ValueError(f"top_n must be a positive number of words, got {top_n}")
-    header = fh.readline()
-    if not header:
-        raise ValueError(f"{where} is empty; expected a fastText .vec file starting with 'n_words dim'")
-    n_words, dim = _parse_header(header, where)
+    n_words, dim = _parse_header(fh.readline(), where)
     if expected_dim is not None and dim != expected_dim:
         raise ValueError(f"{where} holds {dim}-dimensional vectors (header) but {expected_dim} were expected; "
                          f"use the cc.LANG.{expected_dim} vectors or a model whose hidden size is {dim}")
@@ -98,7 +90,7 @@ def iter_vec(fh: IO[str], where: str, top_n: int | None = PAPER_TOP_N,
         if len(fields) != dim + 1 or not fields[0]:
             raise ValueError(f"{where}, line {lineno}: got {len(fields)} fields, expected {dim + 1} "
                              f"(a word and {dim} numbers); the file is damaged or not a .vec file")
-        yield fields[0], line
+        yield fields, line
     if n_read == n_words and fh.readline().strip():
         _refuse_rows_past_header(fh, where, n_words, dim)
 
@@ -108,73 +100,54 @@ ROWS_COUNTED = PAPER_TOP_N  # rows past a wrong header are counted this far, for
 
 def _refuse_rows_past_header(fh: IO[str], where: str, n_words: int, dim: int) -> None:
     """A header that promises fewer words than follow: count the rows (up to ROWS_COUNTED) and say both counts."""
-    limit = ROWS_COUNTED
     rows = n_words + 1  # the one that was just read past the header's count
-    while rows <= limit and (line := fh.readline()):
+    while rows <= ROWS_COUNTED and (line := fh.readline()):
         rows += bool(line.strip())
-    held = f"more than {limit:,}" if rows > limit else f"{rows:,}"
-    fix = (f"if every line after the header is a word, correct line 1 to '{rows} {dim}'" if rows <= limit
+    held = f"more than {ROWS_COUNTED:,}" if rows > ROWS_COUNTED else f"{rows:,}"
+    fix = (f"if every line after the header is a word, correct line 1 to '{rows} {dim}'" if rows <= ROWS_COUNTED
            else "correct line 1 to the number of word lines and the dimension")
     raise ValueError(f"{where}: its header says {n_words:,} words but the file goes on past line {n_words + 1}: it "
                      f"holds {held} word lines. The header is wrong (fastText writes the true count): {fix}, or "
                      "write the file again")
 
 
-def _vectors_from_lines(lines: Iterator[Any], where: str) -> WordVectors:
-    n_words, dim = next(lines)
-    words: list[str] = []
-    rows: list[np.ndarray] = []
-    for lineno, (word, line) in enumerate(lines, start=2):
-        try:
-            row = np.array(line.rstrip("\r\n").rstrip(" ").split(" ")[1:], dtype=np.float32)
-        except ValueError as err:
-            raise ValueError(f"{where}, line {lineno}: a value is not a number ({err})") from None
-        if not np.isfinite(row).all():
-            raise ValueError(f"{where}, line {lineno} ({word!r}): holds a value that is not a finite number "
-                             f"(nan or inf); centring would spread it to every vector. Fix or re-download the file")
-        words.append(word)
-        rows.append(row)
-    matrix = np.stack(rows) if rows else np.empty((0, dim), dtype=np.float32)
-    return WordVectors(words, matrix, source=where)
-
-
 def read_vec(path: str | Path, top_n: int | None = PAPER_TOP_N, expected_dim: int | None = None) -> WordVectors:
-    """The first ``top_n`` words of a fastText text file (.vec or .vec.gz): its most frequent words.
-
-    Reading stops after ``top_n`` lines, so a complete cc.LANG.300.vec.gz is read only as far as needed.
-    """
+    """The first ``top_n`` words of a fastText text file (.vec or .vec.gz): its most frequent words."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise FileNotFoundError(f"no vector file at {path}; download cc.LANG.300.vec.gz from {CC_PAGE} "
                                 "(download_vectors(lang) does it), or train vectors locally with preset 'demo'")
-    try:
-        with path.open("rb") as raw, _text_stream(raw, path.suffix == ".gz") as fh:
-            return _vectors_from_lines(iter_vec(fh, str(path), top_n, expected_dim), str(path))
-    except _GZIP_ERRORS as err:
-        raise ValueError(f"{path}: the gzip data is truncated or damaged ({type(err).__name__}: {err}); "
-                         "download the file again") from None
+    words, rows = [], []
+    with _gzip_checked(path), (gzip.open if path.suffix == ".gz" else open)(path, "rt", **TEXT) as fh:
+        lines = iter_vec(fh, str(path), top_n, expected_dim)
+        next(lines)  # the header, checked
+        for lineno, (fields, _) in enumerate(lines, start=2):
+            try:
+                row = np.array(fields[1:], dtype=np.float32)
+            except ValueError as err:
+                raise ValueError(f"{path}, line {lineno}: a value is not a number ({err})") from None
+            if not np.isfinite(row).all():
+                raise ValueError(f"{path}, line {lineno} ({fields[0]!r}): holds a value that is not a finite number "
+                                 f"(nan or inf); centring would spread it to every vector. Fix or re-download the file")
+            words.append(fields[0])
+            rows.append(row)
+    return WordVectors(words, np.stack(rows), source=str(path))  # the header promises at least one row
 
 
-# --------------------------------------------------------------------------------------------
-# The published vectors: stream the download, keep the first top_n lines
-# --------------------------------------------------------------------------------------------
+# ---- The published vectors: stream the download, keep the first top_n lines ----
 
 
 class _CountingReader:
-    """A byte stream that counts what was read from it (the compressed bytes downloaded)."""
+    """A byte stream that counts what was read from it (the compressed bytes downloaded) onto a progress bar."""
 
-    def __init__(self, raw: IO[bytes], on_read: Any = None) -> None:
-        self.raw, self.bytes_read, self.on_read = raw, 0, on_read
+    def __init__(self, raw: IO[bytes], bar: Any) -> None:
+        self.raw, self.bar, self.bytes_read = raw, bar, 0
 
     def read(self, size: int = -1) -> bytes:
         chunk = self.raw.read(size)
         self.bytes_read += len(chunk)
-        if self.on_read is not None:
-            self.on_read(len(chunk))
+        self.bar.update(len(chunk))
         return chunk
-
-    def readable(self) -> bool:
-        return True
 
 
 def prefix_path(lang: str, top_n: int, cache_dir: str | Path = DEFAULT_CACHE) -> Path:
@@ -182,8 +155,7 @@ def prefix_path(lang: str, top_n: int, cache_dir: str | Path = DEFAULT_CACHE) ->
 
 
 def prefix_info_path(prefix: Path) -> Path:
-    """Beside a cached prefix: what :func:`save_prefix` recorded about it (the original header, bytes read)."""
-    return Path(str(prefix) + ".json")
+    return Path(f"{prefix}.json")  # what save_prefix recorded: the original header's counts, the bytes read
 
 
 def save_prefix(source: IO[bytes], dest: Path, top_n: int, where: str, progress: bool = False) -> dict[str, Any]:
@@ -198,20 +170,17 @@ def save_prefix(source: IO[bytes], dest: Path, top_n: int, where: str, progress:
     dest.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with tqdm(unit="B", unit_scale=True, desc=f"download {dest.name}", disable=not progress) as bar:
-        counting = _CountingReader(source, bar.update)
+        counting = _CountingReader(source, bar)
         try:
-            with _text_stream(counting, gzipped=True) as fh, gzip.open(part, "wt", encoding="utf-8") as out:
+            with (_gzip_checked(where), gzip.open(counting, "rt", **TEXT) as fh,
+                  gzip.open(part, "wt", encoding="utf-8") as out):
                 lines = iter_vec(fh, where, top_n)
                 n_words, dim = next(lines)
-                out.write(f"{min(n_words, top_n)} {dim}\n")  # the lines kept: the copy is a valid .vec.gz
-                kept = 0
-                for _, line in lines:
-                    out.write(line)
-                    kept += 1
-        except BaseException as err:
+                kept = min(n_words, top_n)  # iter_vec refuses a file with fewer lines
+                out.write(f"{kept} {dim}\n")  # the lines kept: the copy is itself a valid .vec.gz
+                out.writelines(line for _, line in lines)
+        except BaseException:
             part.unlink(missing_ok=True)
-            if isinstance(err, _GZIP_ERRORS):
-                raise ValueError(f"{where}: the gzip data is truncated or damaged ({err}); download it again") from None
             raise
     part.replace(dest)
     info = {"source": where, "header_words": n_words, "dim": dim, "lines_kept": kept, "top_n": top_n,
@@ -253,9 +222,7 @@ def cached_prefix_info(path: Path) -> dict[str, Any] | None:
     return json.loads(info.read_text(encoding="utf-8")) if info.is_file() else None
 
 
-# --------------------------------------------------------------------------------------------
-# fastText .bin models
-# --------------------------------------------------------------------------------------------
+# ---- fastText .bin models ----
 
 
 FASTTEXT_MAGIC = 793712314  # the first int32 of every fastText .bin
@@ -344,9 +311,7 @@ def read_bin(path: str | Path, expected_dim: int | None = None) -> Any:
     return model
 
 
-# --------------------------------------------------------------------------------------------
-# Vectors for a preset (what notebook 03 calls)
-# --------------------------------------------------------------------------------------------
+# ---- Vectors for a preset (what notebook 03 calls) ----
 
 
 @dataclass

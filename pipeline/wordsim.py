@@ -1,25 +1,22 @@
 """Word-similarity benchmarks: how well cosine similarity of word vectors ranks word pairs as people do.
 
-Two English sets, read from the data files that the installed ``gensim`` package ships in
-``gensim/test/test_data/`` (nothing of gensim is imported; the files are found through
-``importlib.metadata``, so they are available offline wherever the pinned dependencies are):
+Two English sets, read from the data files the installed ``gensim`` package ships in ``gensim/test/test_data/``
+(found through ``importlib.metadata``, nothing of gensim imported, so they are there offline wherever the pinned
+dependencies are; gensim, LGPL-2.1, redistributes both unchanged apart from a comment header):
 
-* **WordSim-353** (``wordsim353.tsv``): 353 pairs rated 0-10 for *relatedness* by 13-16 people.
-  Source: L. Finkelstein, E. Gabrilovich, Y. Matias, E. Rivlin, Z. Solan, G. Wolfman, E. Ruppin,
-  "Placing Search in Context: The Concept Revisited", ACM TOIS 20(1), 2002; the WordSimilarity-353
-  Test Collection, distributed by its authors (gabrilovich.com/resources/data/wordsim353) for free
-  research use, without a named licence; please cite the paper.
-* **SimLex-999** (``simlex999.txt``): 999 pairs rated 0-10 for *similarity* proper (related but
-  unlike pairs such as clothes-closet score low). Source: F. Hill, R. Reichart, A. Korhonen,
-  "SimLex-999: Evaluating Semantic Models with (Genuine) Similarity Estimation", Computational
-  Linguistics 41(4), 2015; distributed by its authors (fh295.github.io/simlex.html) for free
-  research use, without a named licence; please cite the paper.
+* **WordSim-353** (``wordsim353.tsv``): 353 pairs rated 0-10 for *relatedness* by 13-16 people. Source:
+  L. Finkelstein, E. Gabrilovich, Y. Matias, E. Rivlin, Z. Solan, G. Wolfman, E. Ruppin, "Placing Search in
+  Context: The Concept Revisited", ACM TOIS 20(1), 2002; the WordSimilarity-353 Test Collection, distributed by
+  its authors (gabrilovich.com/resources/data/wordsim353) for free research use, without a named licence; please
+  cite the paper.
+* **SimLex-999** (``simlex999.txt``): 999 pairs rated 0-10 for *similarity* proper (related but unlike pairs such
+  as clothes-closet score low). Source: F. Hill, R. Reichart, A. Korhonen, "SimLex-999: Evaluating Semantic Models
+  with (Genuine) Similarity Estimation", Computational Linguistics 41(4), 2015; distributed by its authors
+  (fh295.github.io/simlex.html) for free research use, without a named licence; please cite the paper.
 
-gensim (LGPL-2.1) redistributes both files unchanged apart from a comment header. The score is
-Spearman's rank correlation between the human ratings and the cosines, over the pairs whose two
-words both have a vector (the *coverage* says how many), with a bootstrap 95 % interval over
-those pairs (:mod:`helpers.stats`): it tells how much the score would move with another draw of pairs of
-this kind.
+The score is Spearman's rank correlation between the human ratings and the cosines over the pairs whose two words
+both have a vector (the *coverage* says how many), with a bootstrap 95 % interval over those pairs
+(:mod:`helpers.stats`): how much the score would move with another draw of pairs of this kind.
 """
 
 from __future__ import annotations
@@ -49,7 +46,6 @@ class Pair:
 
 
 def benchmark_path(name: str) -> Path:
-    """Where the installed gensim package keeps the benchmark file."""
     if name not in BENCHMARKS:
         raise ValueError(f"unknown benchmark {name!r}; choose one of {', '.join(BENCHMARKS)}")
     try:
@@ -91,8 +87,7 @@ def word_index(words: Sequence[str]) -> dict[str, int]:
 
 def find(index: Mapping[str, int], word: str) -> int | None:
     """The row of ``word``: exact, else any case variant (see :func:`word_index`)."""
-    row = index.get(word)
-    return row if row is not None else index.get(word.lower())
+    return index.get(word, index.get(word.lower()))
 
 
 def cosines(matrix: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
@@ -134,16 +129,12 @@ def _resampled_spearman(resamples: np.ndarray) -> np.ndarray:
 
 def word_similarity(words: Sequence[str], matrix: np.ndarray, n_bootstrap: int = N_BOOTSTRAP,
                     seed: int = 0) -> dict[str, dict[str, Any]]:
-    """:func:`evaluate` on every benchmark, keyed by name."""
     return {name: evaluate(words, matrix, name, n_bootstrap, seed) for name in BENCHMARKS}
 
 
 def word_similarity_rows(results: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
     """A table for the notebook: one row per (vectors, benchmark) from {label: :func:`word_similarity`'s result}."""
-    rows = []
-    for label, by_benchmark in results.items():
-        for name, res in by_benchmark.items():
-            rows.append({"vectors": label, "benchmark": TITLES[name], "spearman": round(res["spearman"], 3),
-                         "95% interval": f"{res['ci_low']:.3f} to {res['ci_high']:.3f}",
-                         "pairs found": f"{res['found']} of {res['pairs']}"})
-    return rows
+    return [{"vectors": label, "benchmark": TITLES[name], "spearman": round(res["spearman"], 3),
+             "95% interval": f"{res['ci_low']:.3f} to {res['ci_high']:.3f}",
+             "pairs found": f"{res['found']} of {res['pairs']}"}
+            for label, by_benchmark in results.items() for name, res in by_benchmark.items()]

@@ -1,13 +1,8 @@
-"""Plumbing of a pretraining run: who it is (identity), where it stopped (checkpoints), what it did (run.json).
+"""A pretraining run's identity (which experiment), checkpoints (where it stopped) and run.json (what it did).
 
-A run's **identity** says which experiment it belongs to: language, seed, preset, corpus, step cap,
-and fingerprints of the prepared data, the tokenizer and the training settings. BERT_TINY and
-BERT_FT of one experiment share it and differ only in their **init** record. Resume refuses a
-checkpoint of another identity or init, and comparisons refuse to pair runs of different
-identities, each saying what changed. A checkpoint holds everything a resumed run needs to go on
-bit for bit (weights, optimiser, schedule, random generators, metrics so far).
-
-Only the standard library, numpy, torch, pipeline.layout and pipeline.content_hash: this runs on the GPU machines too.
+BERT_TINY and BERT_FT of one experiment share an identity and differ only in their init record; resume
+and comparisons refuse other identities, naming what changed. Only the standard library, numpy, torch
+and two pipeline modules: this runs on the GPU machines too.
 """
 
 from __future__ import annotations
@@ -33,9 +28,6 @@ RESUME_HINT = ("to start this model again, delete the file (the job and the note
 
 class CheckpointError(ValueError):
     """A checkpoint that cannot be read or does not belong to this run; the message says what to do."""
-
-
-# ------------------------------------------------------------------------------------ fingerprints
 
 
 def sha256_json(value: Any) -> str:
@@ -110,12 +102,10 @@ def _short(value: Any) -> str:
     return text[:12] + "..." if isinstance(value, str) and len(value) == 64 else text
 
 
-def differences(before: Mapping[str, Any], after: Mapping[str, Any], ignore: tuple[str, ...] = ()) -> list[str]:
+def differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
     """'key: old -> new' for every key whose value differs (nested records are compared key by key)."""
     found = []
     for key in sorted(set(before) | set(after)):
-        if key in ignore:
-            continue
         old, new = before.get(key), after.get(key)
         if isinstance(old, Mapping) and isinstance(new, Mapping):
             found += [f"{key}.{d}" for d in differences(old, new)]
@@ -132,9 +122,6 @@ def check_same_experiment(tiny: Mapping[str, Any] | None, ft: Mapping[str, Any] 
     if changed:
         raise ValueError(f"BERT_TINY and BERT_FT {where}belong to different experiments ({'; '.join(changed)}); "
                          "train both with the same data, tokenizer, seed, preset and settings before comparing")
-
-
-# ------------------------------------------------------------------------------------ checkpoints
 
 
 def rng_state(mask_generator: torch.Generator | None, device: torch.device) -> dict[str, Any]:
@@ -175,13 +162,8 @@ def written_whole(path: Path, what: str = "write", tmp: Path | None = None) -> I
 
 
 def save_checkpoint(path: Path, payload: Mapping[str, Any]) -> None:
-    """Write to a temporary file, then rename: a crash mid-write never leaves half a checkpoint, and a failed
-    write (a full disk) removes its temporary file and says which folder needs space."""
     with written_whole(path, "save the checkpoint", tmp=path.with_suffix(".tmp")) as tmp:
         torch.save(dict(payload), tmp)
-
-
-CHECKPOINT_KEYS = ("key", "step", "model", "optimizer", "scheduler", "rng", "metrics", "running_loss", "elapsed_s")
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
@@ -192,7 +174,8 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
         detail = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else 'no detail'}"
         raise CheckpointError(f"cannot read the checkpoint {path} ({detail}); it is empty, truncated or not a "
                               f"checkpoint; {RESUME_HINT}") from None
-    missing = [k for k in CHECKPOINT_KEYS if not isinstance(payload, dict) or k not in payload]
+    keys = ("key", "step", "model", "optimizer", "scheduler", "rng", "metrics", "running_loss", "elapsed_s")
+    missing = [k for k in keys if not isinstance(payload, dict) or k not in payload]
     if missing:
         raise CheckpointError(f"{path} is not a checkpoint of this version (missing {missing}); {RESUME_HINT}")
     return payload
@@ -209,16 +192,11 @@ def check_resumable(path: Path, saved_key: Mapping[str, Any], key: Mapping[str, 
     raise CheckpointError(f"{path} belongs to a different run ({'; '.join(changed)}); {RESUME_HINT}")
 
 
-# ------------------------------------------------------------------------------------ run.json
-
-
 def write_run_json(path: Path, record: Mapping[str, Any]) -> None:
-    """Write a run's record (ModelFiles.run_json), whole or not at all."""
     with written_whole(path) as tmp:
         tmp.write_text(json.dumps(record, indent=2, default=str))
 
 
 def read_run_json(path: Path) -> dict[str, Any] | None:
     """A run's record, or None when the run has not written one."""
-    path = Path(path)
     return json.loads(path.read_text()) if path.is_file() else None

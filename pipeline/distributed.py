@@ -1,15 +1,9 @@
 """Several processes training one model (``torchrun``): who is who, the process group, and whose rows are whose.
 
-``torchrun --nproc_per_node=N -m pipeline.train_cli ...`` starts N copies of the command line and tells each
-its place through environment variables (RANK, WORLD_SIZE, LOCAL_RANK). Every process then draws the
-same global batch and the same masks, exactly as a single process would, and keeps only its own
-contiguous block of rows (:meth:`World.my_rows`). DistributedDataParallel averages the gradients over the
-processes, so the loss each process back-propagates is ``world_size x`` (its sum over its masked tokens)
-/ (masked tokens of the whole batch): the average of those gradients is the gradient of the one-process loss.
-
-A World has the methods of helpers.pretrain.OneProcess, which the training step calls; helpers never
-imports this module. Only the standard library and torch: this runs on the GPU machines. Without torchrun
-(no WORLD_SIZE) everything here is a no-op for one process, so that path needs no process group at all.
+Every process draws the same global batch and masks as one process would and keeps its own block of rows
+(:meth:`World.my_rows`); helpers.pretrain.StepContext.loss scales each share so that DDP's average of the
+gradients is the one-process gradient. A World has the methods of helpers.pretrain.OneProcess (helpers never
+imports this module). Without torchrun everything here is a no-op, so one process needs no process group.
 """
 
 from __future__ import annotations
@@ -23,6 +17,7 @@ from typing import Any, Iterator
 import numpy as np
 import torch
 import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
 
 # Other processes wait at the next gradient all-reduce while process 0 evaluates and checkpoints;
 # the evaluation of the paper's 100,000 documents must fit in this (nccl's default is 10 minutes).
@@ -65,8 +60,6 @@ class World:
         """``module`` inside DistributedDataParallel when there are several processes (unchanged otherwise)."""
         if not self.distributed:
             return module
-        from torch.nn.parallel import DistributedDataParallel
-
         return DistributedDataParallel(module, device_ids=[device.index] if device.type == "cuda" else None)
 
 
@@ -105,8 +98,8 @@ def process_group(device: torch.device, world: World) -> Iterator[World]:
     if not world.distributed or dist.is_initialized():
         yield world
         return
-    backend = "nccl" if device.type == "cuda" else "gloo"
-    dist.init_process_group(backend, timeout=TIMEOUT, **({"device_id": device} if device.type == "cuda" else {}))
+    cuda = device.type == "cuda"
+    dist.init_process_group("nccl" if cuda else "gloo", timeout=TIMEOUT, device_id=device if cuda else None)
     try:
         yield world
     finally:

@@ -1,14 +1,10 @@
 """Keep the algorithm a notebook shows and the package's copy of it identical (like d2l's ``#@save``).
 
-A code cell whose first line is ``#| export helpers.<module>`` shows definitions (functions,
-classes, constants) that the package holds too. Each top-level definition in such a cell must be
-character for character the definition of the same name in that module; the test suite checks it
-with :func:`check_all`, and ``python -m pipeline.notebook_sync --write`` copies the package's
-definitions into the notebooks after an edit of the package (``--check`` only reports).
-
-Why not generate the package from the notebooks (nbdev)? The package is what the tests, the main
-job and the GPU runner import; keeping it the edited source and the notebooks the checked copy
-needs no build step and no extra tool, and a student can still read every line in the page.
+Each top-level definition in a code cell whose first line is ``#| export helpers.<module>`` must be character
+for character that module's definition of the name; ``python -m pipeline.notebook_sync --write`` copies the
+package's definitions into the notebooks after an edit of the package (without it, it only reports).
+Why not generate the package from the notebooks (nbdev)? The package is what the tests, the job and the GPU
+runner import; keeping it the source and the notebooks the checked copy needs no build step and no extra tool.
 """
 
 from __future__ import annotations
@@ -53,13 +49,8 @@ def cell_source(cell: dict[str, Any]) -> str:
 
 def exported_cells(notebook: Path) -> list[tuple[int, str, str]]:
     """(cell index, module name, cell source) for every export cell of ``notebook``."""
-    found = []
-    for index, cell in enumerate(notebook_cells(notebook)):
-        source = cell_source(cell)
-        if cell.get("cell_type") == "code" and source.startswith(EXPORT_MARK):
-            module = source.splitlines()[0][len(EXPORT_MARK):].strip()
-            found.append((index, module, source))
-    return found
+    code = [(i, cell_source(c)) for i, c in enumerate(notebook_cells(notebook)) if c.get("cell_type") == "code"]
+    return [(i, s.splitlines()[0][len(EXPORT_MARK):].strip(), s) for i, s in code if s.startswith(EXPORT_MARK)]
 
 
 def definitions(source: str) -> dict[str, str]:
@@ -81,8 +72,8 @@ def definitions(source: str) -> dict[str, str]:
     return found
 
 
-def module_source(module: str) -> str:
-    return inspect.getsource(importlib.import_module(module))
+def package_definitions(module: str) -> dict[str, str]:
+    return definitions(inspect.getsource(importlib.import_module(module)))
 
 
 def check_notebook(notebook: Path) -> list[Mismatch]:
@@ -93,7 +84,7 @@ def check_notebook(notebook: Path) -> list[Mismatch]:
         if not module.startswith("helpers."):
             problems.append(Mismatch(name, index, module, "-", "export target must be a helpers module"))
             continue
-        package = definitions(module_source(module))
+        package = package_definitions(module)
         shown = definitions(source)
         if not shown:
             problems.append(Mismatch(name, index, module, "-", "export cell defines nothing"))
@@ -106,17 +97,12 @@ def check_notebook(notebook: Path) -> list[Mismatch]:
     return problems
 
 
-def check_all(notebooks: Sequence[Path] | None = None) -> list[Mismatch]:
-    paths = notebooks if notebooks is not None else sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
-    return [m for path in paths for m in check_notebook(path)]
-
-
 def write_notebook(notebook: Path) -> int:
     """Copy the package's definitions into ``notebook``'s export cells; returns how many changed."""
     data = json.loads(Path(notebook).read_text(encoding="utf-8"))
     changed = 0
     for index, module, source in exported_cells(notebook):
-        package = definitions(module_source(module))
+        package = package_definitions(module)
         new = source
         for def_name, text in definitions(source).items():
             if def_name in package and package[def_name] != text:
@@ -132,11 +118,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipeline.notebook_sync", description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="copy the package's definitions into the notebooks")
     args = parser.parse_args(argv)
+    notebooks = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
     if args.write:
-        for path in sorted(NOTEBOOKS_DIR.glob("*.ipynb")):
+        for path in notebooks:
             if (n := write_notebook(path)):
                 print(f"{path.name}: {n} definition(s) updated from the package")
-    problems = check_all()
+    problems = [m for path in notebooks for m in check_notebook(path)]
     for problem in problems:
         print(problem, file=sys.stderr)
     return 1 if problems else 0

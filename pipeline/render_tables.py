@@ -1,9 +1,6 @@
-"""Tables in a render as Markdown: each HTML table a cell displayed (a pandas DataFrame or Styler) becomes a
-Markdown table, so a render carries no raw HTML (``<style>``, ``<table>``) and reads the same on any viewer.
-
-A Styler's highlighted cells (``highlight_max`` and the like, a background colour in its ``<style>`` block)
-are shown in bold; every other style is dropped.
-"""
+"""Each HTML table a render displays (a pandas DataFrame or Styler) as a Markdown table, so the render carries no
+raw HTML and reads the same on any viewer. A Styler's highlighted cells (a background colour in its ``<style>``
+block, as ``highlight_max`` writes) are shown in bold; every other style is dropped."""
 
 from __future__ import annotations
 

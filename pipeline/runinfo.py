@@ -1,8 +1,7 @@
 """Seed, device and the environment that produced a result, recorded next to it.
 
-Kept free of heavy imports at module level: the GPU machines have torch and numpy but may lack
-the rest, and a notebook's first cell should import quickly.
-"""
+No heavy imports at module level: the GPU machines have torch and numpy but may lack the rest, and a
+notebook's first cell should import quickly."""
 
 from __future__ import annotations
 
@@ -19,12 +18,8 @@ from typing import Any
 
 from pipeline.layout import REPO_ROOT
 
-RECORDED_PACKAGES = (
-    "torch", "transformers", "tokenizers", "numpy", "datasets", "fasttext", "scikit-learn",
-    "matplotlib", "papermill",
-)
-
-
+RECORDED_PACKAGES = ("torch", "transformers", "tokenizers", "numpy", "datasets", "fasttext", "scikit-learn",
+                     "matplotlib", "papermill")
 SEED_LIMIT = 2**32  # numpy's and torch's seeds are below it
 
 
@@ -37,20 +32,13 @@ def check_seed(seed: object) -> int:
 
 
 def set_seed(seed: int) -> None:
-    """Seed Python, numpy and torch (where installed) so a notebook rerun gives the same numbers."""
+    """Seed Python, numpy and torch so a notebook rerun gives the same numbers."""
+    import numpy as np
+    import torch
+
     random.seed(seed)
-    try:
-        import numpy as np
-
-        np.random.seed(seed)
-    except ImportError:  # pragma: no cover - numpy is always there in this project
-        pass
-    try:
-        import torch
-
-        torch.manual_seed(seed)
-    except ImportError:  # pragma: no cover
-        pass
+    np.random.seed(seed)
+    torch.manual_seed(seed)
 
 
 def check_device(name: str) -> str:
@@ -159,13 +147,16 @@ def package_versions(names: tuple[str, ...] = RECORDED_PACKAGES) -> dict[str, st
     return versions
 
 
-def device_description(device: str) -> str:
-    """Human-readable device name, e.g. 'NVIDIA H100 80GB HBM3' or 'cpu (x86_64, 2 threads)'."""
+def device_info(device: str) -> dict[str, str]:
+    """The device by name (e.g. 'NVIDIA H100 80GB HBM3' or 'cpu (x86_64, 2 threads)') and the vector instruction
+    set torch's CPU kernels use here (e.g. AVX512): another one sums in another order."""
     import torch
 
     if device.startswith("cuda") and torch.cuda.is_available():
-        return torch.cuda.get_device_name(torch.device(device))
-    return f"cpu ({platform.machine()}, {torch.get_num_threads()} threads)"
+        name = torch.cuda.get_device_name(torch.device(device))
+    else:
+        name = f"cpu ({platform.machine()}, {torch.get_num_threads()} threads)"
+    return {"cpu_kernels": torch.backends.cpu.get_cpu_capability(), "device": device, "device_name": name}
 
 
 def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
@@ -179,27 +170,12 @@ def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     return platform.processor() or platform.machine()
 
 
-def cpu_kernels() -> str:
-    """The vector instruction set torch's CPU kernels use here (e.g. AVX512): another one sums in another order."""
-    import torch
-
-    return torch.backends.cpu.get_cpu_capability()
-
-
 def environment(device: str | None = None) -> dict[str, Any]:
     """Everything worth writing beside a metric: when, where, with what code and packages."""
     info: dict[str, Any] = {
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "git_commit": git_commit(),
-        "code_version": code_version(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "cpu_model": cpu_model(),
+        "git_commit": git_commit(), "code_version": code_version(), "python": platform.python_version(),
+        "platform": platform.platform(), "cpu_count": os.cpu_count(), "cpu_model": cpu_model(),
         "packages": package_versions(),
     }
-    if device is not None:
-        info["cpu_kernels"] = cpu_kernels()
-        info["device"] = device
-        info["device_name"] = device_description(device)
-    return info
+    return {**info, **device_info(device)} if device is not None else info

@@ -1,10 +1,8 @@
 """A set of files written whole: staged in a hidden folder, moved into place only once every one is written.
 
-Notebook 06 (:func:`pipeline.runner.run_figures`) and the ablation table (:func:`pipeline.ablations.write_outputs`)
-write files that belong together: tables, figures and the provenance that describes them. Each writes into
-``.<name>.incoming-<pid>`` and moves the files into place only after the last one is written, so a failure
-part-way leaves the previous set whole, never new tables beside old figures. The staging folder is removed
-whatever happens; one left by a killed process (its pid is gone) is removed by the next writer.
+Notebook 06's outputs and the ablation table are tables, figures and the provenance that describes them: a
+failure part-way must leave the previous set whole, never new tables beside old figures. The staging folder
+``.<name>.incoming-<pid>`` is removed whatever happens; one left by a killed process, by the next writer.
 """
 
 from __future__ import annotations

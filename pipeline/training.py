@@ -1,17 +1,13 @@
 """Pretrain one model from prepared files, with checkpoints, resume, run.json and metrics.csv (notebook 04, the CLI).
 
-:func:`train` sets up a run (the device, the threads, the processes under torchrun, the model and its
-step context, the run's identity) and hands helpers.pretrain.train_loop a :class:`RunFiles`, which
-resumes from this run's checkpoint, writes metrics.csv and the final per-position results, saves
-checkpoints and records run.json. :func:`compare_runs` then reads both models' metrics.csv and answers
-the paper's question: how many steps did BERT_FT need to reach BERT_TINY's final evaluation loss and
-accuracy? File names come from pipeline.layout (ModelFiles, PretrainFiles).
+:func:`train` sets up a run and hands helpers.pretrain.train_loop a :class:`RunFiles`, which keeps its
+files; :func:`compare_runs` answers the paper's question: how many steps did BERT_FT need to reach
+BERT_TINY's final evaluation loss and accuracy?
 """
 
 from __future__ import annotations
 
 import csv
-import json
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -50,11 +46,6 @@ except ImportError:  # pragma: no cover
 METRIC_COLUMNS = ("step", "train_loss", "eval_loss", "eval_accuracy", "lr", "elapsed_s")
 
 
-# --------------------------------------------------------------------------------------------
-# Checks made before any step
-# --------------------------------------------------------------------------------------------
-
-
 def check_model_init(model_name: str, init: InitSpec) -> None:
     """BERT_TINY starts from random embeddings, BERT_FT and its control from static vectors; anything else is
     mislabelled."""
@@ -68,22 +59,10 @@ def check_model_init(model_name: str, init: InitSpec) -> None:
                          "use --model bert_ft for static vectors, or --init random")
 
 
-def check_same_vocabulary(init: InitSpec, meta: Mapping[str, Any]) -> None:
-    """Refuse a static matrix aligned to another tokenizer than the data's (same size, other tokens or order).
-
-    Folders written before fingerprints were recorded carry none; they pass, as the shape check alone did.
-    """
-    manifest = ck.init_record(init)["manifest"] or {}
-    built_for, data_for = manifest.get("vocab_sha256"), meta.get("vocab_sha256")
-    if built_for and data_for and built_for != data_for:
-        raise ValueError("the static vectors were aligned to a different vocabulary than the one the data was "
-                         "prepared with (same size, other tokens or order); rerun notebook 03 with the tokenizer "
-                         "saved in the data folder, or prepare the data with the tokenizer notebook 03 used")
-
-
 def load_training_data(data_dir: str | Path, cfg: TrainConfig, tokenizer: Any,
                        init: InitSpec) -> tuple[PreparedData, Any]:
-    """The prepared data and its tokenizer, checked against the config and the static vectors."""
+    """The prepared data and its tokenizer, checked against the config and the static vectors (a matrix aligned to
+    another tokenizer of the same size is refused; folders written before fingerprints carry none and pass)."""
     data = load_data(data_dir)
     if data.seq_len != cfg.seq_len or bool(data.meta["packing"]) != cfg.packing:
         raise ValueError(f"the prepared data has seq_len={data.seq_len}, packing={data.meta['packing']} but the "
@@ -92,13 +71,12 @@ def load_training_data(data_dir: str | Path, cfg: TrainConfig, tokenizer: Any,
     if len(tokenizer) != data.meta["vocab_size"]:
         raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but the data was prepared with "
                          f"{data.meta['vocab_size']}; use the tokenizer saved with the data in {data.directory}")
-    check_same_vocabulary(init, data.meta)
+    built_for, data_for = (ck.init_record(init)["manifest"] or {}).get("vocab_sha256"), data.meta.get("vocab_sha256")
+    if built_for and data_for and built_for != data_for:
+        raise ValueError("the static vectors were aligned to a different vocabulary than the one the data was "
+                         "prepared with (same size, other tokens or order); rerun notebook 03 with the tokenizer "
+                         "saved in the data folder, or prepare the data with the tokenizer notebook 03 used")
     return data, tokenizer
-
-
-# --------------------------------------------------------------------------------------------
-# Training one model
-# --------------------------------------------------------------------------------------------
 
 
 def train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Path, out_dir: str | Path,
@@ -116,6 +94,9 @@ def train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Pat
     Started by torchrun, each process trains on its share of every batch (pipeline.distributed) and
     process 0 alone writes the files.
     """
+    check_model_init(model_name, init)
+    if stop_at is not None:
+        check_count("stop_at", stop_at)
     world = distributed.from_environment()
     dev = distributed.process_device(pick_device(device), world)
     threads = torch.get_num_threads()
@@ -123,41 +104,27 @@ def train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Pat
         torch.set_num_threads(cfg.cpu_threads)
     try:
         with distributed.process_group(dev, world):
-            return _train(model_name, init, cfg, data_dir, out_dir, tokenizer, dev, world, seed, resume, stop_at,
-                          progress, model_overrides)
+            data, tokenizer = load_training_data(data_dir, cfg, tokenizer, init)
+            overrides = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id,
+                         **(model_overrides or {})}
+            start, permutation = starting_embeddings(model_name, init, seed)
+            ctx = make_run_context(start, cfg, tokenizer, dev, world, seed, overrides)
+            record = run_record(model_name, start, ctx, seed, data, tokenizer)
+            if permutation is not None:
+                record["init"].update(source=ck.init_record(init)["source"], permutation=permutation)
+            key = {"model_name": model_name, "identity": record["identity"], "init": record["init"],
+                   "model_overrides": overrides, "world_size": world.world_size}
+            run = RunFiles(PretrainFiles(Path(out_dir)).model(model_name), record, key, world, resume, progress)
+            try:
+                step = train_loop(ctx, data, run, seed, cfg.steps if stop_at is None else min(cfg.steps, stop_at))
+            except TrainingDiverged as err:
+                run.stopped(err)
+                raise
+            finally:
+                run.close()
+            return run.finish(step, ctx)
     finally:
         torch.set_num_threads(threads)
-
-
-def _train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Path, out_dir: str | Path,
-           tokenizer: Any, dev: torch.device, world: distributed.World, seed: int, resume: bool,
-           stop_at: int | None, progress: bool, model_overrides: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Everything checked before the first step, then helpers.pretrain.train_loop with this run's files."""
-    check_model_init(model_name, init)
-    if stop_at is not None:
-        check_count("stop_at", stop_at)
-    data, tokenizer = load_training_data(data_dir, cfg, tokenizer, init)
-    files = PretrainFiles(Path(out_dir)).model(model_name)
-    if world.is_main:
-        files.folder.mkdir(parents=True, exist_ok=True)
-    overrides = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id, **(model_overrides or {})}
-    start, permutation = starting_embeddings(model_name, init, seed)
-    ctx = make_run_context(start, cfg, tokenizer, dev, world, seed, overrides)
-    record = run_record(model_name, start, cfg, seed, data, tokenizer, ctx.model, dev)
-    if permutation is not None:
-        record["init"].update(source=ck.init_record(init)["source"], permutation=permutation)
-    record.update(world_size=world.world_size, step_options=asdict(ctx.options))
-    key = {"model_name": model_name, "identity": record["identity"], "init": record["init"],
-           "model_overrides": overrides, "world_size": world.world_size}
-    run = RunFiles(files, record, key, world, resume=resume, progress=progress)
-    try:
-        step = train_loop(ctx, data, run, seed, cfg.steps if stop_at is None else min(cfg.steps, stop_at))
-    except TrainingDiverged as err:
-        run.stopped(err)
-        raise
-    finally:
-        run.close()
-    return run.finish(step, ctx)
 
 
 def starting_embeddings(model_name: str, init: InitSpec, seed: int) -> tuple[InitSpec, dict[str, Any] | None]:
@@ -203,10 +170,10 @@ def make_run_context(init: InitSpec, cfg: TrainConfig, tokenizer: Any, dev: torc
     return ctx
 
 
-def run_record(model_name: str, init: InitSpec, cfg: TrainConfig, seed: int, data: PreparedData, tokenizer: Any,
-               model: torch.nn.Module, device: torch.device) -> dict[str, Any]:
+def run_record(model_name: str, init: InitSpec, ctx: StepContext, seed: int, data: PreparedData,
+               tokenizer: Any) -> dict[str, Any]:
     """run.json: the run's identity and init first, then what a reader wants to know about it."""
-    init_info = ck.init_record(init)
+    init_info, cfg, model = ck.init_record(init), ctx.cfg, ctx.model
     identity = ck.run_identity(data.meta.get("lang"), seed, cfg, data.meta.get("corpus"), data.fingerprint(),
                                vocab_fingerprint(tokenizer))
     return {
@@ -217,7 +184,8 @@ def run_record(model_name: str, init: InitSpec, cfg: TrainConfig, seed: int, dat
         "init_manifest": init_info["manifest"], "parameters": count_parameters(model),
         "attention": model.config._attn_implementation, "train_config": asdict(cfg),
         "model_config": model.config.to_dict(), "data": data.meta, "data_dir": str(data.directory),
-        "environment": environment(str(device)),
+        "environment": environment(str(ctx.device)), "world_size": ctx.world.world_size,
+        "step_options": asdict(ctx.options),
     }
 
 
@@ -235,14 +203,24 @@ class RunFiles:
         self.rows: list[dict[str, Any]] = []
         self.started = time.perf_counter()
         self.bar: Any = None
+        if world.is_main:
+            files.folder.mkdir(parents=True, exist_ok=True)
 
     def resume(self, ctx: StepContext) -> tuple[int, RunningLoss]:
         """Where this run's checkpoint stopped (weights, optimiser, schedule, random streams, metrics), or step 0.
 
-        Process 0 reads the checkpoint and hands it to the others, so several machines need no shared disk.
+        Process 0 reads the checkpoint and hands it to the others (an unreadable one raises the same error in
+        every process), so several machines need no shared disk.
         """
-        step, train_loss = 0, RunningLoss(ctx.device)
-        saved = read_checkpoint_on_main(self.files.checkpoint, self.may_resume, self.world)
+        step, train_loss, saved = 0, RunningLoss(ctx.device), None
+        if self.world.is_main and self.may_resume and self.files.checkpoint.exists():
+            try:
+                saved = ck.load_checkpoint(self.files.checkpoint)
+            except ck.CheckpointError as err:
+                saved = err
+        saved = distributed.broadcast_from_main(saved, self.world)
+        if isinstance(saved, Exception):
+            raise saved
         if saved is not None:
             ck.check_resumable(self.files.checkpoint, saved["key"], self.key, saved.get("train_config"),
                                asdict(ctx.cfg))
@@ -254,8 +232,7 @@ class RunFiles:
             step, self.rows = saved["step"], saved["metrics"]
             self.started -= saved["elapsed_s"]
             train_loss = RunningLoss(ctx.device, *saved["running_loss"])
-        self.record.update(finished=False, steps_done=step)
-        self.write_record()
+        self.write_record(finished=False, steps_done=step)
         return step, train_loss
 
     def progress(self, steps: range) -> Iterable[int]:
@@ -281,19 +258,17 @@ class RunFiles:
 
     def checkpoint(self, step: int, ctx: StepContext, train_loss: RunningLoss, batches: dict[str, Any]) -> None:
         """Process 0 writes the checkpoint, with every process's random streams (each draws its own dropout)."""
-        payload = {"key": self.key, "train_config": asdict(ctx.cfg), "step": step, "metrics": self.rows,
-                   "sampler": batches, "running_loss": train_loss.state(),
-                   "elapsed_s": time.perf_counter() - self.started}
         rng = ck.rng_state(ctx.collator.generator(ctx.device), ctx.device)
         process_rng = distributed.gather_to_main(rng, self.world)
         if self.world.is_main:
             ck.save_checkpoint(self.files.checkpoint, {
-                **payload, "model": ctx.model.state_dict(), "optimizer": ctx.optimizer.state_dict(),
+                "key": self.key, "train_config": asdict(ctx.cfg), "step": step, "metrics": self.rows,
+                "sampler": batches, "running_loss": train_loss.state(), "elapsed_s": time.perf_counter() - self.started,
+                "model": ctx.model.state_dict(), "optimizer": ctx.optimizer.state_dict(),
                 "scheduler": ctx.scheduler.state_dict(), "rng": rng, "process_rng": process_rng})
 
     def stopped(self, err: TrainingDiverged) -> None:
-        self.record.update(finished=False, steps_done=err.step, stopped=str(err))
-        self.write_record()
+        self.write_record(finished=False, steps_done=err.step, stopped=str(err))
 
     def close(self) -> None:
         if self.bar is not None:
@@ -309,29 +284,10 @@ class RunFiles:
         self.write_record()
         return self.record
 
-    def write_record(self) -> None:
+    def write_record(self, **changes: Any) -> None:
+        self.record.update(changes)
         if self.world.is_main:
             ck.write_run_json(self.files.run_json, self.record)
-
-
-def read_checkpoint_on_main(path: Path, resume: bool, world: distributed.World) -> dict[str, Any] | None:
-    """The checkpoint to resume from (None: start afresh), read by process 0 and handed to every process;
-    an unreadable file raises the same error in every process."""
-    payload: Any = None
-    if world.is_main and resume and path.exists():
-        try:
-            payload = ck.load_checkpoint(path)
-        except ck.CheckpointError as err:
-            payload = err
-    payload = distributed.broadcast_from_main(payload, world)
-    if isinstance(payload, Exception):
-        raise payload
-    return payload
-
-
-# --------------------------------------------------------------------------------------------
-# Metrics, and comparing the two runs
-# --------------------------------------------------------------------------------------------
 
 
 def write_metrics(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -339,34 +295,27 @@ def write_metrics(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
     with ck.written_whole(Path(path)) as tmp, open(tmp, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=METRIC_COLUMNS)
         writer.writeheader()
-        for row in rows:
-            writer.writerow({k: row[k] for k in METRIC_COLUMNS})
+        writer.writerows({k: row[k] for k in METRIC_COLUMNS} for row in rows)
 
 
 def read_metrics(path: str | Path) -> list[dict[str, float]]:
-    """metrics.csv as a list of rows (numbers as float, step as int), without pandas."""
+    """metrics.csv as a list of rows (numbers as float, NaN where empty, step as int), without pandas."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no metrics file at {path}; train the model first (pipeline.training.train)")
     with open(path, newline="") as handle:
-        rows = []
-        for row in csv.DictReader(handle):
-            parsed = {k: (float(v) if v not in ("", "nan") else float("nan")) for k, v in row.items()}
-            parsed["step"] = int(parsed["step"])
-            rows.append(parsed)
-    return rows
+        rows = [{k: float(v or "nan") for k, v in row.items()} for row in csv.DictReader(handle)]
+    return [{**row, "step": int(row["step"])} for row in rows]
 
 
-def _rows(metrics: str | Path | Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return read_metrics(metrics) if isinstance(metrics, (str, Path)) else list(metrics)
-
-
-def _identity_beside(metrics: Any) -> dict[str, Any] | None:
-    """The identity in the run.json next to a metrics.csv path (None for rows given directly)."""
+def _rows_and_identity(metrics: Any, identity: Mapping[str, Any] | None) -> tuple[list[Mapping[str, Any]], Any]:
+    """The rows of a metrics.csv path (with the identity in the run.json beside it, unless given) or rows given."""
     if not isinstance(metrics, (str, Path)):
-        return None
-    record = ck.read_run_json(ModelFiles(Path(metrics).parent).run_json)
-    return record.get("identity") if record else None
+        return list(metrics), identity
+    if identity is None:
+        record = ck.read_run_json(ModelFiles(Path(metrics).parent).run_json)
+        identity = record.get("identity") if record else None
+    return read_metrics(metrics), identity
 
 
 def compare_runs(tiny_metrics: str | Path | Sequence[Mapping[str, Any]],
@@ -378,10 +327,9 @@ def compare_runs(tiny_metrics: str | Path | Sequence[Mapping[str, Any]],
     Refuses runs whose identities differ (read from the run.json beside each metrics.csv, or given).
     A crossing is helpers.crossing's: the first evaluation after step 0 that is strictly better.
     """
-    tiny_identity = tiny_identity if tiny_identity is not None else _identity_beside(tiny_metrics)
-    ft_identity = ft_identity if ft_identity is not None else _identity_beside(ft_metrics)
+    tiny, tiny_identity = _rows_and_identity(tiny_metrics, tiny_identity)
+    ft, ft_identity = _rows_and_identity(ft_metrics, ft_identity)
     ck.check_same_experiment(tiny_identity, ft_identity)
-    tiny, ft = _rows(tiny_metrics), _rows(ft_metrics)
     if not tiny or not ft:
         raise ValueError("both metrics tables need at least one row")
     # A run stopped early (stop_at) must not be compared with a longer one: both end at the last
@@ -410,5 +358,5 @@ def write_comparison(out_dir: str | Path) -> dict[str, Any]:
     """compare_runs on out_dir/bert_tiny and out_dir/bert_ft, written to out_dir/comparison.json."""
     folder = PretrainFiles(Path(out_dir))
     result = compare_runs(folder.model("bert_tiny").metrics, folder.model("bert_ft").metrics)
-    folder.comparison.write_text(json.dumps(result, indent=2))
+    ck.write_run_json(folder.comparison, result)  # whole or not at all, like run.json
     return result

@@ -28,7 +28,7 @@ from helpers.claims import (
 )
 from helpers.crossing import crossing_step
 from pipeline.position_scores import group_positions, kind_mean, model_differences, per_seed_values
-from pipeline.results import Run, RunSet, SeedGroup, comparison_groups, order_langs
+from pipeline.results import Run, RunSet, SeedGroup, comparison_groups, main_groups
 
 CLAIM_COLUMNS = ["lang", "preset", "steps", "claim_id", "claim", "n_seeds", "ours", "ci_low", "ci_high", "interval",
                  "seed_ci_low", "seed_ci_high",
@@ -82,17 +82,25 @@ def run_crossing(run: Run, column: str, lower_is_better: bool) -> int | None:
 # --------------------------------------------------------------------------- one row per claim and language
 
 
+def estimate_columns(est: Estimate) -> dict[str, Any]:
+    return {"ours": est.mean, "ci_low": est.low, "ci_high": est.high, "interval": est.interval,
+            "seed_ci_low": est.seed_low, "seed_ci_high": est.seed_high}
+
+
+def qualified(holds: str, testable: bool | None) -> str:
+    """The one rule of notebook 06: below the margin a verdict says nothing about the paper, so it says so."""
+    if testable is True:
+        return holds
+    return f"{'not testable' if testable is False else 'testability unknown'} (on our runs: {holds})"
+
+
 def _claim_row(group: SeedGroup, claim_id: str, claim: str, est: Estimate, paper_text: str, holds: str,
                fraction: float = math.nan, notes: Sequence[str] = ()) -> dict[str, Any]:
     testable, why = testability(group)
-    note = "; ".join(n for n in (why, est.note, *notes, group.note) if n)
-    if testable is not True:  # the one rule of notebook 06: below the margin a verdict says nothing about the paper
-        holds = f"{'not testable' if testable is False else 'testability unknown'} (on our runs: {holds})"
     return {"lang": group.lang, "preset": group.first.preset, "steps": group.total_steps, "claim_id": claim_id,
-            "claim": claim, "n_seeds": len(group.runs), "ours": est.mean, "ci_low": est.low, "ci_high": est.high,
-            "interval": est.interval, "seed_ci_low": est.seed_low, "seed_ci_high": est.seed_high,
-            "fraction_of_training": fraction, "testable": testable,
-            "holds_on_ours": holds, "paper": paper_text, "note": note}
+            "claim": claim, "n_seeds": len(group.runs), **estimate_columns(est), "fraction_of_training": fraction,
+            "testable": testable, "holds_on_ours": qualified(holds, testable), "paper": paper_text,
+            "note": "; ".join(n for n in (why, est.note, *notes, group.note) if n)}
 
 
 def crossing_claim(group: SeedGroup, column: str, lower_is_better: bool, claim_id: str, claim: str,
@@ -152,19 +160,6 @@ def paper_gain(lang: str) -> float:
     return paper.EVAL_ACCURACY[lang]["bert_ft"] - paper.EVAL_ACCURACY[lang]["bert_tiny"]
 
 
-def _language_common(chosen: dict[str, SeedGroup], langs: list[str]) -> tuple[dict[str, Any], str, str]:
-    """The columns both language rows share, why some language cannot test them, and the seeds per language."""
-    testable = [testability(g)[0] for g in chosen.values()]
-    untestable = [lang for lang, g in chosen.items() if testability(g)[0] is False]
-    why = f"not testable at this scale in {', '.join(untestable)}; " if untestable else ""
-    # n_seeds is the fewest any language has; the note names each language's count.
-    seeds = "seeds per language: " + ", ".join(f"{lang} {len(chosen[lang].runs)}" for lang in langs)
-    common = {"lang": ",".join(langs), "preset": "/".join(sorted({str(g.first.preset) for g in chosen.values()})),
-              "steps": None, "n_seeds": min(len(g.runs) for g in chosen.values()), "fraction_of_training": math.nan,
-              "testable": False if False in testable else None if None in testable else True}
-    return common, why, seeds
-
-
 def _average_row(gains: dict[str, Estimate], langs: list[str], why: str, seeds: str) -> dict[str, Any]:
     average = average_gain(gains)
     in_paper = [lang for lang in langs if lang in paper.EVAL_ACCURACY]
@@ -174,10 +169,8 @@ def _average_row(gains: dict[str, Estimate], langs: list[str], why: str, seeds: 
              else "holds" if average.low <= paper_same <= average.high else "does not hold")
     return {"claim_id": "average_accuracy_gain",
             "claim": "final accuracy gain averaged over the languages run (paper: 'around six percent')",
-            "ours": average.mean, "ci_low": average.low, "ci_high": average.high, "interval": average.interval,
-            "seed_ci_low": average.seed_low, "seed_ci_high": average.seed_high,
-            "holds_on_ours": holds, "paper": f"{paper_same:+.3f} over {','.join(in_paper) or 'none'}; "
-                                             f"{paper_all:+.3f} over its 7 languages",
+            **estimate_columns(average), "holds_on_ours": holds,
+            "paper": f"{paper_same:+.3f} over {','.join(in_paper) or 'none'}; {paper_all:+.3f} over its 7 languages",
             "note": why + "holds_on_ours asks whether the paper's average over the same languages lies inside "
                           "our interval; " + "; ".join(n for n in (seeds, average.note) if n)}
 
@@ -188,32 +181,31 @@ def _english_row(gains: dict[str, Estimate], langs: list[str], why: str, seeds: 
     paper_margin = min(paper_gain(lang) for lang in paper_others) - paper_gain("en") if paper_others else math.nan
     return {"claim_id": "english_gains_least",
             "claim": "English gains least: smallest other language's gain minus English's (> 0: holds)",
-            "ours": margin.mean, "ci_low": margin.low, "ci_high": margin.high, "interval": margin.interval,
-            "seed_ci_low": margin.seed_low, "seed_ci_high": margin.seed_high,
-            "holds_on_ours": verdict(margin, lower_is_better=False),
+            **estimate_columns(margin), "holds_on_ours": verdict(margin, lower_is_better=False),
             "paper": f"{paper_margin:+.3f} over the same languages",
             "note": why + "; ".join(n for n in (seeds, includes_zero(margin), margin.note) if n)}
 
 
-def language_claims(groups: Sequence[SeedGroup]) -> list[dict[str, Any]]:
-    """The claims about languages together: English gains least, and the average gain (paper: ~6 %)."""
-    chosen: dict[str, SeedGroup] = {}
-    for group in groups:  # per language, the group with the most seeds (comparison_groups sorts them so)
-        if group.runs and group.lang not in chosen:
-            chosen[group.lang] = group
+def language_claims(chosen: dict[str, SeedGroup]) -> list[dict[str, Any]]:
+    """The claims about languages together (``chosen``: per language, the group with the most seeds): English gains
+    least, and the average gain (paper: ~6 %)."""
     if not chosen:
         return []
     gains = {lang: gain_estimate(g, "eval_accuracy") for lang, g in chosen.items()}
-    langs = order_langs(chosen)
-    common, why, seeds = _language_common(chosen, langs)
-    rows = [{**common, **_average_row(gains, langs, why, seeds)}]
+    langs = list(chosen)
+    testable = {lang: testability(g)[0] for lang, g in chosen.items()}
+    untestable = [lang for lang, found in testable.items() if found is False]
+    why = f"not testable at this scale in {', '.join(untestable)}; " if untestable else ""
+    # n_seeds is the fewest any language has; the note names each language's count.
+    seeds = "seeds per language: " + ", ".join(f"{lang} {len(g.runs)}" for lang, g in chosen.items())
+    overall = False if untestable else None if None in testable.values() else True
+    common = {"lang": ",".join(langs), "preset": "/".join(sorted({str(g.first.preset) for g in chosen.values()})),
+              "steps": None, "n_seeds": min(len(g.runs) for g in chosen.values()), "fraction_of_training": math.nan,
+              "testable": overall}
+    rows = [_average_row(gains, langs, why, seeds)]
     if "en" in chosen and len(chosen) > 1:
-        rows.append({**common, **_english_row(gains, langs, why, seeds)})
-    if common["testable"] is not True:
-        label = "not testable" if common["testable"] is False else "testability unknown"
-        for row in rows:
-            row["holds_on_ours"] = f"{label} (on our runs: {row['holds_on_ours']})"
-    return rows
+        rows.append(_english_row(gains, langs, why, seeds))
+    return [{**common, **row, "holds_on_ours": qualified(row["holds_on_ours"], overall)} for row in rows]
 
 
 def verify_claims(runset: RunSet) -> pd.DataFrame:
@@ -221,6 +213,6 @@ def verify_claims(runset: RunSet) -> pd.DataFrame:
 
     Runs that cannot be paired fairly get no row (the tables show them with their status).
     """
-    groups = [g for g in comparison_groups(runset) if g.runs]
-    rows = [row for group in groups for row in group_claims(group)] + language_claims(groups)
+    rows = [row for group in comparison_groups(runset) if group.runs for row in group_claims(group)]
+    rows += language_claims(main_groups(runset))
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS).astype({"steps": "Int64", "n_seeds": "Int64"})

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from helpers import paper_values as paper
 from pipeline.position_scores import kind_mean
-from pipeline.results import RunSet, SeedGroup, comparison_groups
+from pipeline.results import RunSet, SeedGroup, main_groups
 
 FIGURE_FORMATS = ("png", "pdf")  # every figure is saved in each: PNG for slides and the README, PDF for print
 KIND_COLUMN = {"train": "train_loss", "eval": "eval_loss"}  # Figure 1a and 1b
@@ -38,11 +38,11 @@ def lang_name(lang: str) -> str:
 
 def group_for(runset: RunSet, lang: str) -> SeedGroup:
     """The group of comparable runs drawn for ``lang`` (the one with the most seeds)."""
-    groups = [g for g in comparison_groups(runset) if g.lang == lang and g.runs]
-    if not groups:
+    group = main_groups(runset).get(lang)
+    if group is None:
         raise ValueError(f"no run with pretraining metrics for language {lang!r} that can be compared; "
                          f"languages with metrics: {runset.langs_with_metrics() or 'none'}")
-    return groups[0]
+    return group
 
 
 def plot_models(ax: Axes, group: SeedGroup, column: str, short: bool = False) -> list[str]:
@@ -75,14 +75,11 @@ def paper_lines(ax: Axes, published: dict[str, dict[str, float]], lang: str, tab
                    label=f"paper {lang.upper()} {paper.MODEL_LABELS[name]}, {table} ({paper.STEPS // 1000}k steps)")
 
 
-def unigram_line(ax: Axes, group: SeedGroup, key: str) -> None:
-    """The context-free baseline on the same evaluation positions (when the prepared data was found)."""
+def floor_lines(ax: Axes, group: SeedGroup, unigram_key: str, key: str) -> None:
+    """The floors without context on the same evaluation positions: the unigram (when the prepared data was found)
+    and the copy-aware floor (when the records allow it)."""
     if group.baseline is not None:
-        ax.axhline(group.baseline[key], **UNIGRAM_STYLE, label="unigram baseline (no context, same positions)")
-
-
-def copy_aware_line(ax: Axes, group: SeedGroup, key: str) -> None:
-    """The floor that copies the visible token (else unigram) on the same positions, when the records allow it."""
+        ax.axhline(group.baseline[unigram_key], **UNIGRAM_STYLE, label="unigram baseline (no context, same positions)")
     value = kind_mean(group, "copy_aware", key, "all")
     if math.isfinite(value):
         ax.axhline(value, color="tab:purple", linestyle=(0, (3, 1, 1, 1, 1, 1)), linewidth=1.2,
@@ -105,49 +102,48 @@ def group_title(group: SeedGroup) -> str:
     return f"{lang_name(group.lang)}, {group.first.preset or '?'} preset, {group.first.steps_text}{seeds}"
 
 
-def figure1_loss(runset: RunSet, lang: str, kind: str = "train", paper_refs: bool = True) -> Figure:
-    """Figure 1a (kind='train') or 1b (kind='eval', with the unigram line): loss over steps, both models."""
-    if kind not in KIND_COLUMN:
-        raise ValueError(f"kind must be 'train' or 'eval', not {kind!r}")
+def curves_figure(runset: RunSet, lang: str, panel: str, column: str, what: str, ylabel: str,
+                  floor_keys: tuple[str, str] | None, published: dict[str, dict[str, float]] | None) -> Figure:
+    """Figure ``panel`` of ours: both models' ``column`` over steps, the floors (``floor_keys``: the unigram's key
+    and the copy-aware's) and the paper's final values (``published``, None for none)."""
     group = group_for(runset, lang)
     fig = Figure(figsize=(7, 4.5), layout="constrained")
     ax = fig.add_subplot()
-    absent = plot_models(ax, group, KIND_COLUMN[kind])
-    if kind == "eval":
-        unigram_line(ax, group, "unigram_loss")
-        copy_aware_line(ax, group, "loss")
-    if paper_refs:
-        paper_lines(ax, paper.TRAIN_LOSS if kind == "train" else paper.EVAL_LOSS, lang, "Table 2")
-    what = "training loss" if kind == "train" else "evaluation loss"
-    finish(ax, f"{what} (cross-entropy{', interval mean' if kind == 'train' else ''})", absent)
-    panel = "1a" if kind == "train" else "1b"
+    absent = plot_models(ax, group, column)
+    if floor_keys is not None:
+        floor_lines(ax, group, *floor_keys)
+    if published is not None:
+        paper_lines(ax, published, lang, "Table 3" if column == "eval_accuracy" else "Table 2")
+    finish(ax, ylabel, absent)
     ax.set_title(f"Figure {panel} (ours): {what}, {group_title(group)}\n"
                  f"grey lines: the paper's final values for this language (its own Figure {panel} shows Czech)",
                  fontsize=10)
     return fig
 
 
+def figure1_loss(runset: RunSet, lang: str, kind: str = "train", paper_refs: bool = True) -> Figure:
+    """Figure 1a (kind='train') or 1b (kind='eval', with the floors): loss over steps, both models."""
+    if kind not in KIND_COLUMN:
+        raise ValueError(f"kind must be 'train' or 'eval', not {kind!r}")
+    train = kind == "train"
+    what = "training loss" if train else "evaluation loss"
+    return curves_figure(runset, lang, "1a" if train else "1b", KIND_COLUMN[kind], what,
+                         f"{what} (cross-entropy{', interval mean' if train else ''})",
+                         None if train else ("unigram_loss", "loss"),
+                         (paper.TRAIN_LOSS if train else paper.EVAL_LOSS) if paper_refs else None)
+
+
 def figure2_accuracy(runset: RunSet, lang: str, paper_refs: bool = True) -> Figure:
-    """Figure 2: masked-token accuracy over steps, both models of one language, with the unigram line."""
-    group = group_for(runset, lang)
-    fig = Figure(figsize=(7, 4.5), layout="constrained")
-    ax = fig.add_subplot()
-    absent = plot_models(ax, group, "eval_accuracy")
-    unigram_line(ax, group, "unigram_accuracy")
-    copy_aware_line(ax, group, "correct")
-    if paper_refs:
-        paper_lines(ax, paper.EVAL_ACCURACY, lang, "Table 3")
-    finish(ax, "evaluation accuracy (masked tokens)", absent)
-    ax.set_title(f"Figure 2 (ours): evaluation accuracy, {group_title(group)}\n"
-                 "grey lines: the paper's final values for this language (its own Figure 2 shows Czech)", fontsize=10)
-    return fig
+    """Figure 2: masked-token accuracy over steps, both models of one language, with the floors."""
+    return curves_figure(runset, lang, "2", "eval_accuracy", "evaluation accuracy",
+                         "evaluation accuracy (masked tokens)", ("unigram_accuracy", "correct"),
+                         paper.EVAL_ACCURACY if paper_refs else None)
 
 
 def figure3_accuracy_by_language(runset: RunSet, paper_refs: bool = True, ncols: int = 3) -> Figure:
     """Figure 3: one accuracy panel per language with comparable runs; the others are named, not drawn."""
-    groups = list({g.lang: g for g in reversed(comparison_groups(runset)) if g.runs}.values())[::-1]
-    drawn = {g.lang for g in groups}
-    without = [x.upper() for x in paper.LANGS if x not in drawn]
+    groups = list(main_groups(runset).values())
+    without = [x.upper() for x in paper.LANGS if x not in {g.lang for g in groups}]
     ncols = max(1, min(ncols, len(groups)))
     nrows = max(1, math.ceil(len(groups) / ncols))
     fig = Figure(figsize=(4.6 * ncols, 3.6 * nrows + 0.6), layout="constrained")
@@ -185,9 +181,7 @@ def figure_metadata(fmt: str, title: str) -> dict[str, Any]:
 
 
 def save_figure(fig: Figure, out_dir: Path, name: str, metadata_title: str) -> list[Path]:
-    paths = []
-    for fmt in FIGURE_FORMATS:
-        path = out_dir / f"{name}.{fmt}"
-        fig.savefig(path, dpi=150, metadata=figure_metadata(fmt, metadata_title))
-        paths.append(path)
+    paths = [out_dir / f"{name}.{fmt}" for fmt in FIGURE_FORMATS]
+    for path in paths:
+        fig.savefig(path, dpi=150, metadata=figure_metadata(path.suffix[1:], metadata_title))
     return paths

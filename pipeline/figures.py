@@ -1,16 +1,9 @@
 """The paper's Tables 1-3 rebuilt from our run folders with the paper's numbers beside them, and the files they go to.
 
-Our numbers come from short runs (smoke/demo presets, a small Wikipedia corpus, fastText vectors
-trained locally); the paper's come from 100,000-step runs on C4 with cc.LANG.300 vectors. So every
-row of ours carries its preset, steps and seeds, the paper's values appear only in rows labelled
-"paper", and a context-free **unigram** row (:mod:`helpers.baselines`) shows the floor a run must
-clear before any claim about it means something. A language without a run stays missing.
-
-Run folders are read and paired by :mod:`pipeline.results`; intervals come from :mod:`helpers.claims`
-and the claim check from :mod:`pipeline.claims_table`; the figures are drawn by
-:mod:`pipeline.figure_plots`. This module turns them into tables and writes every output with its
-provenance. It is notebook 06's one machinery module, so it also offers what 06 calls from the
-others (listed in ``__all__``).
+Our numbers come from short runs on a small corpus, the paper's from 100,000-step runs on C4. So every row of ours
+carries its preset, steps and seeds, the paper's values appear only in rows labelled "paper", and the floors that need
+no context (unigram, copy-aware) show what a run must clear before any claim about it means something. This is
+notebook 06's one machinery module, so it also offers what 06 calls from the others (listed in ``__all__``).
 """
 
 from __future__ import annotations
@@ -45,6 +38,7 @@ from pipeline.results import (
     comparison_groups,
     display_path,
     load_runs,
+    main_groups,
     order_langs,
     pair_problem,
     resolve_path,
@@ -122,14 +116,13 @@ def _group_row(group: SeedGroup, status: str, **values: Any) -> dict[str, Any]:
             **values, "status": status, "run_dir": ", ".join(display_path(r.run_dir) for r in group.runs)}
 
 
-def _unigram_row(group: SeedGroup, **values: Any) -> dict[str, Any]:
-    label = "unigram (training-text token frequencies, no context; same evaluation positions)"
-    return {**_group_row(group, "baseline", **values), "source": "unigram", "label": label}
+FLOOR_LABELS = {  # the rows of the floors that need no context, on the same evaluation positions
+    "unigram": "unigram (training-text token frequencies, no context; same evaluation positions)",
+    "copy-aware": "copy-aware (copy the visible token, else unigram; no context; same evaluation positions)"}
 
 
-def _copy_row(group: SeedGroup, **values: Any) -> dict[str, Any]:
-    label = "copy-aware (copy the visible token, else unigram; no context; same evaluation positions)"
-    return {**_group_row(group, "baseline", **values), "source": "copy-aware", "label": label}
+def _floor_row(group: SeedGroup, source: str, **values: Any) -> dict[str, Any]:
+    return {**_group_row(group, "baseline", **values), "source": source, "label": FLOOR_LABELS[source]}
 
 
 def _empty_row(lang: str, status: str, run_dir: str | None, **values: Any) -> dict[str, Any]:
@@ -154,9 +147,9 @@ def _table(runset: RunSet, paper_values: dict[str, dict[str, Any]], our_values: 
         for group in (g for g in lang_groups if g.runs):
             rows.append(_group_row(group, "ok" + (f"; {group.note}" if group.note else ""), **our_values(group)))
             if group.baseline is not None:
-                rows.append(_unigram_row(group, **floor_values(group, "unigram")))
+                rows.append(_floor_row(group, "unigram", **floor_values(group, "unigram")))
             if not isinstance(group_positions(group), str):
-                rows.append(_copy_row(group, **floor_values(group, "copy_aware")))
+                rows.append(_floor_row(group, "copy-aware", **floor_values(group, "copy_aware")))
         for path, why in (lang_groups[0].excluded.items() if lang_groups else ()):
             rows.append(_empty_row(lang, why, path, **nan_values))
     return pd.DataFrame(rows).astype({"steps": "Int64", "n_seeds": "Int64"})
@@ -413,10 +406,8 @@ def to_markdown(table: pd.DataFrame) -> str:
 
 def featured_lang(runset: RunSet) -> str | None:
     """The paper features Czech in Figures 1-2; we use it if we have a comparable run, else our first language."""
-    langs = order_langs({g.lang for g in comparison_groups(runset) if g.runs})
-    if not langs:
-        return None
-    return paper.FEATURED_LANG if paper.FEATURED_LANG in langs else langs[0]
+    langs = list(main_groups(runset))
+    return paper.FEATURED_LANG if paper.FEATURED_LANG in langs else next(iter(langs), None)
 
 
 def provenance(runset: RunSet, files: Sequence[Path], lang: str | None) -> dict[str, Any]:
@@ -487,6 +478,15 @@ TABLE_NOTES = {
 }
 
 
+def write_table(table: pd.DataFrame, out_dir: Path, name: str, note: str | None = None,
+                shown: pd.DataFrame | None = None) -> list[Path]:
+    """``name``.csv with every digit, and ``name``.md: ``shown`` (else the table itself) with the note below it."""
+    table.to_csv(out_dir / f"{name}.csv", index=False)
+    note = f"\n{note}\n" if note else ""
+    (out_dir / f"{name}.md").write_text(to_markdown(table if shown is None else shown) + note)
+    return [out_dir / f"{name}.csv", out_dir / f"{name}.md"]
+
+
 def write_outputs(runset: RunSet, out_dir: str | Path) -> list[Path]:
     """Write every figure (PNG + PDF), table (CSV + Markdown) and provenance.json into ``out_dir`` only.
 
@@ -502,20 +502,15 @@ def write_outputs(runset: RunSet, out_dir: str | Path) -> list[Path]:
     tables = {"table1_vectors_found": table1_vectors_found(runset), "table2_loss": table2_loss(runset),
               "table3_accuracy": table3_accuracy(runset), "table_position_kinds": position_kinds_table(runset),
               "claims_check": verify_claims(runset), "table_token_groups": token_groups_table(runset),
-              "table_prediction_kinds": prediction_kinds_table(runset)}
-    tables["table_steps_saved"] = steps_saved_table(runset)
-    tables["table_control"] = control_table(runset)  # no rows where no run trained the control
+              "table_prediction_kinds": prediction_kinds_table(runset), "table_steps_saved": steps_saved_table(runset),
+              "table_control": control_table(runset)}  # no control rows where no run trained the control
     written += save_figure(steps_saved_figure(tables["table_steps_saved"]), out_dir, FIGURE_NAMES[4],
                            f"{FIGURE_NAMES[4]} - ours, beyond {paper.CITATION}")
     if tables["table_token_groups"]["grouping"].notna().any():
         written += save_figure(token_groups_figure(tables["table_token_groups"]), out_dir, RECORD_FIGURE_NAMES[0],
                                f"fig4_gain_by_frequency - ours, beyond {paper.CITATION}")
     for name, table in tables.items():
-        table.to_csv(out_dir / f"{name}.csv", index=False)
-        note = f"\n{TABLE_NOTES[name]}\n" if name in TABLE_NOTES else ""
-        (out_dir / f"{name}.md").write_text(to_markdown(table) + note)
-        written += [out_dir / f"{name}.csv", out_dir / f"{name}.md"]
+        written += write_table(table, out_dir, name, TABLE_NOTES.get(name))
     prov_path = out_dir / PROVENANCE_NAME
     prov_path.write_text(json.dumps(provenance(runset, written, lang), indent=2, default=str))
-    written.append(prov_path)
-    return written
+    return [*written, prov_path]

@@ -1,12 +1,10 @@
 """Run records: the few small files of a run folder that notebook 06 needs, kept so figures regenerate.
 
-A run folder holds hundreds of megabytes (prepared data, checkpoints, the aligned embedding matrix)
-but its figures and tables read only the files :func:`record_files` lists, plus the unigram
-baseline, which is computed from the prepared data and therefore saved beside them in the record
-(:attr:`pipeline.layout.RunLayout.baseline`). :func:`save_record` copies them into a folder of the
-same name; notebook 06 (and ``pipeline.results.load_run``) reads a record exactly as it reads the
-run folder it came from. Each step's fingerprint (from its stamp, without the parameters, which name
-local folders) goes along, so the figures step knows when a record changed.
+A run folder holds hundreds of megabytes, but its figures and tables read only the files :func:`record_files` lists,
+plus the unigram baseline and token facts, which are computed from the prepared data and therefore saved beside them
+(:func:`save_facts`). Notebook 06 reads a record exactly as the run folder it came from. Each step's fingerprint (from
+its stamp, without the parameters, which name local folders) goes along, so the figures step knows when a record
+changed.
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from pipeline.baseline_files import compute_baseline, compute_token_facts, save_baseline, save_token_facts
 from pipeline.checkpoints import comparable
@@ -24,19 +22,34 @@ from pipeline.layout import CONTROL_MODEL, FIGURES_DIR, MODEL_NAMES, STEP_FOLDER
 from pipeline.staging import move_into, staged
 
 
+def read_info(run: RunLayout | PretrainFiles, name: str) -> dict[str, Any]:
+    """Model ``name``'s run.json."""
+    return json.loads(run.model(name).run_json.read_text(encoding="utf-8"))
+
+
+def model_record_files(run: RunLayout | PretrainFiles, name: str) -> tuple[Path, Path, Path]:
+    model = run.model(name)
+    return model.metrics, model.run_json, model.positions
+
+
 def record_files(run: RunLayout) -> list[Path]:
     """The files of a finished run that notebook 06 reads (all small); the control's where it was trained."""
     names = [*MODEL_NAMES, *([CONTROL_MODEL] if run.model(CONTROL_MODEL).run_json.is_file() else [])]
-    models = [run.model(name) for name in names]
-    return [run.static.manifest, run.comparison,
-            *(path for model in models for path in (model.metrics, model.run_json, model.positions)),
+    models = [model_record_files(run, name) for name in names]
+    return [run.static.manifest, run.comparison, *(path for files in models for path in files),
             run.probe_table, run.probe_differences, *([run.cloze] if run.cloze.is_file() else [])]
 
 
 def eval_sequences_of(run: RunLayout) -> int | None:
     """The number of evaluation sequences BERT_TINY was scored on (its run.json), which the baseline must match."""
-    info = json.loads(run.model("bert_tiny").run_json.read_text(encoding="utf-8"))
-    return (info.get("train_config") or {}).get("eval_sequences")
+    return (read_info(run, "bert_tiny").get("train_config") or {}).get("eval_sequences")
+
+
+def save_facts(run: RunLayout, record: RunLayout) -> None:
+    """The unigram baseline and the token facts, computed from ``run``'s prepared data, which no record keeps."""
+    eval_sequences = eval_sequences_of(run)
+    save_baseline(compute_baseline(run.step("pretrain"), eval_sequences), record.step("pretrain"), eval_sequences)
+    save_token_facts(compute_token_facts(run.step("pretrain"), run.static.found), record.step("pretrain"))
 
 
 def check_finished(run_dir: Path) -> None:
@@ -48,7 +61,7 @@ def check_finished(run_dir: Path) -> None:
         raise FileNotFoundError(f"{run_dir} is not a finished run (missing {', '.join(missing)}); "
                                 "run notebooks 01-05 for it first (python -m pipeline.job)")
     unfinished = [name for name in (*MODEL_NAMES, CONTROL_MODEL) if run.model(name).run_json.is_file()
-                  and not json.loads(run.model(name).run_json.read_text(encoding="utf-8")).get("finished")]
+                  and not read_info(run, name).get("finished")]
     if unfinished:
         raise FileNotFoundError(f"{run_dir} is not a finished run ({', '.join(unfinished)} stopped before its last "
                                 "step); train it to the end first (the job or train_cli resumes it)")
@@ -58,13 +71,18 @@ class UncommittedRun(ValueError):
     """A run whose models were not both trained from one clean commit: its numbers cannot be audited."""
 
 
+def commit_of(info: dict[str, Any]) -> str:
+    return str((info.get("environment") or {}).get("git_commit"))
+
+
+def uncommitted(commit: str) -> bool:
+    return commit.endswith("+dirty") or commit == "None"
+
+
 def trained_commit(run: RunLayout | PretrainFiles) -> str:
     """The one clean commit both models were trained at; UncommittedRun naming the run and the fix otherwise."""
-    commits = {}
-    for name in MODEL_NAMES:
-        info = json.loads(run.model(name).run_json.read_text(encoding="utf-8"))
-        commits[name] = str((info.get("environment") or {}).get("git_commit"))
-    dirty = [f"{name} at {commit}" for name, commit in commits.items() if commit.endswith("+dirty") or commit == "None"]
+    commits = {name: commit_of(read_info(run, name)) for name in MODEL_NAMES}
+    dirty = [f"{name} at {commit}" for name, commit in commits.items() if uncommitted(commit)]
     if dirty or len(set(commits.values())) != 1:
         why = (f"trained from uncommitted code ({', '.join(dirty)})" if dirty
                else f"trained at different commits {commits}")
@@ -79,36 +97,26 @@ class RecordConflict(ValueError):
     """The records folder already holds a record of that name for another configuration."""
 
 
-def _model_identities(run: RunLayout) -> dict[str, object]:
-    """What each model of a run is (run.json's identity: preset, language, seed, data and config fingerprints)."""
-    return {name: comparable(json.loads(run.model(name).run_json.read_text(encoding="utf-8")).get("identity"))
-            for name in MODEL_NAMES}
-
-
 def check_replaceable(run_dir: Path, record_dir: Path) -> None:
     """A record may replace only a record of the same configuration (a retrained run of it); RecordConflict else."""
     if not all(RunLayout(record_dir).model(name).run_json.is_file() for name in MODEL_NAMES):
         return  # no finished record there: nothing to protect
-    old, new = _model_identities(RunLayout(record_dir)), _model_identities(RunLayout(run_dir))
+    old, new = ({name: comparable(read_info(RunLayout(folder), name).get("identity")) for name in MODEL_NAMES}
+                for folder in (record_dir, run_dir))
     if old != new:
         raise RecordConflict(f"{record_dir} already records another configuration than {run_dir} ({old} against "
                              f"{new}); record into another folder, or rename the run folder")
-
-
-def is_record_of_itself(run_dir: Path, records_dir: Path) -> bool:
-    """True when ``run_dir`` is already the record it would be saved as (a records folder passed back in)."""
-    return (Path(records_dir) / run_dir.name).resolve() == run_dir.resolve()
 
 
 def save_record(run_dir: str | Path, records_dir: str | Path) -> Path:
     """Copy the record files of one finished run into ``records_dir/<run folder name>`` and save its baseline.
 
     The record is built in a staging folder and moved into place only when whole, so a failure leaves the previous
-    record as it was; a folder that already is that record is left alone.
+    record as it was; a folder that already is that record (a records folder passed back in) is left alone.
     """
     run_dir, records_dir = Path(run_dir), Path(records_dir)
     check_finished(run_dir)
-    if is_record_of_itself(run_dir, records_dir):
+    if (records_dir / run_dir.name).resolve() == run_dir.resolve():
         return run_dir
     check_replaceable(run_dir, records_dir / run_dir.name)
     run = RunLayout(run_dir)
@@ -120,10 +128,7 @@ def save_record(run_dir: str | Path, records_dir: str | Path) -> Path:
             shutil.copyfile(path, target)
         for folder in STEP_FOLDERS:
             copy_fingerprint(run.step(folder), record.step(folder))
-        eval_sequences = eval_sequences_of(run)
-        baseline = compute_baseline(run.step("pretrain"), eval_sequences)
-        save_baseline(baseline, record.step("pretrain"), eval_sequences)
-        save_token_facts(compute_token_facts(run.step("pretrain"), run.static.found), record.step("pretrain"))
+        save_facts(run, record)
         move_into(staging, records_dir / run_dir.name)
     return records_dir / run_dir.name
 
@@ -152,49 +157,40 @@ def save_control(trained: str | Path, record_dir: str | Path) -> Path:
     vectors as the record's BERT_FT before permuting (by content), and name a clean commit; the pair's own files
     are left as they are. Its files are staged and moved into place whole.
     """
-    source, record = PretrainFiles(Path(trained)).model(CONTROL_MODEL), RunLayout(Path(record_dir))
-    info = json.loads(source.run_json.read_text(encoding="utf-8"))
-    ft = json.loads(record.model("bert_ft").run_json.read_text(encoding="utf-8"))
-    commit = str((info.get("environment") or {}).get("git_commit"))
+    pair, record = PretrainFiles(Path(trained)), RunLayout(Path(record_dir))
+    info, ft = read_info(pair, CONTROL_MODEL), read_info(record, "bert_ft")
+    commit = commit_of(info)
     problems = [why for why, bad in (
         ("it did not finish", not info.get("finished")),
-        (f"it was trained from uncommitted code ({commit})", commit.endswith("+dirty") or commit == "None"),
+        (f"it was trained from uncommitted code ({commit})", uncommitted(commit)),
         ("it belongs to another experiment (its identity differs from the pair's)",
          comparable(info["identity"]) != comparable(ft["identity"])),
         ("it started from other vectors than the record's BERT_FT",
          (info["init"].get("permutation") or {}).get("unpermuted_embeddings_sha256")
          != ft["init"]["embeddings_sha256"])) if bad]
     if problems:
-        raise RecordConflict(f"{source.folder} cannot join the record {record.root}: {'; '.join(problems)}")
+        raise RecordConflict(f"{pair.model(CONTROL_MODEL).folder} cannot join the record {record.root}: "
+                             f"{'; '.join(problems)}")
     target = record.model(CONTROL_MODEL).folder
     with staged(target.parent, target.name) as staging:
-        for path in (source.metrics, source.run_json, source.positions):
+        for path in model_record_files(pair, CONTROL_MODEL):
             shutil.copyfile(path, staging / path.name)
         move_into(staging, target)
     return target
 
 
-# --------------------------------------------------------------------------------------------
-# The hash manifest of committed records
-# --------------------------------------------------------------------------------------------
-
+# The hash manifest of committed records (tests/test_reference_records.py compares it with the files)
 MANIFEST_NAME = "records.sha256"  # in a figures folder whose records are committed (figures/reference/)
 MANIFEST_FOLDERS = ("runs", "series", "ablations")  # the records; the tables and their notes beside them count too
-MANIFEST_SUFFIXES = (".csv", ".md")
-
-
-def manifest_files(figures_dir: Path) -> list[Path]:
-    """Every record file under ``figures_dir``'s record folders, and the tables drawn from them, sorted."""
-    figures_dir = Path(figures_dir)
-    records = [p for folder in MANIFEST_FOLDERS for p in (figures_dir / folder).rglob("*") if p.is_file()]
-    tables = [p for p in figures_dir.iterdir() if p.is_file() and p.suffix in MANIFEST_SUFFIXES]
-    return sorted(records + tables)
 
 
 def manifest_lines(figures_dir: Path) -> list[str]:
-    """``sha256  relative/path`` per file, as sha256sum writes them (``sha256sum -c`` reads the file too)."""
+    """``sha256  relative/path`` per record file and table, sorted, as sha256sum writes them (``sha256sum -c``
+    reads the file too)."""
+    records = [p for folder in MANIFEST_FOLDERS for p in (figures_dir / folder).rglob("*") if p.is_file()]
+    tables = [p for p in figures_dir.iterdir() if p.is_file() and p.suffix in (".csv", ".md")]
     return [f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.relative_to(figures_dir).as_posix()}"
-            for p in manifest_files(figures_dir)]
+            for p in sorted(records + tables)]
 
 
 def write_manifest(figures_dir: Path) -> Path:
@@ -202,13 +198,6 @@ def write_manifest(figures_dir: Path) -> Path:
     path = Path(figures_dir) / MANIFEST_NAME
     path.write_text("\n".join(manifest_lines(Path(figures_dir))) + "\n", encoding="utf-8")
     return path
-
-
-def manifest_differences(figures_dir: Path) -> list[str]:
-    """Files whose content differs from the manifest, or that it lacks or lists in vain ([] when all agree)."""
-    recorded = set((Path(figures_dir) / MANIFEST_NAME).read_text(encoding="utf-8").splitlines())
-    current = set(manifest_lines(Path(figures_dir)))
-    return sorted({line.split("  ", 1)[1] for line in recorded ^ current})
 
 
 if __name__ == "__main__":

@@ -183,14 +183,11 @@ class RunSet:
         """Languages of all runs (with or without metrics), paper order first."""
         return order_langs({r.lang for r in self.runs})
 
-    def with_metrics(self) -> list[Run]:
-        return [r for r in sort_runs(self.runs) if r.has_metrics]
-
     def runs_for(self, lang: str) -> list[Run]:
         return [r for r in sort_runs(self.runs) if r.lang == lang]
 
     def langs_with_metrics(self) -> list[str]:
-        return order_langs({r.lang for r in self.with_metrics()})
+        return order_langs({r.lang for r in self.runs if r.has_metrics})
 
     def summary(self) -> pd.DataFrame:
         """One row per run folder: which pieces were found, so a gap is visible before any table."""
@@ -245,15 +242,6 @@ def _read_json(path: Path, missing: list[str], what: str) -> dict[str, Any] | No
         return None
 
 
-def _load_baseline(run: Run) -> None:
-    info = run.model("bert_tiny").info or run.model("bert_ft").info or {}
-    eval_sequences = (info.get("train_config") or {}).get("eval_sequences")
-    try:
-        run.baseline = load_baseline(RunLayout(run.run_dir).step("pretrain"), eval_sequences)
-    except (FileNotFoundError, ValueError, KeyError, OSError) as err:
-        run.baseline_problem = f"no unigram baseline: {err}"
-
-
 def _load_model(files: ModelFiles, name: str, missing: list[str]) -> ModelRun:
     model = ModelRun(name, info=_read_json(files.run_json, missing, f"{name} run.json"), files=files)
     try:
@@ -290,8 +278,12 @@ def load_run(run_dir: str | Path) -> Run:
     if len(langs_seen) > 1:
         missing.append(f"inconsistent languages in the run folder: {sorted(langs_seen)}")
     run = Run(run_dir, lang, preset, seed, manifest, models, comparison, probe, missing)
-    if run.has_metrics:
-        _load_baseline(run)
+    config = (run.model("bert_tiny").info or run.model("bert_ft").info or {}).get("train_config") or {}
+    try:
+        if run.has_metrics:
+            run.baseline = load_baseline(layout.step("pretrain"), config.get("eval_sequences"))
+    except (FileNotFoundError, ValueError, KeyError, OSError) as err:
+        run.baseline_problem = f"no unigram baseline: {err}"
     return run
 
 
@@ -448,3 +440,12 @@ def comparison_groups(runset: RunSet) -> list[SeedGroup]:
             group.excluded = dict(excluded)
         groups += lang_groups or ([SeedGroup(lang, [], excluded)] if excluded else [])
     return groups
+
+
+def main_groups(runset: RunSet) -> dict[str, SeedGroup]:
+    """Per language, in table order, the comparable group with the most seeds: the one figures and claims show."""
+    chosen: dict[str, SeedGroup] = {}
+    for group in comparison_groups(runset):
+        if group.runs:
+            chosen.setdefault(group.lang, group)
+    return chosen

@@ -1,22 +1,15 @@
 """The training-length series: does BERT_FT's head start last, fade or grow as training goes on?
 
-Each length is a pair of models trained from the same prepared data and static vectors as a base run
-(``runs/reference-en``), with its own warm-up and decay over its own number of steps:
-``python -m pipeline.train_cli --data runs/reference-en/pretrain/data --out runs/series-en-seed0/steps2400
---model bert_tiny --preset reference --steps 2400`` (and ``--model bert_ft --init runs/reference-en/static``).
-:func:`save_series_record` keeps such a pair as a record shaped like a run folder
-(``<records>/reference-en-steps2400/``), so notebook 06's readers, the [MASK]-only scores and the two-level
-intervals apply unchanged. :func:`series_table` lays out one row per length; no trend is fitted.
-
-``python -m pipeline.series --base runs/reference-en --trained runs/series-en-seed0/steps2400 ...
---records figures/reference/series --figures figures/reference`` records and draws;
-``--table-only`` draws from the records (and the base run's record) alone.
+Each length is a pair of models trained by ``pipeline.train_cli --steps N`` (the Makefile's ``reference``) from a base
+run's prepared data and static vectors, with its own warm-up and decay. :func:`save_series_record` keeps such a pair as
+a record shaped like a run folder (``<records>/reference-en-steps2400/``), so notebook 06's readers, the [MASK]-only
+scores and the two-level intervals apply unchanged; :func:`series_table` lays out one row per length (no trend is
+fitted). ``--table-only`` draws from the records (and the base run's record) alone.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 from pathlib import Path
@@ -25,14 +18,13 @@ from typing import Any, Sequence
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from pipeline.baseline_files import compute_baseline, compute_token_facts, save_baseline, save_token_facts
 from pipeline.claims_table import gain_estimate, run_crossing
 from pipeline.figure_plots import lang_name, save_figure
-from pipeline.figures import to_markdown
+from pipeline.figures import write_table
 from pipeline.layout import CONTROL_MODEL, MODEL_NAMES, PretrainFiles, RunLayout
 from pipeline.position_scores import kind_mean
-from pipeline.records import eval_sequences_of, save_control, trained_commit
-from pipeline.results import SeedGroup, comparison_groups, load_runs
+from pipeline.records import model_record_files, read_info, save_control, save_facts, trained_commit
+from pipeline.results import RunSet, SeedGroup, comparison_groups, load_runs
 from pipeline.speed import steps_saved_table
 
 TABLE_NAME = "series_training_length"
@@ -51,26 +43,22 @@ def save_series_record(base_run: Path, trained: Path, records_dir: Path) -> Path
     """Record one trained pair of the series beside its base run's facts; refused unless it shares the base's data."""
     base, pair = RunLayout(Path(base_run)), PretrainFiles(Path(trained))
     trained_commit(pair)
-    infos = {name: json.loads(pair.model(name).run_json.read_text(encoding="utf-8")) for name in MODEL_NAMES}
-    base_info = json.loads(base.model("bert_tiny").run_json.read_text(encoding="utf-8"))
-    fingerprint = (base_info.get("identity") or {}).get("data_fingerprint")
+    infos = {name: read_info(pair, name) for name in MODEL_NAMES}
+    fingerprint = (read_info(base, "bert_tiny").get("identity") or {}).get("data_fingerprint")
     for name, info in infos.items():
         if (info.get("identity") or {}).get("data_fingerprint") != fingerprint:
             raise ValueError(f"{pair.model(name).run_json} was trained on other data than {base.root}; "
                              "train the series from the base run's pretrain/data")
     record = RunLayout(Path(records_dir) / f"{base.root.name}-steps{infos['bert_tiny']['steps']}")
     for name in MODEL_NAMES:  # the control, where trained, joins by content after the pair (records.save_control)
-        source, target = pair.model(name), record.model(name)
-        target.folder.mkdir(parents=True, exist_ok=True)
-        for path in (source.metrics, source.run_json, source.positions):
-            shutil.copyfile(path, target.folder / path.name)
+        record.model(name).folder.mkdir(parents=True, exist_ok=True)
+        for path in model_record_files(pair, name):
+            shutil.copyfile(path, record.model(name).folder / path.name)
     record.static.folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(base.static.manifest, record.static.manifest)
     if pair.comparison.is_file():
         shutil.copyfile(pair.comparison, record.comparison)
-    eval_sequences = eval_sequences_of(base)
-    save_baseline(compute_baseline(base.step("pretrain"), eval_sequences), record.step("pretrain"), eval_sequences)
-    save_token_facts(compute_token_facts(base.step("pretrain"), base.static.found), record.step("pretrain"))
+    save_facts(base, record)
     if pair.model(CONTROL_MODEL).run_json.is_file():
         save_control(pair.folder, record.root)
     return record.root
@@ -98,9 +86,9 @@ def series_row(group: SeedGroup) -> dict[str, Any]:
     return row
 
 
-def series_table(run_dirs: Sequence[Path]) -> pd.DataFrame:
+def series_table(runset: RunSet) -> pd.DataFrame:
     """One row per training length, shortest first."""
-    groups = [g for g in comparison_groups(load_runs(list(run_dirs))) if g.runs]
+    groups = [g for g in comparison_groups(runset) if g.runs]
     return pd.DataFrame([series_row(g) for g in sorted(groups, key=lambda g: g.total_steps or 0)])
 
 
@@ -137,18 +125,14 @@ def series_title(run_dirs: Sequence[Path]) -> tuple[str, str]:
 
 
 def write_series(run_dirs: Sequence[Path], figures_dir: Path) -> list[Path]:
-    table = series_table(run_dirs)
+    runset = load_runs(list(run_dirs))
+    table = series_table(runset)
     what, seeds = series_title(run_dirs)
     spread = ", so they hold no seed variance" if seeds.startswith("seed ") else ", seeds resampled with positions"
     figures_dir.mkdir(parents=True, exist_ok=True)
-    table.to_csv(figures_dir / f"{TABLE_NAME}.csv", index=False)
-    note = NOTE.format(seeds=seeds, spread=spread)
-    (figures_dir / f"{TABLE_NAME}.md").write_text(to_markdown(table.round(3)) + f"\n{note}\n")
-    paths = [figures_dir / f"{TABLE_NAME}.csv", figures_dir / f"{TABLE_NAME}.md"]
-    saved = steps_saved_table(load_runs(list(run_dirs)))  # one group per length: each its own schedule
-    saved.to_csv(figures_dir / f"{TABLE_NAME}_steps_saved.csv", index=False)
-    (figures_dir / f"{TABLE_NAME}_steps_saved.md").write_text(to_markdown(saved.round(1)) + f"\n{STEPS_NOTE}\n")
-    paths += [figures_dir / f"{TABLE_NAME}_steps_saved.csv", figures_dir / f"{TABLE_NAME}_steps_saved.md"]
+    paths = write_table(table, figures_dir, TABLE_NAME, NOTE.format(seeds=seeds, spread=spread), table.round(3))
+    saved = steps_saved_table(runset)  # one group per length: each its own schedule
+    paths += write_table(saved, figures_dir, f"{TABLE_NAME}_steps_saved", STEPS_NOTE, saved.round(1))
     figure = series_figure(table, f"{what}, {seeds}")
     return paths + save_figure(figure, figures_dir, TABLE_NAME, "training-length series (ours)")
 

@@ -34,7 +34,7 @@ def first_step_at_or_below(run: Run, name: str, level: float) -> int | None:
     return None if reached.empty else int(reached["step"].iloc[0])
 
 
-def _row(group: Any, name: str, level: float) -> dict[str, Any] | None:
+def _row(group: SeedGroup, name: str, level: float) -> dict[str, Any] | None:
     tiny = [first_step_at_or_below(r, "bert_tiny", level) for r in group.runs]
     other = [first_step_at_or_below(r, name, level) for r in group.runs]
     reached = sum(t is not None and o is not None for t, o in zip(tiny, other))

@@ -1,21 +1,15 @@
 """Ablations of BERT_FT's initialisation: one choice of notebook 03 changed at a time, BERT_FT trained again.
 
-The paper fixes its recipe in Section 4.2 (zero vectors for tokens without a fastText word, vectors
-normalised to unit length and mean-centred, ``##`` pieces left out, the vectors' own scale) and
-tests one alternative there (a random fallback). Each :data:`VARIANTS` entry changes exactly one
-of these choices, or the vectors' quality, and trains BERT_FT again on the **same prepared data,
-tokenizer, seed and schedule** as a finished run of the main job (notebooks 01-05). That run's own
-BERT_FT is the ``paper`` row and its BERT_TINY the random-initialisation row, so every difference is
-paired by seed and by evaluation position.
+Each :data:`VARIANTS` entry changes one choice of the paper's recipe (Section 4.2: zero vectors for tokens
+without a fastText word, unit length and centred, ``##`` pieces left out, the vectors' own scale), or the
+vectors' quality, and trains BERT_FT again on the **same prepared data, tokenizer, seed and schedule** as a
+finished run of notebooks 01-05. That run's BERT_FT is the ``paper`` row and its BERT_TINY the random-init
+row, so every difference is paired by seed and by evaluation position; intervals follow notebook 06
+(:func:`helpers.claims.seed_estimate`; with one seed, over positions only, labelled as such).
 
-Intervals follow notebook 06 (:func:`helpers.claims.seed_estimate`): a two-level bootstrap over seeds, then
-evaluation positions (with one seed, positions only, labelled as such).
-
-``python -m pipeline.ablations --runs runs/reference-en runs/reference-en-seed1 --out runs/reference-ablations
---figures figures/reference --records figures/reference/ablations`` trains what is missing (a
-stopped run resumes from its checkpoint), saves each variant's small files as a record, and writes
-``ablations.csv``/``.md``/``.png``/``.pdf`` from the records; ``--table-only`` redoes the table
-from the records alone (``--run-records figures/reference/runs`` picks the runs that have ablation records).
+``python -m pipeline.ablations --runs RUN_DIR ... --out DIR --figures DIR --records DIR`` trains what is
+missing (a stopped run resumes), records each variant's small files and writes ``ablations.csv``/``.md``/
+``.png``/``.pdf`` from the records; ``--table-only`` redraws them from the records alone.
 """
 
 from __future__ import annotations
@@ -94,40 +88,33 @@ def check_variants(names: Sequence[str]) -> list[str]:
     return list(names)
 
 
-# --------------------------------------------------------------------------- building one variant
-
-
-def _manifest(run_dir: Path) -> dict[str, Any]:
+def _run_settings(run_dir: Path) -> tuple[dict[str, Any], VectorsConfig]:
+    """The run's manifest and notebook 03's settings, checked against what the manifest says it used."""
     path = RunLayout(run_dir).static.manifest
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: the ablations start from a finished run of notebooks 01-05 "
                                 "(python -m pipeline.job --preset reference --lang en)")
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def run_vectors_config(manifest: dict[str, Any]) -> VectorsConfig:
-    """Notebook 03's settings of the run, checked against what its manifest says it used."""
+    manifest = json.loads(path.read_text(encoding="utf-8"))
     config = presets.get(manifest["preset"]).vectors
     if config.source != "train" or manifest.get("source") != "train":
         raise ValueError("the ablations retrain fastText as notebook 03 did, so they need a run whose vectors "
                          f"were trained here (preset smoke, demo or reference), not source={manifest.get('source')!r}")
-    return config
+    return manifest, config
 
 
-def raw_vectors(run_dir: Path, settings: FastTextSettings, cache_dir: Path) -> sv.WordVectors:
-    """fastText vectors trained as notebook 03 trains them for ``run_dir`` (one thread: identical reruns), cached."""
+def _raw_vectors(manifest: dict[str, Any], config: VectorsConfig, cache_dir: Path) -> sv.WordVectors:
+    """fastText vectors trained as notebook 03 trains them with ``config`` (one thread: identical reruns), cached."""
     from pipeline import vector_files as vf
 
-    manifest = _manifest(run_dir)
-    config = run_vectors_config(manifest)
-    key = hashlib.sha256(json.dumps([asdict(settings), manifest["lang"], manifest["seed"], manifest["corpus_source"],
-                                     config.max_docs, config.top_n], sort_keys=True).encode()).hexdigest()[:16]
+    key = hashlib.sha256(json.dumps([asdict(config.fasttext), manifest["lang"], manifest["seed"],
+                                     manifest["corpus_source"], config.max_docs, config.top_n],
+                                    sort_keys=True).encode()).hexdigest()[:16]
     cached = cache_dir / f"vectors-{key}.npz"
     if cached.is_file():
         with np.load(cached, allow_pickle=False) as data:
             return sv.WordVectors([str(w) for w in data["words"]], data["matrix"])
-    source = vf.obtain_vectors(replace(config, fasttext=settings), manifest["lang"],
-                               CorpusSpec.parse(manifest["corpus_source"]), manifest["seed"], progress=False)
+    source = vf.obtain_vectors(config, manifest["lang"], CorpusSpec.parse(manifest["corpus_source"]), manifest["seed"],
+                               progress=False)
     cache_dir.mkdir(parents=True, exist_ok=True)
     # Written whole, then renamed: two processes ablating one run never read each other's half-written file.
     partial = cached.with_name(f".{cached.stem}.{os.getpid()}.npz")
@@ -140,9 +127,8 @@ def build_alignment(run_dir: Path, variant: Variant, cache_dir: Path) -> sv.Alig
     """The run's alignment with ``variant``'s one change (the 'paper' variant must reproduce the run's own)."""
     from helpers.tokenizer import load_tokenizer
 
-    manifest = _manifest(run_dir)
-    config = run_vectors_config(manifest)
-    raw = raw_vectors(run_dir, variant.fasttext or config.fasttext, cache_dir)
+    manifest, config = _run_settings(run_dir)
+    raw = _raw_vectors(manifest, replace(config, fasttext=variant.fasttext or config.fasttext), cache_dir)
     steps = config.normalisation if variant.normalisation is None else variant.normalisation
     vectors = sv.normalise_vectors(raw, steps) if steps else raw
     options = {"fallback": config.fallback, "pieces": config.pieces, "case": config.case, "scale": config.scale,
@@ -163,14 +149,15 @@ def check_reproduces_run(run_dir: Path, cache_dir: Path) -> None:
 
 def variant_manifest(run_dir: Path, variant: Variant) -> dict[str, Any]:
     """The run's manifest, with what the variant changed and without what described the run's own vectors."""
-    manifest = {**_manifest(run_dir), "ablation": variant.name, "changes": variant.changes}
-    for key in ("normalisation", "fallback", "pieces", "scale", "n_found", "found_element_std", "text_coverage"):
-        manifest.pop(key, None)  # the alignment's own report says what this variant used
-    if variant.fasttext is not None:  # what the run measured about its own vectors does not describe these
-        for key in ("word_similarity", "train_seconds", "train_cpu_seconds", "n_model_words"):
-            manifest.pop(key, None)
-    manifest["normalisation"] = list(variant.normalisation if variant.normalisation is not None
-                                     else presets.get(manifest["preset"]).vectors.normalisation)
+    manifest, config = _run_settings(run_dir)
+    # The alignment's own report says what this variant used; what the run measured about its own vectors
+    # does not describe other vectors.
+    dropped = {"normalisation", "fallback", "pieces", "scale", "n_found", "found_element_std", "text_coverage"}
+    if variant.fasttext is not None:
+        dropped |= {"word_similarity", "train_seconds", "train_cpu_seconds", "n_model_words"}
+    manifest = {**{k: v for k, v in manifest.items() if k not in dropped}, "ablation": variant.name,
+                "changes": variant.changes, "normalisation": list(config.normalisation if variant.normalisation
+                                                                  is None else variant.normalisation)}
     if variant.fasttext is not None:
         manifest["fasttext"] = asdict(variant.fasttext)
     return manifest
@@ -205,18 +192,15 @@ def run_train_config(info: dict[str, Any]) -> TrainConfig:
     return cap_steps(cfg, max_steps) if max_steps is not None else cfg
 
 
-def variant_record_files(files: VariantFiles) -> list[Path]:
-    """A trained variant's small files: its manifest, metrics, run.json and per-position results."""
-    return [files.static.manifest, files.model.metrics, files.model.run_json, files.model.positions]
-
-
 def save_variant_record(files: VariantFiles, records_dir: Path) -> Path:
-    """Copy a trained variant's record files into ``records_dir`` (laid out as an ablations folder)."""
+    """Copy a trained variant's small files (manifest, metrics, run.json, per-position results) into
+    ``records_dir``, laid out as an ablations folder."""
     record = AblationLayout(records_dir).variant(files.folder.parent.name, files.folder.name)
-    absent = [path for path in variant_record_files(files) if not path.is_file()]
+    paths = [files.static.manifest, files.model.metrics, files.model.run_json, files.model.positions]
+    absent = [path for path in paths if not path.is_file()]
     if absent:
         raise FileNotFoundError(f"{absent[0]} not found: train the variant first")
-    for path in variant_record_files(files):
+    for path in paths:
         target = record.folder / path.relative_to(files.folder)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target)
@@ -237,9 +221,6 @@ def ablated_runs(run_records: str | Path, ablation_records: str | Path) -> list[
     return [run_records / n for n in names]
 
 
-# --------------------------------------------------------------------------- the table
-
-
 @dataclass
 class VariantResult:
     """One variant's final evaluation in one run (seed)."""
@@ -249,9 +230,6 @@ class VariantResult:
     files: ModelFiles  # for 'paper' and 'random init', the run's own BERT_FT and BERT_TINY
     metrics: pd.DataFrame
     manifest: dict[str, Any]
-
-    def positions(self) -> dict[str, np.ndarray]:
-        return read_positions(self.files)
 
     def final(self, column: str) -> float:
         return float(self.metrics[column].iloc[-1])
@@ -276,7 +254,7 @@ def _results(run: Run, ablation_dir: Path) -> dict[str, VariantResult]:
 def _per_seed_differences(results: list[VariantResult], papers: list[VariantResult],
                           key: str) -> tuple[list[np.ndarray], bool]:
     """Each seed's per-position difference to the paper recipe, and whether the seeds share their positions."""
-    found = [(res.positions(), base.positions()) for res, base in zip(results, papers)]
+    found = [(read_positions(res.files), read_positions(base.files)) for res, base in zip(results, papers)]
     where = [np.stack([base["sequence"], base["position"]]) for _, base in found]
     same = all(w.shape == where[0].shape and (w == where[0]).all() for w in where)
     return [res[key] - base[key] for res, base in found], same
@@ -284,10 +262,9 @@ def _per_seed_differences(results: list[VariantResult], papers: list[VariantResu
 
 def _paired_columns(results: list[VariantResult], papers: list[VariantResult], column: str) -> dict[str, Any]:
     """A variant's difference to the paper recipe in ``column``: mean over seeds, interval, each seed's own."""
-    key = "loss" if column == "eval_loss" else "correct"
+    key, short = ("loss", "loss") if column == "eval_loss" else ("correct", "accuracy")
     values = [res.final(column) - base.final(column) for res, base in zip(results, papers)]
     est = seed_estimate(values, lambda: _per_seed_differences(results, papers, key))
-    short = "loss" if column == "eval_loss" else "accuracy"
     # With fewer than three seeds the interval is over positions only; each seed's own difference shows
     # whether the seeds at least agree in sign.
     return {f"{short}_vs_paper": est.mean, f"{short}_ci_low": est.low, f"{short}_ci_high": est.high,
@@ -352,8 +329,7 @@ def plot_ablations(table: pd.DataFrame) -> Any:
     axes = fig.subplots(1, 2, sharey=True)
     for ax, short, label in ((axes[0], "loss", "final eval loss minus the paper recipe's\n(lower is better)"),
                              (axes[1], "accuracy", "final eval accuracy minus the paper recipe's\n(higher is better)")):
-        mean = rows[f"{short}_vs_paper"].to_numpy(float)
-        low, high = rows[f"{short}_ci_low"].to_numpy(float), rows[f"{short}_ci_high"].to_numpy(float)
+        mean, low, high = (rows[f"{short}{suffix}"].to_numpy(float) for suffix in ("_vs_paper", "_ci_low", "_ci_high"))
         y = np.arange(len(rows))
         # An interval that does not hold its mean (rounded records, or a record edited by hand) would make
         # matplotlib refuse negative error bars half-way through the outputs: its bar stops at the mean, and
@@ -381,21 +357,6 @@ def plot_ablations(table: pd.DataFrame) -> Any:
     return fig
 
 
-def _write_set(table: pd.DataFrame, out_dir: Path, sources: dict[str, Any]) -> list[str]:
-    """ablations.csv/.md, the figure (PNG + PDF) and ablations_provenance.json in ``out_dir``; their names."""
-    table.to_csv(out_dir / f"{TABLE_NAME}.csv", index=False)
-    (out_dir / f"{TABLE_NAME}.md").write_text(to_markdown(table) + "\n")  # rounded once, by to_markdown
-    fig = plot_ablations(table)
-    names = [f"{TABLE_NAME}.csv", f"{TABLE_NAME}.md"]
-    for fmt in FIGURE_FORMATS:
-        fig.savefig(out_dir / f"{TABLE_NAME}.{fmt}", dpi=150, metadata=figure_metadata(fmt, "Ablations of BERT_FT"))
-        names.append(f"{TABLE_NAME}.{fmt}")
-    provenance = {**sources, "variants": {n: v.changes for n, v in VARIANTS.items()},
-                  "environment": environment()}
-    (out_dir / f"{TABLE_NAME}_provenance.json").write_text(json.dumps(provenance, indent=2, default=str) + "\n")
-    return [*names, f"{TABLE_NAME}_provenance.json"]
-
-
 def write_outputs(table: pd.DataFrame, out_dir: str | Path, sources: dict[str, Any]) -> list[Path]:
     """ablations.csv/.md, the figure (PNG + PDF) and ablations_provenance.json, replaced as one set.
 
@@ -408,13 +369,18 @@ def write_outputs(table: pd.DataFrame, out_dir: str | Path, sources: dict[str, A
     if missing:
         print(f"warning: the interval of {', '.join(missing)} does not hold its mean (a record rounded or edited "
               f"by hand?); {TABLE_NAME}.png draws it only up to the mean", file=sys.stderr)
+    names = [f"{TABLE_NAME}.{ext}" for ext in ("csv", "md", *FIGURE_FORMATS)] + [f"{TABLE_NAME}_provenance.json"]
     with staged(out_dir, TABLE_NAME) as staging:
-        names = _write_set(table, staging, sources)
+        table.to_csv(staging / names[0], index=False)
+        (staging / names[1]).write_text(to_markdown(table) + "\n")  # rounded once, by to_markdown
+        fig = plot_ablations(table)
+        for fmt in FIGURE_FORMATS:
+            fig.savefig(staging / f"{TABLE_NAME}.{fmt}", dpi=150, metadata=figure_metadata(fmt, "Ablations of BERT_FT"))
+        provenance = {**sources, "variants": {n: v.changes for n, v in VARIANTS.items()},
+                      "environment": environment()}
+        (staging / names[-1]).write_text(json.dumps(provenance, indent=2, default=str) + "\n")
         move_into(staging, out_dir)
     return [out_dir / name for name in names]
-
-
-# --------------------------------------------------------------------------- command line
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,11 +1,9 @@
 """The unigram baseline of a run (helpers.baselines) from its prepared data, and the copy a record keeps.
 
-A run record keeps no prepared data (too large), so the baseline is computed while the data are there
-and saved beside the run's metrics (pipeline.layout.PretrainFiles.baseline); tables regenerated from
-the record read that file. The same holds for the **token facts** (``token_facts.npz``): per vocabulary
-id its count in the training text, whether it is a ``##`` piece or punctuation and whether it got a
-static vector, and the ``[MASK]`` id. From them and the per-position records the copy-aware floor and the
-analysis by token frequency regenerate without the data.
+A run record keeps no prepared data (too large), so the baseline and the **token facts** (per vocabulary id
+its training-text count, whether it is a ``##`` piece or punctuation, whether it got a static vector; the
+``[MASK]`` id) are saved beside the run's metrics while the data are there, and tables regenerated from the
+record (the copy-aware floor, the analysis by token frequency) read those files.
 """
 
 from __future__ import annotations
@@ -21,20 +19,20 @@ from pipeline.layout import PretrainFiles
 from pipeline.prepare import load_data, prepared_files
 
 
-def special_ids_of(data_dir: str | Path) -> list[int]:
-    """The special ids of the tokenizer saved beside the prepared data (from its tokenizer.json)."""
+def _tokenizer(data_dir: str | Path) -> tuple[dict, list[int]]:
+    """The tokenizer.json saved beside the prepared data, and its special ids."""
     path = prepared_files(data_dir).tokenizer / "tokenizer.json"
     if not path.is_file():
         raise FileNotFoundError(f"no {path}; rerun pipeline.prepare.prepare_data (notebook 04) to save the tokenizer")
-    added = json.loads(path.read_text(encoding="utf-8")).get("added_tokens", [])
-    return sorted(int(t["id"]) for t in added if t.get("special"))
+    tokenizer = json.loads(path.read_text(encoding="utf-8"))
+    return tokenizer, sorted(int(t["id"]) for t in tokenizer.get("added_tokens", []) if t.get("special"))
 
 
 def compute_baseline(data_dir: str | Path, eval_sequences: int | None = None) -> Baseline:
     """Unigram and most-frequent-token baselines from the prepared data at ``data_dir`` (or its parent)."""
     data = load_data(data_dir)
     return unigram_baseline(data.train_ids, data.train_lengths, data.eval_labels, int(data.meta["vocab_size"]),
-                            special_ids_of(data.directory), eval_sequences)
+                            _tokenizer(data.directory)[1], eval_sequences)
 
 
 def save_baseline(baseline: Baseline, pretrain_dir: str | Path, eval_sequences: int | None) -> Path:
@@ -68,10 +66,10 @@ def _is_punctuation(token: str) -> bool:
 def compute_token_facts(pretrain_dir: str | Path, found_path: str | Path | None) -> dict[str, np.ndarray]:
     """Per vocabulary id what the analyses of issue 22 need; ``found_path``: the static step's found.npy."""
     data = load_data(pretrain_dir)
-    tokenizer = json.loads((prepared_files(data.directory).tokenizer / "tokenizer.json").read_text(encoding="utf-8"))
+    tokenizer, special = _tokenizer(data.directory)
     vocab: dict[str, int] = {**(tokenizer.get("model") or {}).get("vocab", {}),
                              **{t["content"]: int(t["id"]) for t in tokenizer.get("added_tokens", [])}}
-    size, special = int(data.meta["vocab_size"]), special_ids_of(data.directory)
+    size = int(data.meta["vocab_size"])
     tokens = [""] * size
     for token, index in vocab.items():
         tokens[index] = token

@@ -9,17 +9,16 @@ group (:func:`pipeline.token_analysis.groupings`), each with the two-level inter
 
 from __future__ import annotations
 
-import zlib
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from helpers.claims import Estimate, seed_estimate, verdict
+from helpers.claims import verdict
 from pipeline.layout import CONTROL_MODEL
-from pipeline.position_scores import RunPositions, group_positions
+from pipeline.position_scores import RunPositions, rows_by_group
 from pipeline.results import RunSet, SeedGroup, comparison_groups
-from pipeline.token_analysis import token_splits
+from pipeline.token_analysis import paired_difference, token_splits
 
 COMPARISONS = (("bert_ft", CONTROL_MODEL, "FT - PERM (which word: knowledge)"),
                (CONTROL_MODEL, "bert_tiny", "PERM - TINY (rows of that scale, no knowledge)"),
@@ -27,12 +26,6 @@ COMPARISONS = (("bert_ft", CONTROL_MODEL, "FT - PERM (which word: knowledge)"),
 COLUMNS = ["lang", "label", "comparison", "grouping", "group", "positions", "n_seeds", "loss", "loss ci_low",
            "loss ci_high", "loss seed_ci_low", "loss seed_ci_high", "loss verdict", "accuracy", "accuracy ci_low",
            "accuracy ci_high", "accuracy seed_ci_low", "accuracy seed_ci_high", "accuracy verdict", "interval"]
-
-
-def _difference(runs: list[RunPositions], chosen: list[np.ndarray], same: bool, first: str, second: str,
-                key: str, salt: str) -> Estimate:
-    diffs = [r.scores[first][key][c] - r.scores[second][key][c] for r, c in zip(runs, chosen)]
-    return seed_estimate([float(d.mean()) for d in diffs], lambda: (diffs, same), seed=zlib.crc32(salt.encode()))
 
 
 def _rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[str, Any]]:
@@ -45,7 +38,7 @@ def _rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[s
                                    "grouping": grouping, "group": name, "positions": int(chosen[0].sum()),
                                    "n_seeds": len(runs)}
             for key, short, lower in (("loss", "loss", True), ("correct", "accuracy", False)):
-                est = _difference(runs, chosen, same, first, second, key, f"{group.lang}{comparison}{name}{key}")
+                est = paired_difference(runs, chosen, same, first, second, key, f"{group.lang}{comparison}{name}{key}")
                 row.update({short: est.mean, f"{short} ci_low": est.low, f"{short} ci_high": est.high,
                             f"{short} seed_ci_low": est.seed_low, f"{short} seed_ci_high": est.seed_high,
                             f"{short} verdict": verdict(est, lower).replace("holds", "shown").replace(
@@ -61,16 +54,8 @@ def control_table(runset: RunSet) -> pd.DataFrame:
     The label says how many seeds that is. A verdict 'shown' means both intervals exclude 0 with the first
     model better (lower loss, higher accuracy).
     """
-    rows: list[dict[str, Any]] = []
-    for whole in comparison_groups(runset):
-        group = SeedGroup(whole.lang, [run for run in whole.runs if CONTROL_MODEL in run.models])
-        if not group.runs:
-            continue
-        found = group_positions(group)
-        if isinstance(found, str):
-            rows.append({"lang": group.lang, "label": group.label, "comparison": None, "group": found})
-            continue
-        rows += _rows(group, *found)
+    groups = (SeedGroup(g.lang, [r for r in g.runs if CONTROL_MODEL in r.models]) for g in comparison_groups(runset))
+    rows = rows_by_group(groups, _rows, lambda why: {"comparison": None, "group": why})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

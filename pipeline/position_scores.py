@@ -2,9 +2,8 @@
 
 Of a run's scored positions 80 % show ``[MASK]``, 10 % a random token and 10 % their own token. A model
 that copies the visible token is right at the last kind without any context, so an all-position score
-mixes learning with copying. From the per-position records (:func:`helpers.pretrain.evaluate`) and the
-run's token facts (:mod:`pipeline.baseline_files`) this module scores BERT_TINY, BERT_FT, the unigram and
-the copy-aware rule (:func:`helpers.baselines.copy_aware_scores`) on exactly the same positions, per kind.
+mixes learning with copying. BERT_TINY, BERT_FT, the unigram and the copy-aware rule
+(:func:`helpers.baselines.copy_aware_scores`) are scored here on exactly the same positions, per kind.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -21,7 +20,7 @@ from helpers import paper_values as paper
 from helpers.baselines import POSITION_KINDS, copy_aware_scores, position_kinds, unigram_log_probs
 from pipeline.baseline_files import load_token_facts
 from pipeline.layout import CONTROL_MODEL, RunLayout
-from pipeline.results import Run, RunSet, SeedGroup, comparison_groups, display_path, order_langs, read_positions
+from pipeline.results import Run, RunSet, SeedGroup, comparison_groups, display_path, read_positions
 
 SCORERS = ("bert_tiny", "bert_ft", "unigram", "copy_aware")
 SCORER_LABELS = {"bert_tiny": "BERT_TINY", "bert_ft": "BERT_FT", "unigram": "unigram (no context)",
@@ -100,7 +99,7 @@ def _score_run(run: Run) -> RunPositions | str:
     label, visible, mask_id = tiny["label"], tiny["visible"], int(facts["mask_id"])
     log_probs = unigram_log_probs(facts["train_count"].astype(np.float64), [int(i) for i in facts["special"]])
     copy_loss, copy_correct = copy_aware_scores(label, visible, mask_id, log_probs)
-    scores = {name: {"loss": found[name]["loss"], "correct": found[name]["correct"]} for name in paper.MODELS}
+    scores = {name: {key: found[name][key] for key in ("loss", "correct")} for name in paper.MODELS}
     scores["unigram"] = {"loss": -log_probs[label], "correct": (label == int(np.argmax(log_probs))).astype(float)}
     scores["copy_aware"] = {"loss": copy_loss, "correct": copy_correct.astype(float)}
     where = tiny["sequence"].astype(np.int64) * 65_536 + tiny["position"]
@@ -109,7 +108,7 @@ def _score_run(run: Run) -> RunPositions | str:
         control = positions_of(run, CONTROL_MODEL)
         if isinstance(control, str) or not all(np.array_equal(control[k], tiny[k]) for k in ("sequence", "position")):
             return control if isinstance(control, str) else "the control was scored on other positions"
-        scores[CONTROL_MODEL] = {"loss": control["loss"], "correct": control["correct"]}
+        scores[CONTROL_MODEL] = {key: control[key] for key in ("loss", "correct")}
         top1[CONTROL_MODEL] = control["top1"]
     return RunPositions(position_kinds(visible, label, mask_id), where, label, facts, scores, top1)
 
@@ -154,24 +153,31 @@ def kind_mean(group: SeedGroup, scorer: str, key: str, kind: str) -> float:
     return math.nan if isinstance(found, str) else float(np.mean([r.mean(scorer, key, kind) for r in found[0]]))
 
 
+def rows_by_group(groups: Iterable[SeedGroup], build: Callable[[SeedGroup, list[RunPositions], bool], list[dict]],
+                  problem: Callable[[str], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """``build``'s rows for every group with runs; for a group whose positions cannot be scored, ``problem``'s
+    row saying why (after the group's language and label), or none when ``problem`` is None."""
+    rows: list[dict[str, Any]] = []
+    for group in (g for g in groups if g.runs):
+        found = group_positions(group)
+        if not isinstance(found, str):
+            rows += build(group, *found)
+        elif problem is not None:
+            rows.append({"lang": group.lang, "label": group.label, **problem(found)})
+    return rows
+
+
+def _kind_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[str, Any]]:
+    return [{"lang": group.lang, "label": group.label, "scorer": SCORER_LABELS[scorer], "kind": kind,
+             "positions": int(runs[0].select(kind).sum()), "share": float(runs[0].select(kind).mean()),
+             "loss": float(np.mean([r.mean(scorer, "loss", kind) for r in runs])),
+             "accuracy": float(np.mean([r.mean(scorer, "correct", kind) for r in runs])), "status": "ok"}
+            for scorer in SCORERS for kind in KINDS]
+
+
 def position_kinds_table(runset: RunSet) -> pd.DataFrame:
     """One row per language, scorer and kind of position: loss, accuracy and how many positions, mean over seeds."""
-    rows: list[dict[str, Any]] = []
-    for group in (g for g in comparison_groups(runset) if g.runs):
-        found = group_positions(group)
-        if isinstance(found, str):
-            rows.append({"lang": group.lang, "label": group.label, "scorer": None, "kind": None, "status": found})
-            continue
-        runs = found[0]
-        for scorer in SCORERS:
-            for kind in KINDS:
-                rows.append({"lang": group.lang, "label": group.label, "scorer": SCORER_LABELS[scorer], "kind": kind,
-                             "positions": int(runs[0].select(kind).sum()),
-                             "share": float(runs[0].select(kind).mean()),
-                             "loss": float(np.mean([r.mean(scorer, "loss", kind) for r in runs])),
-                             "accuracy": float(np.mean([r.mean(scorer, "correct", kind) for r in runs])),
-                             "status": "ok"})
-    table = pd.DataFrame(rows, columns=["lang", "label", "scorer", "kind", "positions", "share", "loss", "accuracy",
-                                        "status"])
-    order = {lang: i for i, lang in enumerate(order_langs(set(table["lang"])))}
-    return table.sort_values("lang", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
+    rows = rows_by_group(comparison_groups(runset), _kind_rows,
+                         lambda why: {"scorer": None, "kind": None, "status": why})
+    return pd.DataFrame(rows, columns=["lang", "label", "scorer", "kind", "positions", "share", "loss", "accuracy",
+                                       "status"])

@@ -1,9 +1,7 @@
 """Notebook 05's inputs and outputs: the labelled data it probes on, the encoders notebook 04 saved, its results.
 
-The probe itself (features, the logistic regression, the intervals) is :mod:`helpers.probe` and works
-on arrays in memory; this module is what connects it to a labelled set (:mod:`pipeline.labelled`) and
-to a run folder (:class:`pipeline.layout.RunLayout` names every file). A run without a labelled set
-records that in the same files (:func:`record_no_labelled_set`) and skips the rest of the notebook
+The probe itself works on arrays in memory (:mod:`helpers.probe`). A run without a labelled set records that
+in the same files (:func:`record_no_labelled_set`) and skips the rest of the notebook
 (:func:`skip_remaining_cells`), so the probe never stops the paper's experiment.
 """
 
@@ -78,8 +76,7 @@ def load_probe_data(config: ProbeConfig, labelled: LabelledSpec, lang: str = "en
     ``csv_format`` is read for a files set only ('ag_news' for AG News-style CSVs).
     """
     options = {"csv_format": csv_format} if labelled.kind == "files" else {}
-    train = labelled.load(lang, "train", **options)
-    test = labelled.load(lang, "test", **options)
+    train, test = (labelled.load(lang, split, **options) for split in ("train", "test"))
     tr = stratified_subset(train.labels, config.max_train, seed)
     te = stratified_subset(test.labels, config.max_test, seed)
     return ProbeData([train.texts[i] for i in tr], np.asarray(train.labels)[tr], [test.texts[i] for i in te],
@@ -107,9 +104,7 @@ def random_encoder(config: BertConfig, seed: int) -> BertModel:
 def load_encoders(layout: RunLayout, seed: int = 0) -> dict[str, BertModel]:
     """random init, BERT_TINY and BERT_FT of a run, in that order, all with the trained models' config."""
     trained = {name: load_encoder(layout.model(model).model) for name, model in PRETRAINED.items()}
-    encoders = {"random init": random_encoder(trained["BERT_TINY"].config, seed)}
-    encoders.update(trained)
-    return encoders
+    return {"random init": random_encoder(trained["BERT_TINY"].config, seed), **trained}
 
 
 def save_probe_results(table: pd.DataFrame, paired: pd.DataFrame, layout: RunLayout,

@@ -16,8 +16,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from helpers.claims import two_level_estimate
-from pipeline.position_scores import RunPositions, group_positions
+from helpers.claims import Estimate, seed_estimate
+from pipeline.position_scores import RunPositions, rows_by_group
 from pipeline.results import RunSet, SeedGroup, comparison_groups
 
 # Training-text count of the true token: rare (< 10) to very frequent (>= 10,000); log-spaced, so a bucket
@@ -65,6 +65,14 @@ def token_splits(runs: list[RunPositions]) -> list[tuple[str, str, list[np.ndarr
     return splits
 
 
+def paired_difference(runs: list[RunPositions], chosen: list[np.ndarray], same: bool, first: str, second: str,
+                      key: str, salt: str) -> Estimate:
+    """``first`` minus ``second`` in ``key`` at each seed's ``chosen`` positions: the mean over seeds, the
+    two-level interval (its draws seeded by ``salt``) and the seed-level t-interval."""
+    diffs = [r.scores[first][key][c] - r.scores[second][key][c] for r, c in zip(runs, chosen)]
+    return seed_estimate([float(d.mean()) for d in diffs], lambda: (diffs, same), seed=zlib.crc32(salt.encode()))
+
+
 def _group_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[str, Any]]:
     rows = []
     for grouping, name, chosen in token_splits(runs):
@@ -74,8 +82,8 @@ def _group_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[
             for model, label in (("bert_tiny", "TINY"), ("bert_ft", "FT")):
                 row[f"{short} {label}"] = float(np.mean([r.scores[model][key][c].mean()
                                                          for r, c in zip(runs, chosen)]))
-            diffs = [r.scores["bert_ft"][key][c] - r.scores["bert_tiny"][key][c] for r, c in zip(runs, chosen)]
-            est = two_level_estimate(diffs, same, seed=zlib.crc32(f"{group.lang}{grouping}{name}{key}".encode()))
+            salt = f"{group.lang}{grouping}{name}{key}"
+            est = paired_difference(runs, chosen, same, "bert_ft", "bert_tiny", key, salt)
             row.update({f"{short} FT - TINY": est.mean, f"{short} ci_low": est.low, f"{short} ci_high": est.high})
         row["interval"] = est.interval
         rows.append(row)
@@ -84,17 +92,27 @@ def _group_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[
 
 def token_groups_table(runset: RunSet) -> pd.DataFrame:
     """BERT_FT minus BERT_TINY at [MASK] positions, by frequency, word or piece, and initial row."""
-    rows: list[dict[str, Any]] = []
-    for group in (g for g in comparison_groups(runset) if g.runs):
-        found = group_positions(group)
-        if isinstance(found, str):
-            rows.append({"lang": group.lang, "label": group.label, "grouping": None, "group": found})
-            continue
-        rows += _group_rows(group, *found)
+    rows = rows_by_group(comparison_groups(runset), _group_rows, lambda why: {"grouping": None, "group": why})
     return pd.DataFrame(rows, columns=["lang", "label", "grouping", "group", "positions", "accuracy TINY",
                                        "accuracy FT", "accuracy FT - TINY", "accuracy ci_low", "accuracy ci_high",
                                        "loss TINY", "loss FT", "loss FT - TINY", "loss ci_low", "loss ci_high",
                                        "interval"])
+
+
+def _prediction_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[str, Any]]:
+    # the first seed's predictions only (the shares vary little between seeds): the label names that seed
+    label = f"{group.first.label[:-1]}, seed {group.first.seed})"
+    first, facts = runs[0], runs[0].facts
+    words = np.where(~facts["is_piece"] & ~facts["is_punctuation"], facts["train_count"], -1)
+    frequent = np.zeros(len(words), bool)
+    frequent[np.argsort(words)[::-1][:FREQUENT_WORDS]] = True
+    chosen = first.select("mask")
+    return [{"lang": group.lang, "label": label, "who": who, "positions": int(chosen.sum()),
+             "punctuation": float(facts["is_punctuation"][ids[chosen]].mean()),
+             f"top {FREQUENT_WORDS} words": float(frequent[ids[chosen]].mean()),
+             "distinct tokens": int(len(np.unique(ids[chosen])))}
+            for who, ids in (("true token", first.label), ("BERT_TINY", first.top1["bert_tiny"]),
+                             ("BERT_FT", first.top1["bert_ft"]))]
 
 
 def prediction_kinds_table(runset: RunSet) -> pd.DataFrame:
@@ -102,27 +120,7 @@ def prediction_kinds_table(runset: RunSet) -> pd.DataFrame:
     punctuation, or one of the FREQUENT_WORDS most frequent whole words of the training text.
 
     One seed per language (the group's first): each row's label names it, never the group's seed count."""
-    rows: list[dict[str, Any]] = []
-    for group in (g for g in comparison_groups(runset) if g.runs):
-        found = group_positions(group)
-        if isinstance(found, str):
-            continue
-        # the first seed's predictions only (the shares vary little between seeds): the label names that seed
-        label = f"{group.first.label[:-1]}, seed {group.first.seed})"
-        for run_positions in found[0][:1]:
-            facts = run_positions.facts
-            words = np.where(~facts["is_piece"] & ~facts["is_punctuation"], facts["train_count"], -1)
-            frequent = np.zeros(len(words), bool)
-            frequent[np.argsort(words)[::-1][:FREQUENT_WORDS]] = True
-            chosen = run_positions.select("mask")
-            for who, ids in (("true token", run_positions.label), ("BERT_TINY", run_positions.top1["bert_tiny"]),
-                             ("BERT_FT", run_positions.top1["bert_ft"])):
-                ids = ids[chosen]
-                rows.append({"lang": group.lang, "label": label, "who": who, "positions": int(chosen.sum()),
-                             "punctuation": float(facts["is_punctuation"][ids].mean()),
-                             f"top {FREQUENT_WORDS} words": float(frequent[ids].mean()),
-                             "distinct tokens": int(len(np.unique(ids)))})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows_by_group(comparison_groups(runset), _prediction_rows))
 
 
 def token_groups_figure(table: pd.DataFrame) -> plt.Figure:

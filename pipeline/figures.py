@@ -53,7 +53,7 @@ __all__ = [
     "FiguresSetup", "start", "setting_comparison", "table1_vectors_found", "table2_loss", "table3_accuracy",
     "position_kinds_table", "unchanged_sentences", "token_groups_table", "prediction_kinds_table", "control_table",
     "knowledge_or_scale",
-    "steps_saved_table", "steps_saved_figure",
+    "steps_saved_table", "steps_saved_figure", "training_progress_table",
     "format_table", "narrow_views", "to_markdown", "featured_lang", "provenance", "write_outputs",
     # what notebook 06 calls from the other machinery modules, and the formats write_outputs saves figures in
     "load_runs", "comparison_groups", "verify_claims", "kind_mean", "figure1_loss", "figure2_accuracy",
@@ -64,7 +64,8 @@ FIGURE_NAMES = ("fig1a_train_loss", "fig1b_eval_loss", "fig2_eval_accuracy", "fi
                 "fig5_steps_saved")
 RECORD_FIGURE_NAMES = ("fig4_gain_by_frequency",)  # drawn when the per-position records hold the [MASK]-only ids
 TABLE_NAMES = ("table1_vectors_found", "table2_loss", "table3_accuracy", "table_position_kinds", "claims_check",
-               "table_token_groups", "table_prediction_kinds", "table_steps_saved", "table_control")
+               "table_token_groups", "table_prediction_kinds", "table_steps_saved", "table_control",
+               "table_training_progress")
 MISSING_MARK = "—"
 PAPER_RUN_LABEL = f"paper ({paper.STEPS:,} steps, batch {paper.BATCH_SIZE}, C4, cc.LANG.300)"
 _PAPER_TRAIN_MINUS_EVAL = [paper.TRAIN_LOSS[lang][m] - paper.EVAL_LOSS[lang][m] for lang in paper.LANGS
@@ -267,6 +268,32 @@ def table3_accuracy(runset: RunSet) -> pd.DataFrame:
         return columns(every, every, math.nan, None, (at_mask, at_mask))
 
     return _table(runset, published, ours, floor, columns(math.nan, math.nan, math.nan, None))
+
+
+LATE_FRACTION = 0.1  # "at the end" of a run: from its last evaluation at or before 90 % of its steps
+
+
+def training_progress_table(runset: RunSet) -> pd.DataFrame:
+    """Per run and model: the passes its steps made over the training text, and how much the evaluation loss moved
+    over the last tenth of the steps (from the last evaluation at or before 90 % of them; negative: still falling at
+    the end). The learning rate decays to 0 there, so those steps move the loss least: a loss still falling there
+    says more steps would help."""
+    rows = []
+    for run in sort_runs(runset.runs):
+        for name, model in run.models.items():
+            if model.metrics is None or model.metrics.empty:
+                continue
+            info, last, evaluated = model.info or {}, model.last_step, model.metrics["step"]
+            sequences, batch = ((info.get("data") or {}).get("train") or {}).get("sequences"), info.get("batch_size")
+            since = int(evaluated[evaluated <= last - round(LATE_FRACTION * last)].iloc[-1])
+            change = model.final("eval_loss") - model.final("eval_loss", upto=since)
+            falling = MISSING_MARK if math.isnan(change) else "yes" if change < 0 else "no"
+            passes = last * batch / sequences if sequences and batch else math.nan
+            rows.append({"lang": run.lang, "seed": run.seed, "model": paper.MODEL_LABELS.get(name, name),
+                         "steps": last, "passes over the training text": passes, "eval_loss": model.final("eval_loss"),
+                         "from step": since, "eval_loss change from that step": change,
+                         "still falling at the end": falling})
+    return pd.DataFrame(rows)
 
 
 def unchanged_sentences(by_kind: pd.DataFrame) -> list[str]:
@@ -503,7 +530,8 @@ def write_outputs(runset: RunSet, out_dir: str | Path) -> list[Path]:
               "table3_accuracy": table3_accuracy(runset), "table_position_kinds": position_kinds_table(runset),
               "claims_check": verify_claims(runset), "table_token_groups": token_groups_table(runset),
               "table_prediction_kinds": prediction_kinds_table(runset), "table_steps_saved": steps_saved_table(runset),
-              "table_control": control_table(runset)}  # no control rows where no run trained the control
+              "table_control": control_table(runset),  # no control rows where no run trained the control
+              "table_training_progress": training_progress_table(runset)}
     written += save_figure(steps_saved_figure(tables["table_steps_saved"]), out_dir, FIGURE_NAMES[4],
                            f"{FIGURE_NAMES[4]} - ours, beyond {paper.CITATION}")
     if tables["table_token_groups"]["grouping"].notna().any():

@@ -269,12 +269,13 @@ def read_columns(path: Path, **columns: str) -> Iterator[tuple[Any, ...]]:
         if names and column not in names:
             raise ValueError(f"{path} has no column {column!r}; its columns are: {', '.join(map(str, names))}; "
                              f"pass {option}=<one of them>")
-    for number, row in records:
-        missing = [c for c in columns.values() if c not in row]
+    for seen, (number, row) in enumerate(records):
+        missing = [(option, c) for option, c in columns.items() if c not in row]
         if missing:
-            raise ValueError(f"{path}:{number}: this record has no {missing[0]!r} field (its fields: "
-                             f"{', '.join(map(str, row)) or 'none'}) while earlier records have one; add the field "
-                             "or remove the line")
+            fields = ", ".join(map(str, row)) or "none"
+            raise ValueError(f"{path}:{number}: this record has no {missing[0][1]!r} field (its fields: {fields})"
+                             + (" while earlier records have one; add the field or remove the line" if seen else
+                                f"; pass {missing[0][0]}=<one of them>"))
         yield tuple(row[c] for c in columns.values())
 
 

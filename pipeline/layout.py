@@ -43,8 +43,6 @@ TRAINABLE_MODELS = (*MODEL_NAMES, CONTROL_MODEL)
 STEP_FOLDERS = ("masking", "tokenizer", "static", "pretrain", "probe")  # one per notebook 01-05, in order
 STAMP_NAME = ".step.json"
 STARTED_NAME = ".step-started.json"
-LOCK_NAME = ".job.lock"
-OWNER_NAME = ".job.owner.json"
 INPUT_HASHES_NAME = ".input-hashes.json"  # the content hashes of a run's input files, by size and mtime
 PROVENANCE_NAME = "provenance.json"  # in a figures folder: which runs and which commit drew it
 
@@ -129,8 +127,6 @@ class RunLayout:
                             "BERT_TINY per test document.")
     identity = _at("identity.json", "What this run folder holds (preset, language, seed, corpus, ...), fixed by "
                    "its first step.")
-    lock = _at(LOCK_NAME)
-    owner = _at(OWNER_NAME)
 
     def step(self, name: str) -> Path:
         if name not in STEP_FOLDERS:
@@ -158,6 +154,12 @@ class RunLayout:
     def executed(self, notebook: str) -> Path:
         """The executed copy of a notebook (its file stem, e.g. '04_pretraining') the main job leaves in the run."""
         return self.root / f"{notebook}.ipynb"
+
+
+def lock_of(folder: Path, holder: str = "job") -> tuple[Path, Path]:
+    """``.<holder>.lock`` in ``folder`` and ``.<holder>.owner.json``, who holds it: 'job' for the whole folder, a
+    step's name for one step (pipeline.run_identity.folder_lock)."""
+    return Path(folder) / f".{holder}.lock", Path(folder) / f".{holder}.owner.json"
 
 
 def stamp_of(step_folder: Path) -> Path:

@@ -40,7 +40,7 @@ from pipeline.probe_runs import (
     save_probe_results,
     skip_remaining_cells,
 )
-from pipeline.run_identity import claim_identity, hold_step
+from pipeline.run_identity import claim_identity, hold_step, refuse_while_a_job_runs
 from pipeline.runinfo import check_seed, environment, pick_device, set_seed
 from pipeline.static_files import load_aligned, save_aligned
 from pipeline.vector_files import obtain_vectors
@@ -124,6 +124,7 @@ def start(preset: str, lang: str, seed: int = 0, run_dir: str | Path | None = No
     set_seed(seed)
     folder = resolve(run_dir) if run_dir else default_run_dir(preset, lang, seed)
     setup = Setup(preset, lang, seed, spec, folder, pick_device(device))
+    refuse_while_a_job_runs(folder)  # before identity.json: a job's folder is the job's while it runs
     claim_identity(setup.layout, {"preset": preset, "lang": lang, "seed": seed, "corpus": str(spec)})
     where = "interactive" if folder.is_relative_to(INTERACTIVE_DIR) else "main job"
     shown = folder.relative_to(REPO_ROOT) if folder.is_relative_to(REPO_ROOT) else folder

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from pipeline.content_hash import input_kind
-from pipeline.layout import STEP_FOLDERS, RunLayout, stamp_of, started_of
+from pipeline.fingerprints import finished_with, started_with
+from pipeline.layout import STEP_FOLDERS, RunLayout, lock_of, stamp_of, started_of
 
 JOB_FOLDER_ENV = "PIPELINE_JOB_FOLDER"  # the run folder a job holds, told to the kernels it starts
 
@@ -129,13 +130,13 @@ class folder_lock:  # noqa: N801 - used as a context manager, reads like `with f
 
     def __init__(self, folder: Path, name: str = "job") -> None:
         self.folder, self.name = Path(folder), name
-        self.owner = self.folder / f".{name}.owner.json"
+        self.file, self.owner = lock_of(folder, name)
 
     def __enter__(self) -> "folder_lock":
         from filelock import FileLock, Timeout
 
         self.folder.mkdir(parents=True, exist_ok=True)
-        self._lock = FileLock(str(self.folder / f".{self.name}.lock"))
+        self._lock = FileLock(str(self.file))
         try:
             self._lock.acquire(timeout=0)
         except Timeout:
@@ -166,15 +167,24 @@ _HELD: dict[Path, folder_lock] = {}  # the step locks this process holds until i
 def hold_step(step_folder: Path, who: str) -> None:
     """Before a notebook run by hand or ``train_cli`` writes a step folder of a run: refuse while a job runs there,
     hold the step's lock for the rest of this process, and mark the step started, not finished, so that ``--check``
-    says it reruns and the job starts it afresh. Nothing under the job (it holds the folder and stamps the step), and
+    says it reruns and the job runs it again. Nothing under the job (it holds the folder and stamps the step), and
     nothing outside a run folder (no identity.json)."""
     step_folder = Path(step_folder).resolve()
     run = step_folder.parent
     if os.environ.get(JOB_FOLDER_ENV) == str(run) or step_folder in _HELD or not RunLayout(run).identity.is_file():
         return
-    with folder_lock(run):
-        pass  # a job on this folder refuses us here
+    refuse_while_a_job_runs(run)
     _HELD[step_folder] = folder_lock(run, step_folder.name).__enter__()
     step_folder.mkdir(parents=True, exist_ok=True)
+    # Started with the fingerprint it last finished (or started) with: the job reruns the step, but in place, so a
+    # pretraining step resumes from its identity-checked checkpoints instead of starting from an empty folder.
+    was = finished_with(step_folder) or started_with(step_folder)
     stamp_of(step_folder).unlink(missing_ok=True)
-    started_of(step_folder).write_text(json.dumps({"fingerprint": None, "by_hand": who}))
+    started_of(step_folder).write_text(json.dumps({"fingerprint": was, "by_hand": who}))
+
+
+def refuse_while_a_job_runs(run: Path) -> None:
+    """FolderInUse if a job holds ``run`` (a kernel that job started is told so, and passes)."""
+    if os.environ.get(JOB_FOLDER_ENV) != str(Path(run).resolve()):
+        with folder_lock(run):
+            pass

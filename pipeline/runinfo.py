@@ -92,6 +92,9 @@ def _git(*args: str) -> str | None:
         return None
 
 
+_REFRESHED: set[Path] = set()  # repositories whose index stamps this process refreshed
+
+
 def _changed(*pathspec: str) -> bool | None:
     """Whether tracked files under ``pathspec`` differ from HEAD in content, as git's clean filters see it.
 
@@ -100,9 +103,12 @@ def _changed(*pathspec: str) -> bool | None:
     (`git diff` compares the filtered content and shows nothing). Every run after a JupyterLab session would
     then be stamped +dirty and refused as a record.
     """
-    # Refresh the index's file stamps first, as `git status` does: a fresh clone's notebooks are "racily clean",
-    # and without it every diff ran nbstripout on all of them (12-14 s a call, at each run.json; 4 ms after).
-    _git("update-index", "-q", "--refresh")  # fails harmlessly on modified files or a locked index
+    # Refresh the index's file stamps first, once per process, as `git status` does: a fresh clone's notebooks are
+    # "racily clean", and without it every diff ran nbstripout on all of them (12-14 s a call, at each run.json;
+    # 4 ms after). Once, so that the index is locked once, not at every record a job writes.
+    if REPO_ROOT not in _REFRESHED:
+        _git("update-index", "-q", "--refresh")  # fails harmlessly on modified files or a locked index
+        _REFRESHED.add(REPO_ROOT)
     names = _git("diff", "--no-ext-diff", "--name-only", "HEAD", "--", *pathspec)
     return None if names is None else bool(names.strip())
 

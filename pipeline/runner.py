@@ -118,6 +118,9 @@ def run_language(settings: RunSettings, runs_dir: Path, force: bool = False, log
     run_dir = settings.run_dir(runs_dir)
     with folder_lock(run_dir):
         claim_identity(RunLayout(run_dir), settings.identity(), force)
+        for step in STEPS:  # a step held by hand stops the job now, not after hours of the steps before it
+            with folder_lock(run_dir, step.out):
+                pass
         for step in STEPS:
             with folder_lock(run_dir, step.out):  # a notebook or train_cli writing this step by hand stops us here
                 run_step(step, run_dir, settings.parameters(step, run_dir), upstream_of(step, run_dir), force, log)

@@ -548,3 +548,11 @@ def test_labels_that_cannot_be_classes_are_refused(tmp_path: Path, labels: list[
     path = _labelled_jsonl(tmp_path / "bad.jsonl", labels * 5)
     with pytest.raises(ValueError, match=message):
         load_labelled(_files(path), "en", "train", label_names=["a", "b"] if 1000000 in labels else None)
+
+
+def test_a_json_lines_file_whose_first_record_lacks_the_text_field_names_the_option(tmp_path: Path) -> None:
+    path = tmp_path / "docs.jsonl"
+    path.write_text('{}\n{"text": "a"}\n')
+    with pytest.raises(ValueError, match=r"docs.jsonl:1: this record has no 'text' field \(its fields: none\); "
+                                         r"pass text_column="):
+        list(files.read_columns(path, text_column="text"))

@@ -687,3 +687,22 @@ def test_steps_saved_count_the_evaluations_each_model_needs_to_reach_a_loss(tmp_
     assert table.loc[6.5, "seed_ci_low"] < 50 / 3 < table.loc[6.5, "seed_ci_high"]
     # 5.0 is reached by no model, so it has no row; 5.5 by BERT_FT alone: not reached, not 'no saving'
     assert 5.0 not in table.index and table.loc[5.5, "reached"] == 0 and np.isnan(table.loc[5.5, "steps_saved"])
+
+
+def test_each_model_reports_its_passes_over_the_text_and_whether_its_loss_still_falls_at_the_end() -> None:
+    """Read from the committed reference records and checked against their files, read here independently."""
+    runs = sorted((layout.FIGURES_DIR / "reference" / "runs").iterdir())
+    table = figures.training_progress_table(results.load_runs(runs))
+    models = [m for run in runs for m in layout.TRAINABLE_MODELS if layout.RunLayout(run).model(m).metrics.is_file()]
+    assert len(table) == len(models) > 0
+    files = layout.RunLayout(layout.FIGURES_DIR / "reference" / "runs" / "reference-es-seed1").model("bert_ft")
+    info, metrics = json.loads(files.run_json.read_text()), pd.read_csv(files.metrics)
+    row = table[(table["lang"] == "es") & (table["seed"] == 1) & (table["model"] == "BERT_FT")].iloc[0]
+    last = int(metrics["step"].iloc[-1])
+    assert row["passes over the training text"] == pytest.approx(last * info["batch_size"]
+                                                                 / info["data"]["train"]["sequences"])
+    earlier = metrics[metrics["step"] <= last * 0.9].iloc[-1]  # the last evaluation at or before 90 % of the steps
+    change = metrics["eval_loss"].iloc[-1] - earlier["eval_loss"]
+    assert row["from step"] == earlier["step"] and row["eval_loss change from that step"] == pytest.approx(change,
+                                                                                                           abs=1e-12)
+    assert row["still falling at the end"] == ("yes" if change < 0 else "no")

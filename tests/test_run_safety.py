@@ -277,14 +277,16 @@ def test_a_notebook_run_by_hand_on_a_jobs_folder_leaves_its_step_unfinished_and_
 
     settings, run_dir = _finished_smoke_run(tmp_path)
     assert runner.stale_steps(settings, tmp_path) == []
+    finished = fingerprints.finished_with(run_dir / "static")
     setup = start("smoke", "en", run_dir=run_dir)
     setup.folder("static", create=True)  # notebook 03 by hand (JupyterLab, papermill) about to rewrite static/
     assert runner.stale_steps(settings, tmp_path) == [s.name for s in STEPS[2:]]  # 03 and all it feeds
+    assert fingerprints.started_with(run_dir / "static") == finished  # so the job reruns it in place, resuming
     ran: list[str] = []
     monkeypatch.setattr(runner, "run_step", lambda step, *args, **kwargs: ran.append(step.name))
     with pytest.raises(run_identity.FolderInUse, match=rf"{run_dir / 'static'} \(pid {os.getpid()}"):
-        run_language(settings, tmp_path)  # the kernel still holds static/: the job stops before that step
-    assert ran == [s.name for s in STEPS[:2]]
+        run_language(settings, tmp_path)  # the kernel still holds static/: the job stops before its first step
+    assert ran == []
 
 
 def test_a_notebook_run_by_hand_is_refused_while_a_job_holds_the_folder(tmp_path: Path, monkeypatch) -> None:
@@ -293,6 +295,8 @@ def test_a_notebook_run_by_hand_is_refused_while_a_job_holds_the_folder(tmp_path
     with run_identity.folder_lock(run_dir):
         with pytest.raises(run_identity.FolderInUse, match="another job is using"):
             setup.folder("tokenizer", create=True)
+        with pytest.raises(run_identity.FolderInUse, match="another job is using"):
+            start("smoke", "en", run_dir=run_dir)  # before it could write identity.json
     monkeypatch.setenv(run_identity.JOB_FOLDER_ENV, str(run_dir.resolve()))  # a kernel the job started
     with run_identity.folder_lock(run_dir):
         setup.folder("masking", create=True)

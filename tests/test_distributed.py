@@ -41,9 +41,14 @@ def _torchrun(data_dir: Path, out: Path, *extra: str) -> str:
         env.pop(name, None)
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone", "-m",
                "pipeline.train_cli", "--data", str(data_dir), "--out", str(out), "--model", "bert_tiny", *STEPS, *extra]
-    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+    # Output through files, not pipes: a pipe is read until every process holding it closes it, and a helper
+    # process that outlives torchrun kept the test waiting after training had finished (seen in a fresh clone).
+    with open(out.parent / f"{out.name}.out", "w+") as stdout, open(out.parent / f"{out.name}.err", "w+") as stderr:
+        code = subprocess.run(command, cwd=REPO, env=env, stdout=stdout, stderr=stderr, timeout=300).returncode
+        stdout.seek(0)
+        stderr.seek(0)
+        assert code == 0, stderr.read()[-3000:]
+        return stdout.read()
 
 
 def _metrics(out: Path) -> list[dict]:

@@ -60,7 +60,7 @@ from helpers.model import build_model, mlm_loss, use_attention  # noqa: E402
 from helpers.presets import TrainConfig  # noqa: E402
 from pipeline.prepare import load_data, load_data_tokenizer  # noqa: E402
 from pipeline.runinfo import environment, pick_device  # noqa: E402
-from pipeline.sequences import tokenize_corpus, truncate_sequences  # noqa: E402
+from pipeline.shards import tokenize_corpus, truncate_sequences  # noqa: E402
 
 BASELINE = "hf-full-head"
 RECIPES = {BASELINE: False, "ours": False, "ours+bucketed": True}  # name: bucketed batches?

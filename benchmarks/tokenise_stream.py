@@ -69,7 +69,7 @@ def measure(task: str, corpus: Path, tokenizer_dir: Path, n_docs: int, work: Pat
     before = peak_mib()
     started, cpu = time.perf_counter(), time.process_time()
     if task == "shards":
-        import pipeline.sequences  # noqa: F401  (imports torch once; the shards reuse its sequence format)
+        import torch  # noqa: F401  (imported once before timing; pipeline.shards uses it for the evaluation mask)
 
         tok = tk.load_tokenizer(tokenizer_dir)
         before = peak_mib()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -31,14 +32,14 @@ import pandas as pd
 from helpers import presets
 from helpers import static_vectors as sv
 from helpers.claims import seed_estimate
-from helpers.presets import TrainConfig, VectorsConfig
+from helpers.presets import VectorsConfig
 from helpers.pretrain import cap_steps
 from pipeline.data import CorpusSpec
 from pipeline.fasttext_training import FastTextSettings
-from pipeline.figure_plots import FIGURE_FORMATS, figure_metadata
+from pipeline.figure_plots import FIGURE_FORMATS, save_figure
 from pipeline.figures import to_markdown
-from pipeline.layout import AblationLayout, ModelFiles, RunLayout, VariantFiles
-from pipeline.results import Run, display_path, load_run, metrics_frame, pair_mismatch, read_positions
+from pipeline.layout import AblationLayout, RunLayout, VariantFiles
+from pipeline.results import ModelRun, Run, display_path, load_run, metrics_frame, pair_mismatch, read_positions
 from pipeline.runinfo import device_argument, environment
 from pipeline.staging import move_into, staged
 from pipeline.static_files import load_aligned, save_aligned
@@ -51,13 +52,12 @@ OLD_DEMO_FASTTEXT = FastTextSettings(model="skipgram", epochs=3)
 
 @dataclass(frozen=True)
 class Variant:
-    """One change to the paper's alignment recipe (empty fields keep the run's own setting)."""
+    """One change to the paper's alignment recipe: the settings of notebook 03 (a VectorsConfig's fields) it changes
+    in the run's own."""
 
     name: str
     changes: str  # what differs from the paper's recipe, for the table
-    align: dict[str, Any] = field(default_factory=dict)  # keyword arguments of sv.align
-    normalisation: tuple[str, ...] | None = None
-    fasttext: FastTextSettings | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
 
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in (
@@ -68,15 +68,13 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
     Variant("paper_retrained", "none: the paper recipe trained again, so only floating-point rounding differs "
             "(the noise floor of a pairing)"),
     Variant("fallback_random", "tokens without a vector start from N(0, 0.02) instead of zeros (Section 4.2)",
-            align={"fallback": "random"}),
-    Variant("normalise_none", "raw fastText vectors, neither unit length nor centred", normalisation=()),
-    Variant("normalise_unit", "unit length only, not centred", normalisation=("unit",)),
-    Variant("pieces_strip", "## pieces take the vector of the word they spell (##ing -> ing)",
-            align={"pieces": "strip"}),
-    Variant("scale_bert", "copied rows rescaled to a per-element std of 0.02, BERT's initialiser",
-            align={"scale": "bert"}),
+            {"fallback": "random"}),
+    Variant("normalise_none", "raw fastText vectors, neither unit length nor centred", {"normalisation": ()}),
+    Variant("normalise_unit", "unit length only, not centred", {"normalisation": ("unit",)}),
+    Variant("pieces_strip", "## pieces take the vector of the word they spell (##ing -> ing)", {"pieces": "strip"}),
+    Variant("scale_bert", "copied rows rescaled to a per-element std of 0.02, BERT's initialiser", {"scale": "bert"}),
     Variant("vectors_old", "the old demo's vectors: skip-gram, 3 epochs, n-grams 3-6 (WordSim-353 0.240, "
-            "not 0.536)", fasttext=OLD_DEMO_FASTTEXT),
+            "not 0.536)", {"fasttext": OLD_DEMO_FASTTEXT}),
 )}
 TRAINED = tuple(name for name in VARIANTS if name != "paper")
 
@@ -127,14 +125,13 @@ def build_alignment(run_dir: Path, variant: Variant, cache_dir: Path) -> sv.Alig
     """The run's alignment with ``variant``'s one change (the 'paper' variant must reproduce the run's own)."""
     from helpers.tokenizer import load_tokenizer
 
-    manifest, config = _run_settings(run_dir)
-    raw = _raw_vectors(manifest, replace(config, fasttext=variant.fasttext or config.fasttext), cache_dir)
-    steps = config.normalisation if variant.normalisation is None else variant.normalisation
-    vectors = sv.normalise_vectors(raw, steps) if steps else raw
-    options = {"fallback": config.fallback, "pieces": config.pieces, "case": config.case, "scale": config.scale,
-               **variant.align}
-    tokenizer = load_tokenizer(RunLayout(run_dir).step("tokenizer"))
-    return sv.align(tokenizer, vectors, seed=int(manifest["seed"]), top_n=config.top_n, **options)
+    manifest, run_config = _run_settings(run_dir)
+    config = replace(run_config, **variant.settings)
+    raw = _raw_vectors(manifest, config, cache_dir)
+    vectors = sv.normalise_vectors(raw, config.normalisation) if config.normalisation else raw
+    return sv.align(load_tokenizer(RunLayout(run_dir).step("tokenizer")), vectors, seed=int(manifest["seed"]),
+                    top_n=config.top_n, fallback=config.fallback, pieces=config.pieces, case=config.case,
+                    scale=config.scale)
 
 
 def check_reproduces_run(run_dir: Path, cache_dir: Path) -> None:
@@ -153,13 +150,12 @@ def variant_manifest(run_dir: Path, variant: Variant) -> dict[str, Any]:
     # The alignment's own report says what this variant used; what the run measured about its own vectors
     # does not describe other vectors.
     dropped = {"normalisation", "fallback", "pieces", "scale", "n_found", "found_element_std", "text_coverage"}
-    if variant.fasttext is not None:
+    if "fasttext" in variant.settings:
         dropped |= {"word_similarity", "train_seconds", "train_cpu_seconds", "n_model_words"}
     manifest = {**{k: v for k, v in manifest.items() if k not in dropped}, "ablation": variant.name,
-                "changes": variant.changes, "normalisation": list(config.normalisation if variant.normalisation
-                                                                  is None else variant.normalisation)}
-    if variant.fasttext is not None:
-        manifest["fasttext"] = asdict(variant.fasttext)
+                "changes": variant.changes, "normalisation": list(replace(config, **variant.settings).normalisation)}
+    if "fasttext" in variant.settings:
+        manifest["fasttext"] = asdict(variant.settings["fasttext"])
     return manifest
 
 
@@ -175,36 +171,29 @@ def train_variant(run_dir: Path, name: str, out_dir: Path, device: str = "auto")
         alignment = build_alignment(run_dir, variant, ablations.vectors_cache)
         save_aligned(files.static.folder, alignment, variant_manifest(run_dir, variant))
     tiny_info = json.loads(run.model("bert_tiny").run_json.read_text(encoding="utf-8"))
-    train("bert_ft", files.static.folder, run_train_config(tiny_info), run.step("pretrain"), files.folder,
-          tokenizer=load_tokenizer(run.step("tokenizer")), device=device, seed=int(tiny_info["seed"]))
-    ft_info = json.loads(files.model.run_json.read_text(encoding="utf-8"))
-    problem = pair_mismatch(tiny_info, ft_info)
+    # the TrainConfig the run's BERT_TINY was trained with: its preset's, capped as run.json records
+    cfg, max_steps = presets.get(tiny_info["preset"]).train, (tiny_info.get("train_config") or {}).get("max_steps")
+    train("bert_ft", files.static.folder, cap_steps(cfg, max_steps) if max_steps is not None else cfg,
+          run.step("pretrain"), files.folder, tokenizer=load_tokenizer(run.step("tokenizer")), device=device,
+          seed=int(tiny_info["seed"]))
+    problem = pair_mismatch(tiny_info, json.loads(files.model.run_json.read_text(encoding="utf-8")))
     if problem is not None:
         raise ValueError(f"{files.folder}: the variant's BERT_FT is not comparable with the run's BERT_TINY "
                          f"({problem})")
     return files
 
 
-def run_train_config(info: dict[str, Any]) -> TrainConfig:
-    """The TrainConfig a run's BERT_TINY was trained with: its preset's, capped as run.json records."""
-    cfg = presets.get(info["preset"]).train
-    max_steps = (info.get("train_config") or {}).get("max_steps")
-    return cap_steps(cfg, max_steps) if max_steps is not None else cfg
-
-
 def save_variant_record(files: VariantFiles, records_dir: Path) -> Path:
     """Copy a trained variant's small files (manifest, metrics, run.json, per-position results) into
     ``records_dir``, laid out as an ablations folder."""
-    record = AblationLayout(records_dir).variant(files.folder.parent.name, files.folder.name)
+    record = AblationLayout(records_dir).variant(files.folder.parent.name, files.folder.name).folder
     paths = [files.static.manifest, files.model.metrics, files.model.run_json, files.model.positions]
-    absent = [path for path in paths if not path.is_file()]
-    if absent:
-        raise FileNotFoundError(f"{absent[0]} not found: train the variant first")
+    for absent in (path for path in paths if not path.is_file()):
+        raise FileNotFoundError(f"{absent} not found: train the variant first")
     for path in paths:
-        target = record.folder / path.relative_to(files.folder)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
-    return record.folder
+        (record / path.relative_to(files.folder)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, record / path.relative_to(files.folder))
+    return record
 
 
 def ablated_runs(run_records: str | Path, ablation_records: str | Path) -> list[Path]:
@@ -226,35 +215,26 @@ class VariantResult:
     """One variant's final evaluation in one run (seed)."""
 
     run: Run
-    name: str
-    files: ModelFiles  # for 'paper' and 'random init', the run's own BERT_FT and BERT_TINY
-    metrics: pd.DataFrame
+    model: ModelRun  # for 'paper' and 'random init', the run's own BERT_FT and BERT_TINY
     manifest: dict[str, Any]
-
-    def final(self, column: str) -> float:
-        return float(self.metrics[column].iloc[-1])
 
 
 def _results(run: Run, ablation_dir: Path) -> dict[str, VariantResult]:
-    own = RunLayout(run.run_dir)
-    found = {
-        "random init": VariantResult(run, "random init", own.model("bert_tiny"), run.model("bert_tiny").metrics, {}),
-        "paper": VariantResult(run, "paper", own.model("bert_ft"), run.model("bert_ft").metrics, run.manifest or {}),
-    }
+    found = {"random init": VariantResult(run, run.model("bert_tiny"), {}),
+             "paper": VariantResult(run, run.model("bert_ft"), run.manifest or {})}
     for name in TRAINED:
         files = AblationLayout(ablation_dir).variant(run.run_dir.name, name)
         if files.model.metrics.is_file():
-            manifest = json.loads(files.static.manifest.read_text(encoding="utf-8"))
-            metrics = metrics_frame(files.model.metrics)
-            if int(metrics["step"].iloc[-1]) == run.last_step:  # unfinished variants are left out
-                found[name] = VariantResult(run, name, files.model, metrics, manifest)
+            model = ModelRun(name, metrics_frame(files.model.metrics), files=files.model)
+            if model.last_step == run.last_step:  # unfinished variants are left out
+                found[name] = VariantResult(run, model, json.loads(files.static.manifest.read_text(encoding="utf-8")))
     return found
 
 
 def _per_seed_differences(results: list[VariantResult], papers: list[VariantResult],
                           key: str) -> tuple[list[np.ndarray], bool]:
     """Each seed's per-position difference to the paper recipe, and whether the seeds share their positions."""
-    found = [(read_positions(res.files), read_positions(base.files)) for res, base in zip(results, papers)]
+    found = [(read_positions(res.model.files), read_positions(base.model.files)) for res, base in zip(results, papers)]
     where = [np.stack([base["sequence"], base["position"]]) for _, base in found]
     same = all(w.shape == where[0].shape and (w == where[0]).all() for w in where)
     return [res[key] - base[key] for res, base in found], same
@@ -263,7 +243,7 @@ def _per_seed_differences(results: list[VariantResult], papers: list[VariantResu
 def _paired_columns(results: list[VariantResult], papers: list[VariantResult], column: str) -> dict[str, Any]:
     """A variant's difference to the paper recipe in ``column``: mean over seeds, interval, each seed's own."""
     key, short = ("loss", "loss") if column == "eval_loss" else ("correct", "accuracy")
-    values = [res.final(column) - base.final(column) for res, base in zip(results, papers)]
+    values = [res.model.final(column) - base.model.final(column) for res, base in zip(results, papers)]
     est = seed_estimate(values, lambda: _per_seed_differences(results, papers, key))
     # With fewer than three seeds the interval is over positions only; each seed's own difference shows
     # whether the seeds at least agree in sign.
@@ -276,7 +256,7 @@ def _variant_row(name: str, results: list[VariantResult], papers: list[VariantRe
                            "BERT_TINY: every row drawn from N(0, 0.02)", "n_seeds": len(results),
                            "seeds": ",".join(str(res.run.seed) for res in results)}
     for column in ("eval_loss", "eval_accuracy"):
-        row[column] = float(np.mean([res.final(column) for res in results]))
+        row[column] = float(np.mean([res.model.final(column) for res in results]))
         if name != "paper":
             row.update(_paired_columns(results, papers, column))
     manifests = [res.manifest for res in results if res.manifest]
@@ -309,11 +289,16 @@ def ablation_table(run_dirs: Sequence[str | Path], ablation_dir: str | Path) -> 
     return table
 
 
+def _bounds(table: pd.DataFrame, short: str) -> list[np.ndarray]:
+    """The mean difference to the paper recipe in ``short`` ('loss' or 'accuracy') and its interval's ends."""
+    return [table[f"{short}{suffix}"].to_numpy(float) for suffix in ("_vs_paper", "_ci_low", "_ci_high")]
+
+
 def intervals_missing_mean(table: pd.DataFrame) -> list[str]:
     """Rows whose interval does not hold its mean ('variant (loss)'): possible only in rounded or edited records."""
     missing = []
     for short in ("loss", "accuracy"):
-        mean, low, high = (table[f"{short}{suffix}"].to_numpy(float) for suffix in ("_vs_paper", "_ci_low", "_ci_high"))
+        mean, low, high = _bounds(table, short)
         with np.errstate(invalid="ignore"):
             outside = (low > mean) | (high < mean)
         missing += [f"{name} ({short})" for name, out in zip(table["variant"], outside) if out]
@@ -329,7 +314,7 @@ def plot_ablations(table: pd.DataFrame) -> Any:
     axes = fig.subplots(1, 2, sharey=True)
     for ax, short, label in ((axes[0], "loss", "final eval loss minus the paper recipe's\n(lower is better)"),
                              (axes[1], "accuracy", "final eval accuracy minus the paper recipe's\n(higher is better)")):
-        mean, low, high = (rows[f"{short}{suffix}"].to_numpy(float) for suffix in ("_vs_paper", "_ci_low", "_ci_high"))
+        mean, low, high = _bounds(rows, short)
         y = np.arange(len(rows))
         # An interval that does not hold its mean (rounded records, or a record edited by hand) would make
         # matplotlib refuse negative error bars half-way through the outputs: its bar stops at the mean, and
@@ -373,11 +358,8 @@ def write_outputs(table: pd.DataFrame, out_dir: str | Path, sources: dict[str, A
     with staged(out_dir, TABLE_NAME) as staging:
         table.to_csv(staging / names[0], index=False)
         (staging / names[1]).write_text(to_markdown(table) + "\n")  # rounded once, by to_markdown
-        fig = plot_ablations(table)
-        for fmt in FIGURE_FORMATS:
-            fig.savefig(staging / f"{TABLE_NAME}.{fmt}", dpi=150, metadata=figure_metadata(fmt, "Ablations of BERT_FT"))
-        provenance = {**sources, "variants": {n: v.changes for n, v in VARIANTS.items()},
-                      "environment": environment()}
+        save_figure(plot_ablations(table), staging, TABLE_NAME, "Ablations of BERT_FT")
+        provenance = {**sources, "variants": {n: v.changes for n, v in VARIANTS.items()}, "environment": environment()}
         (staging / names[-1]).write_text(json.dumps(provenance, indent=2, default=str) + "\n")
         move_into(staging, out_dir)
     return [out_dir / name for name in names]
@@ -386,33 +368,23 @@ def write_outputs(table: pd.DataFrame, out_dir: str | Path, sources: dict[str, A
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m pipeline.ablations", description=__doc__.splitlines()[0])
     runs = parser.add_mutually_exclusive_group(required=True)
-    runs.add_argument("--runs", nargs="+", help="finished run folders (one per seed), or their records with "
-                      "--table-only")
+    runs.add_argument("--runs", nargs="+", type=Path, help="finished run folders (one per seed), or their records "
+                      "with --table-only")
     runs.add_argument("--run-records", default=None, help="with --table-only: a folder of run records; the table "
                       "uses those that --records holds ablations of")
-    parser.add_argument("--out", default="runs/ablations", help="where variants are trained (resumable)")
+    parser.add_argument("--out", default="runs/ablations", type=Path, help="where variants are trained (resumable)")
     parser.add_argument("--figures", required=True, help="folder for ablations.csv/.md/.png/.pdf")
-    parser.add_argument("--records", default=None, help="save each variant's small files here and make the table "
-                        "from them (with --table-only: read them from here)")
+    parser.add_argument("--records", default=None, type=Path, help="save each variant's small files here and make "
+                        "the table from them (with --table-only: read them from here)")
     parser.add_argument("--variants", default=",".join(TRAINED), help=f"comma-separated, from {', '.join(TRAINED)}")
     parser.add_argument("--device", default="auto", type=device_argument, help="auto, cpu, cuda or cuda:N")
     parser.add_argument("--table-only", action="store_true", help="train nothing; the table from --records or --out")
     return parser
 
 
-def train_all(run_dirs: Sequence[Path], names: Sequence[str], out: Path, device: str, records: Path | None) -> None:
-    """Every variant for every run (a stopped one resumes), each saved as a record when ``records`` is given."""
-    for run_dir in run_dirs:
-        check_reproduces_run(run_dir, AblationLayout(out).vectors_cache)
-    for run_dir in run_dirs:
-        for name in names:
-            print(f"== {run_dir.name} · {name}", flush=True)
-            files = train_variant(run_dir, name, out, device)
-            if records is not None:
-                save_variant_record(files, records)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
+    """Train every variant for every run (a stopped one resumes; each saved as a record with ``--records``),
+    then write the table from the records (else from ``--out``)."""
     args = build_parser().parse_args(argv)
     try:
         names = check_variants([n.strip() for n in args.variants.split(",") if n.strip()])
@@ -420,15 +392,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not args.table_only or args.records is None:
                 raise ValueError("--run-records redraws recorded ablations: give it with --table-only and --records")
             args.runs = ablated_runs(args.run_records, args.records)
-        run_dirs = [Path(d).resolve() for d in args.runs]
-        out = Path(args.out).resolve()
-        records = Path(args.records) if args.records is not None else None
-        if not args.table_only:
-            train_all(run_dirs, names, out, args.device, records)
-        ablation_dir = records or out
-        table = ablation_table(run_dirs, ablation_dir)
+        run_dirs, out = [d.resolve() for d in args.runs], args.out.resolve()
+        for run_dir in run_dirs if not args.table_only else ():
+            check_reproduces_run(run_dir, AblationLayout(out).vectors_cache)
+        for run_dir, name in itertools.product(run_dirs if not args.table_only else (), names):
+            print(f"== {run_dir.name} · {name}", flush=True)
+            files = train_variant(run_dir, name, out, args.device)
+            if args.records is not None:
+                save_variant_record(files, args.records)
+        ablation_dir = args.records or out
         sources = {"runs": [display_path(d) for d in run_dirs], "ablations": display_path(ablation_dir)}
-        for path in write_outputs(table, args.figures, sources):
+        for path in write_outputs(ablation_table(run_dirs, ablation_dir), args.figures, sources):
             print(f"wrote {display_path(path)}")
     except (ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -19,7 +19,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 import torch
 
-from pipeline.content_hash import input_kind
+from pipeline.fingerprints import input_kind
 from pipeline.layout import StaticFiles
 
 RESUME_HINT = ("to start this model again, delete the file (the job and the notebooks resume from it; "
@@ -40,13 +40,17 @@ def without_timings(record: Mapping[str, Any]) -> dict[str, Any]:
     return {k: (without_timings(v) if isinstance(v, Mapping) else v) for k, v in record.items() if "seconds" not in k}
 
 
-def arrays_fingerprint(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> str:
-    """SHA-256 over named arrays (dtype, shape, bytes) and a metadata record without its timings."""
+def arrays_fingerprint(arrays: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
+    """SHA-256 over named arrays (dtype, shape, bytes) and a metadata record without its timings.
+
+    Read a block of rows at a time, so memory-mapped shards (pipeline.shards.ShardedArray) are never loaded whole.
+    """
     digest = hashlib.sha256(sha256_json(without_timings(meta)).encode())
     for name in sorted(arrays):
-        array = np.ascontiguousarray(arrays[name])
-        digest.update(f"{name}:{array.dtype.str}:{array.shape}".encode())
-        digest.update(array.tobytes())
+        array, rows = arrays[name] if hasattr(arrays[name], "shape") else np.asarray(arrays[name]), 1 << 16
+        digest.update(f"{name}:{np.dtype(array.dtype).str}:{tuple(array.shape)}".encode())
+        for start in range(0, len(array), rows):
+            digest.update(np.ascontiguousarray(array[start:start + rows]).tobytes())
     return digest.hexdigest()
 
 

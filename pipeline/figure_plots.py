@@ -20,7 +20,6 @@ from pipeline.position_scores import kind_mean
 from pipeline.results import RunSet, SeedGroup, main_groups
 
 FIGURE_FORMATS = ("png", "pdf")  # every figure is saved in each: PNG for slides and the README, PDF for print
-KIND_COLUMN = {"train": "train_loss", "eval": "eval_loss"}  # Figure 1a and 1b
 OUR_STYLE: dict[str, dict[str, Any]] = {
     "bert_tiny": {"color": "tab:blue", "marker": "o", "linestyle": "-", "markersize": 4},
     "bert_ft": {"color": "tab:orange", "marker": "s", "linestyle": "-", "markersize": 4},
@@ -36,33 +35,19 @@ def lang_name(lang: str) -> str:
     return paper.LANG_NAMES.get(lang, lang.upper())
 
 
-def group_for(runset: RunSet, lang: str) -> SeedGroup:
-    """The group of comparable runs drawn for ``lang`` (the one with the most seeds)."""
-    group = main_groups(runset).get(lang)
-    if group is None:
-        raise ValueError(f"no run with pretraining metrics for language {lang!r} that can be compared; "
-                         f"languages with metrics: {runset.langs_with_metrics() or 'none'}")
-    return group
-
-
 def plot_models(ax: Axes, group: SeedGroup, column: str, short: bool = False) -> list[str]:
     """Our two curves (one per seed); returns the models that had nothing to draw."""
     absent = []
     for name in paper.MODELS:
-        drawn = False
-        for i, run in enumerate(group.runs):
-            metrics = run.model(name).metrics
-            if metrics is None or metrics[column].isna().all():
-                continue
-            points = metrics[["step", column]].dropna()
-            if drawn:  # further seeds: thin, unlabelled, same colour
-                ax.plot(points["step"], points[column], color=OUR_STYLE[name]["color"], linewidth=0.8, alpha=0.45)
-                continue
-            label = f"{paper.MODEL_LABELS[name]}, " + ("ours" if short else group.label)
-            ax.plot(points["step"], points[column], label=label, **OUR_STYLE[name])
-            drawn = True
-        if not drawn:
+        curves = [metrics[["step", column]].dropna() for metrics in (run.model(name).metrics for run in group.runs)
+                  if metrics is not None and not metrics[column].isna().all()]
+        if not curves:
             absent.append(paper.MODEL_LABELS[name])
+            continue
+        label = f"{paper.MODEL_LABELS[name]}, " + ("ours" if short else group.label)
+        ax.plot(curves[0]["step"], curves[0][column], label=label, **OUR_STYLE[name])
+        for points in curves[1:]:  # further seeds: thin, unlabelled, same colour
+            ax.plot(points["step"], points[column], color=OUR_STYLE[name]["color"], linewidth=0.8, alpha=0.45)
     return absent
 
 
@@ -106,7 +91,10 @@ def curves_figure(runset: RunSet, lang: str, panel: str, column: str, what: str,
                   floor_keys: tuple[str, str] | None, published: dict[str, dict[str, float]] | None) -> Figure:
     """Figure ``panel`` of ours: both models' ``column`` over steps, the floors (``floor_keys``: the unigram's key
     and the copy-aware's) and the paper's final values (``published``, None for none)."""
-    group = group_for(runset, lang)
+    group = main_groups(runset).get(lang)  # the group of comparable runs with the most seeds
+    if group is None:
+        raise ValueError(f"no run with pretraining metrics for language {lang!r} that can be compared; "
+                         f"languages with metrics: {runset.langs_with_metrics() or 'none'}")
     fig = Figure(figsize=(7, 4.5), layout="constrained")
     ax = fig.add_subplot()
     absent = plot_models(ax, group, column)
@@ -123,11 +111,11 @@ def curves_figure(runset: RunSet, lang: str, panel: str, column: str, what: str,
 
 def figure1_loss(runset: RunSet, lang: str, kind: str = "train", paper_refs: bool = True) -> Figure:
     """Figure 1a (kind='train') or 1b (kind='eval', with the floors): loss over steps, both models."""
-    if kind not in KIND_COLUMN:
+    if kind not in ("train", "eval"):
         raise ValueError(f"kind must be 'train' or 'eval', not {kind!r}")
     train = kind == "train"
     what = "training loss" if train else "evaluation loss"
-    return curves_figure(runset, lang, "1a" if train else "1b", KIND_COLUMN[kind], what,
+    return curves_figure(runset, lang, "1a" if train else "1b", f"{kind}_loss", what,
                          f"{what} (cross-entropy{', interval mean' if train else ''})",
                          None if train else ("unigram_loss", "loss"),
                          (paper.TRAIN_LOSS if train else paper.EVAL_LOSS) if paper_refs else None)
@@ -175,13 +163,10 @@ def draw_figures(runset: RunSet, lang: str | None) -> dict[str, Figure]:
     return figures
 
 
-def figure_metadata(fmt: str, title: str) -> dict[str, Any]:
-    """The file's metadata without a creation date (PDF), so the same figure gives the same bytes every time."""
-    return {"Title": title, "CreationDate": None} if fmt == "pdf" else {"Title": title}
-
-
 def save_figure(fig: Figure, out_dir: Path, name: str, metadata_title: str) -> list[Path]:
+    """``name``.png and .pdf; the PDF without a creation date, so the same figure gives the same bytes every time."""
     paths = [out_dir / f"{name}.{fmt}" for fmt in FIGURE_FORMATS]
     for path in paths:
-        fig.savefig(path, dpi=150, metadata=figure_metadata(path.suffix[1:], metadata_title))
+        pdf = {"CreationDate": None} if path.suffix == ".pdf" else {}
+        fig.savefig(path, dpi=150, metadata={"Title": metadata_title, **pdf})
     return paths

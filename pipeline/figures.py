@@ -48,16 +48,12 @@ from pipeline.runinfo import RECORDED_PACKAGES, code_version, package_versions
 from pipeline.speed import steps_saved_figure, steps_saved_table
 from pipeline.token_analysis import prediction_kinds_table, token_groups_figure, token_groups_table
 
-__all__ = [
-    # notebook 06's set-up, the tables and the outputs, defined here
+__all__ = [  # notebook 06's set-up, tables and outputs, and what it calls from the other machinery modules
     "FiguresSetup", "start", "setting_comparison", "table1_vectors_found", "table2_loss", "table3_accuracy",
     "position_kinds_table", "unchanged_sentences", "token_groups_table", "prediction_kinds_table", "control_table",
-    "knowledge_or_scale",
-    "steps_saved_table", "steps_saved_figure", "training_progress_table",
-    "format_table", "narrow_views", "to_markdown", "featured_lang", "provenance", "write_outputs",
-    # what notebook 06 calls from the other machinery modules, and the formats write_outputs saves figures in
-    "load_runs", "comparison_groups", "verify_claims", "kind_mean", "figure1_loss", "figure2_accuracy",
-    "figure3_accuracy_by_language", "FIGURE_FORMATS",
+    "knowledge_or_scale", "steps_saved_table", "steps_saved_figure", "training_progress_table", "format_table",
+    "narrow_views", "to_markdown", "featured_lang", "provenance", "write_outputs", "load_runs", "comparison_groups",
+    "verify_claims", "kind_mean", "figure1_loss", "figure2_accuracy", "figure3_accuracy_by_language", "FIGURE_FORMATS",
 ]
 
 FIGURE_NAMES = ("fig1a_train_loss", "fig1b_eval_loss", "fig2_eval_accuracy", "fig3_accuracy_by_language",
@@ -106,29 +102,20 @@ def start(run_dirs: Sequence[str | Path] | None, out_dir: str | Path | None) -> 
 # --------------------------------------------------------------------------- tables
 
 
-def _paper_row(lang: str, **values: Any) -> dict[str, Any]:
-    return {"lang": lang, "source": "paper", "label": PAPER_RUN_LABEL, "preset": None, "steps": paper.STEPS,
-            "n_seeds": None, "seeds": None, **values, "status": "published", "run_dir": None}
-
-
-def _group_row(group: SeedGroup, status: str, **values: Any) -> dict[str, Any]:
-    return {"lang": group.lang, "source": "ours", "label": group.label, "preset": group.first.preset,
-            "steps": group.total_steps, "n_seeds": len(group.runs), "seeds": ",".join(map(str, group.seeds)),
-            **values, "status": status, "run_dir": ", ".join(display_path(r.run_dir) for r in group.runs)}
-
-
 FLOOR_LABELS = {  # the rows of the floors that need no context, on the same evaluation positions
     "unigram": "unigram (training-text token frequencies, no context; same evaluation positions)",
     "copy-aware": "copy-aware (copy the visible token, else unigram; no context; same evaluation positions)"}
 
 
-def _floor_row(group: SeedGroup, source: str, **values: Any) -> dict[str, Any]:
-    return {**_group_row(group, "baseline", **values), "source": source, "label": FLOOR_LABELS[source]}
-
-
-def _empty_row(lang: str, status: str, run_dir: str | None, **values: Any) -> dict[str, Any]:
-    return {"lang": lang, "source": "ours", "label": "ours (no comparable run)", "preset": None, "steps": None,
-            "n_seeds": 0, "seeds": None, **values, "status": status, "run_dir": run_dir}
+def _row(lang: str, label: str, status: str, values: dict[str, Any], group: SeedGroup | None = None,
+         source: str = "ours", run_dir: str | None = None) -> dict[str, Any]:
+    """A row of Tables 2-3: the paper's, ours or a floor's (over ``group``), or a run of ours that cannot count."""
+    published = source == "paper"
+    return {"lang": lang, "source": source, "label": label, "preset": group.first.preset if group else None,
+            "steps": paper.STEPS if published else group.total_steps if group else None,
+            "n_seeds": None if published else len(group.runs) if group else 0,
+            "seeds": ",".join(map(str, group.seeds)) if group else None, **values, "status": status,
+            "run_dir": ", ".join(display_path(r.run_dir) for r in group.runs) if group else run_dir}
 
 
 def _table(runset: RunSet, paper_values: dict[str, dict[str, Any]], our_values: Callable[[SeedGroup], dict[str, Any]],
@@ -143,16 +130,17 @@ def _table(runset: RunSet, paper_values: dict[str, dict[str, Any]], our_values: 
     rows = []
     for lang in order_langs(set(paper.LANGS) | set(runset.langs())):
         if lang in paper_values:
-            rows.append(_paper_row(lang, **paper_values[lang]))
+            rows.append(_row(lang, PAPER_RUN_LABEL, "published", paper_values[lang], source="paper"))
         lang_groups = [g for g in groups if g.lang == lang]  # none: a language we never ran keeps the paper's row only
         for group in (g for g in lang_groups if g.runs):
-            rows.append(_group_row(group, "ok" + (f"; {group.note}" if group.note else ""), **our_values(group)))
-            if group.baseline is not None:
-                rows.append(_floor_row(group, "unigram", **floor_values(group, "unigram")))
-            if not isinstance(group_positions(group), str):
-                rows.append(_floor_row(group, "copy-aware", **floor_values(group, "copy_aware")))
+            rows.append(_row(lang, group.label, "ok" + (f"; {group.note}" if group.note else ""), our_values(group),
+                             group))
+            floors = [("unigram", "unigram")] if group.baseline is not None else []
+            floors += [] if isinstance(group_positions(group), str) else [("copy-aware", "copy_aware")]
+            rows += [_row(lang, FLOOR_LABELS[source], "baseline", floor_values(group, scorer), group, source)
+                     for source, scorer in floors]
         for path, why in (lang_groups[0].excluded.items() if lang_groups else ()):
-            rows.append(_empty_row(lang, why, path, **nan_values))
+            rows.append(_row(lang, "ours (no comparable run)", why, nan_values, run_dir=path))
     return pd.DataFrame(rows).astype({"steps": "Int64", "n_seeds": "Int64"})
 
 
@@ -327,9 +315,7 @@ def setting_comparison(runset: RunSet) -> pd.DataFrame:
     columns = {"paper": rows}
     for run in sort_runs(runset.runs):
         info = run.model("bert_tiny").info or run.model("bert_ft").info or {}
-        metrics = run.model("bert_tiny").metrics
-        if metrics is None:
-            metrics = run.model("bert_ft").metrics
+        metrics = next((m for m in (run.model(n).metrics for n in paper.MODELS) if m is not None), None)
         every = metrics["step"].diff().median() if metrics is not None and len(metrics) > 1 else math.nan
         manifest = run.manifest or {}
         seed = f" seed {run.seed}" if run.seed else ""
@@ -451,12 +437,10 @@ def provenance(runset: RunSet, files: Sequence[Path], lang: str | None) -> dict[
             info = model.info or {}
             env = info.get("environment") or {}
             models[name] = {"steps": model.steps, "last_evaluated_step": model.last_step,
-                            "batch_size": info.get("batch_size"), "seq_len": info.get("seq_len"),
-                            "seed": info.get("seed"), "corpus": info.get("corpus"),
-                            "max_steps": info.get("max_steps"), "code_version": env.get("code_version"),
-                            "device": env.get("device"), "device_name": env.get("device_name")}
-            if not env.get("code_version"):  # recorded before code versions: the commit it names is all we know
-                models[name]["git_commit"] = env.get("git_commit")
+                            **{k: info.get(k) for k in ("batch_size", "seq_len", "seed", "corpus", "max_steps")},
+                            **{k: env.get(k) for k in ("code_version", "device", "device_name")},
+                            # recorded before code versions: the commit it names is all we know
+                            **({} if env.get("code_version") else {"git_commit": env.get("git_commit")})}
         static = {k: (run.manifest or {}).get(k) for k in ("source", "vectors_path", "top_n", "n_found", "vocab_size")}
         runs.append({"run_dir": display_path(run.run_dir), "lang": run.lang, "preset": run.preset, "seed": run.seed,
                      "steps": run.steps, "pair": pair_problem(run) or "ok", "models": models, "static": static,
@@ -523,22 +507,22 @@ def write_outputs(runset: RunSet, out_dir: str | Path) -> list[Path]:
     out_dir = resolve_path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     lang = featured_lang(runset)
-    written: list[Path] = []
-    for name, fig in draw_figures(runset, lang).items():
-        written += save_figure(fig, out_dir, name, f"{name} ({lang or 'no runs'}) - ours vs {paper.CITATION}")
     tables = {"table1_vectors_found": table1_vectors_found(runset), "table2_loss": table2_loss(runset),
               "table3_accuracy": table3_accuracy(runset), "table_position_kinds": position_kinds_table(runset),
               "claims_check": verify_claims(runset), "table_token_groups": token_groups_table(runset),
               "table_prediction_kinds": prediction_kinds_table(runset), "table_steps_saved": steps_saved_table(runset),
               "table_control": control_table(runset),  # no control rows where no run trained the control
               "table_training_progress": training_progress_table(runset)}
-    written += save_figure(steps_saved_figure(tables["table_steps_saved"]), out_dir, FIGURE_NAMES[4],
-                           f"{FIGURE_NAMES[4]} - ours, beyond {paper.CITATION}")
+    figures = {name: (fig, f"{name} ({lang or 'no runs'}) - ours vs")
+               for name, fig in draw_figures(runset, lang).items()}
+    figures[FIGURE_NAMES[4]] = steps_saved_figure(tables["table_steps_saved"]), f"{FIGURE_NAMES[4]} - ours, beyond"
     if tables["table_token_groups"]["grouping"].notna().any():
-        written += save_figure(token_groups_figure(tables["table_token_groups"]), out_dir, RECORD_FIGURE_NAMES[0],
-                               f"fig4_gain_by_frequency - ours, beyond {paper.CITATION}")
-    for name, table in tables.items():
-        written += write_table(table, out_dir, name, TABLE_NOTES.get(name))
+        figures[RECORD_FIGURE_NAMES[0]] = (token_groups_figure(tables["table_token_groups"]),
+                                           f"{RECORD_FIGURE_NAMES[0]} - ours, beyond")
+    written = [path for name, (fig, title) in figures.items()
+               for path in save_figure(fig, out_dir, name, f"{title} {paper.CITATION}")]
+    written += [path for name, table in tables.items() for path in write_table(table, out_dir, name,
+                                                                                TABLE_NOTES.get(name))]
     prov_path = out_dir / PROVENANCE_NAME
     prov_path.write_text(json.dumps(provenance(runset, written, lang), indent=2, default=str))
     return [*written, prov_path]

@@ -2,13 +2,9 @@
 and gzipped JSON lines (C4's shards), or a folder of them. Every reader is lazy, so a folder of shards streams
 through, and every bad input is refused with its file and line.
 
-Why not ``datasets.load_dataset("json"/"csv"/"text"/"parquet", data_files=..., streaming=True)``? Measured with
-datasets 5.2.0 on the inputs ``tests/test_data.py`` covers, it streams but loses what the tests check: a broken
-JSON line gives "JSON parse error: Invalid value. in row 1" with no file name, a Latin-1 file a bare
-UnicodeDecodeError, a truncated gzip a bare EOFError; a record without the text field becomes None (a document
-dropped without a word), and a line holding a JSON array becomes one row per element. It is also slower: 200,000
-C4-style lines of gzipped JSON took 1.9-2.8 s against 0.36 s here. So the hand-written readers stay (Parquet is
-read with pyarrow).
+Not ``datasets.load_dataset("json"/"csv"/...)``: measured with datasets 5.2.0, its errors name no file or line (a
+broken JSON line, a Latin-1 file, a truncated gzip), a record without the text field becomes a silently dropped
+None, a JSON array line becomes one row per element, and 200,000 C4 lines took 1.9-2.8 s against 0.36 s here.
 """
 
 from __future__ import annotations
@@ -48,8 +44,7 @@ CSV_FORMATS = ("header", "ag_news")
 
 def file_kind(path: Path) -> str | None:
     """The entry of FILE_SUFFIXES that ``path``'s name ends with (case-insensitive), else None."""
-    name = path.name.lower()
-    return next((kind for kind in FILE_SUFFIXES if name.endswith(kind)), None)
+    return next((kind for kind in FILE_SUFFIXES if path.name.lower().endswith(kind)), None)
 
 
 def data_files(path: str | Path) -> list[Path]:
@@ -106,6 +101,9 @@ def walk_folder(root: Path) -> tuple[list[Path], list[str], list[str]]:
 # Byte-order marks, longest first (UTF-32-LE's mark begins like UTF-16-LE's); iconv reads the mark itself.
 MARKS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
          (b"\xfe\xff", "UTF-16"))
+# The first bytes of kinds of files that land in a corpus folder by mistake, and what to call them.
+MAGIC = ((b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"), (b"GIF8", "a GIF image"),
+         (b"%PDF", "a PDF document"), (b"PK\x03\x04", "a zip archive (or .docx/.xlsx)"), (b"\x7fELF", "a program"))
 
 
 def wide_encoding(head: bytes) -> str | None:
@@ -114,33 +112,12 @@ def wide_encoding(head: bytes) -> str | None:
     A byte-order mark names it; without one, NUL bytes do (text in UTF-8 or Latin-1 holds none), and where
     they fall gives the byte order: 'A' is 'A\\0' in UTF-16LE and '\\0A' in UTF-16BE.
     """
-    for mark, encoding in MARKS:
-        if head.startswith(mark):
-            return encoding
+    marked = next((encoding for mark, encoding in MARKS if head.startswith(mark)), None)
+    if marked or b"\x00" not in head:
+        return marked
     if b"\x00\x00\x00" in head:
         return "UTF-32BE" if head[:1] == b"\x00" else "UTF-32LE"
-    if b"\x00" in head:
-        return "UTF-16LE" if head[1::2].count(0) > head[0::2].count(0) else "UTF-16BE"
-    return None
-
-
-# The first bytes of kinds of files that land in a corpus folder by mistake, and what to call them.
-MAGIC = ((b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"), (b"GIF8", "a GIF image"),
-         (b"%PDF", "a PDF document"), (b"PK\x03\x04", "a zip archive (or .docx/.xlsx)"), (b"\x7fELF", "a program"))
-
-
-def binary_kind(head: bytes) -> str | None:
-    """What a file holds that is not text at all ('a PNG image', 'binary data'), from its first bytes; None for text.
-
-    A known magic number names it. Otherwise NUL bytes could be UTF-16/32 text, which never holds the character
-    U+0000 nor, read whole, undecodable units; binary data with NULs (padding, zeros) nearly always does.
-    """
-    kind = next((name for magic, name in MAGIC if head.startswith(magic)), None)
-    encoding = wide_encoding(head)
-    if kind is None and encoding is not None:
-        text = head[:len(head) // 4 * 4].decode(encoding, errors="replace")
-        kind = "binary data" if "\x00" in text or text.count("\ufffd") > 2 else None
-    return kind
+    return "UTF-16LE" if head[1::2].count(0) > head[0::2].count(0) else "UTF-16BE"
 
 
 def _open(path: Path) -> Any:
@@ -149,15 +126,21 @@ def _open(path: Path) -> Any:
 
 
 def _not_text(path: Path, problem: str, nul: bool = False) -> ValueError:
-    """The error for a file that does not decode (``nul``: a line held a NUL byte). A binary file is named as one;
-    text gets a conversion command, UTF-16 and UTF-32 told apart from Latin-1, whose command would turn a UTF-16
-    file into garbage that loads without a word."""
+    """The error for a file that does not decode (``nul``: a line held a NUL byte), from its first bytes.
+
+    A known magic number names a binary file; so do NULs that UTF-16/32 text, read whole, would not hold (the
+    character U+0000, undecodable units). Text gets a conversion command, UTF-16 and UTF-32 told apart from
+    Latin-1, whose command would turn a UTF-16 file into garbage that loads without a word.
+    """
     try:
         with _open(path) as fh:
             head = bytes(fh.read(4096))
     except (OSError, EOFError, zlib.error):
         head = b""
-    kind, encoding = binary_kind(head), wide_encoding(head)
+    kind, encoding = next((name for magic, name in MAGIC if head.startswith(magic)), None), wide_encoding(head)
+    if kind is None and encoding is not None:
+        text = head[:len(head) // 4 * 4].decode(encoding, errors="replace")
+        kind = "binary data" if "\x00" in text or text.count("\ufffd") > 2 else None
     if kind is not None:
         return ValueError(f"{path} is not text (it looks like {kind}); remove it from the corpus folder")
     if encoding is None and nul:
@@ -225,16 +208,14 @@ def read_records(path: Path, csv_header: bool = True) -> tuple[list[str], Iterat
     if kind in JSON_LINES:
         records = _json_records(path)
         first = next(records, None)
-        if first is None:
-            return [], iter(())
-        return list(first[1]), itertools.chain([first], records)
+        return ([], iter(())) if first is None else (list(first[1]), itertools.chain([first], records))
     if kind == ".csv":
         lines = (line for _, line in text_lines(path))
-        if csv_header:
-            reader = csv.DictReader(lines)
-            columns = list(reader.fieldnames or [])
-            return columns, ((n, row) for n, row in enumerate(reader, 2))
-        return [], ((n, {str(i): v for i, v in enumerate(row)}) for n, row in enumerate(csv.reader(lines), 1) if row)
+        if not csv_header:
+            return [], ((n, {str(i): v for i, v in enumerate(row)}) for n, row in enumerate(csv.reader(lines), 1)
+                        if row)
+        reader = csv.DictReader(lines)
+        return list(reader.fieldnames or []), ((n, row) for n, row in enumerate(reader, 2))
     if kind == ".parquet":
         import pyarrow.parquet as pq
 
@@ -329,9 +310,9 @@ def files_labelled(path: Path, lang: str, split: str, text_column: str = "text",
     labels, names, values = encode_labels([label for _, label in pairs], label_names, where=str(path))
     train_idx, test_idx = stratified_split(texts, labels, test_fraction, seed)
     chosen = take(train_idx if split == "train" else test_idx, max_docs)
-    return LabelledSet([texts[i] for i in chosen], [labels[i] for i in chosen], names, lang, "files", split,
-                       str(path), meta={"test_fraction": test_fraction, "seed": seed, "max_docs": max_docs,
-                                        "csv_format": csv_format, "label_values": values})
+    return LabelledSet([texts[i] for i in chosen], lang, "files", split, str(path), labels=[labels[i] for i in chosen],
+                       label_names=names, meta={"test_fraction": test_fraction, "seed": seed, "max_docs": max_docs,
+                                                "csv_format": csv_format, "label_values": values})
 
 
 def _ag_news_rows(path: Path) -> Iterator[tuple[str, int]]:
@@ -354,9 +335,7 @@ def _as_number(value: Any) -> float | int | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
     text = value.strip() if isinstance(value, str) else ""
-    if _NUMBER.fullmatch(text):
-        return int(text) if text.lstrip("+-").isdigit() else float(text)
-    return None
+    return (int(text) if text.lstrip("+-").isdigit() else float(text)) if _NUMBER.fullmatch(text) else None
 
 
 def encode_labels(raw: Sequence[Any], names: Sequence[str] | None = None,

@@ -3,9 +3,14 @@
 A step's fingerprint covers its notebook's cell sources (never outputs or metadata, so a notebook
 saved by JupyterLab reruns nothing), its parameters without absolute folders (so a moved runs folder
 reruns nothing), the code of every project module the notebook imports, followed through the
-imports of those modules, the content of the input files its parameters name (a ``files:`` corpus, a
-vectors file: pipeline.content_hash), and the fingerprints of the steps it reads. A finished step leaves its
-fingerprint in ``.step.json``; one that started leaves it in ``.step-started.json``.
+imports of those modules, the content of the input files its parameters name, and the fingerprints of
+the steps it reads. A finished step leaves its fingerprint in ``.step.json``; one that started leaves it
+in ``.step-started.json``.
+
+Inputs count by content, never by path (``corpus='files:/data/c4'``, ``vectors='/v/cc.en.300.bin'``): their
+SHA-256, a file or a whole folder, is kept in ``<run>/.input-hashes.json`` under each file's size and
+modification time, and read again only when either changes. A finished step records the digests in its stamp
+(a folder's with one digest per file), so ``--check`` can name the input, and the file in a folder, that changed.
 """
 
 from __future__ import annotations
@@ -14,17 +19,132 @@ import ast
 import functools
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from pipeline.content_hash import changed_inputs as compare_inputs
-from pipeline.content_hash import content_digest, identity_of, input_digests, input_files, input_kind
-from pipeline.layout import PROJECT_PACKAGES, REPO_ROOT, stamp_of, started_of
+from pipeline.layout import INPUT_HASHES_NAME, PROJECT_PACKAGES, REPO_ROOT, stamp_of, started_of
 from pipeline.notebook_sync import cell_source, notebook_cells
-from pipeline.steps import Step
+
+if TYPE_CHECKING:
+    from pipeline.steps import Step
 
 FOLDER_PARAMETERS = ("run_dir", "out_dir", "run_dirs")  # absolute folders: left out of the fingerprint
+PATH_KINDS = ("files:", "sib200:")  # an input named by where it lies: 'files:/data/c4', 'sib200:/copies/sib200'
+
+
+# --------------------------------------------------------------------------- the content of input files
+
+
+def input_kind(value: Any) -> Any:
+    """'files:/data/c4' -> 'files': what an input is, without where it lies (its digest says what it holds).
+
+    The one place a path is taken out of a run's description: the step fingerprints, identity.json and the
+    checkpoint key all call it, so a run folder or an input moved whole stays the same run. Other values pass.
+    """
+    return value.split(":", 1)[0] if isinstance(value, str) and value.startswith(PATH_KINDS) else value
+
+
+def input_files(params: Mapping[str, Any]) -> dict[str, Path]:
+    """The files or folders a step's parameters name as inputs: a ``files:`` corpus, a vectors file, a labelled set
+    (``files:PATH``, or ``sib200:PATH``, a local copy of SIB-200)."""
+    found = {name: Path(params[name].split(":", 1)[1]) for name in ("corpus", "labelled")
+             if input_kind(params.get(name)) != params.get(name)}
+    if params.get("vectors"):
+        found["vectors"] = Path(params["vectors"])
+    return found
+
+
+def _file_digest(path: Path, cache: dict[str, Any]) -> str:
+    stat, key = path.stat(), str(path.resolve())
+    known = cache.get(key)
+    if isinstance(known, dict) and known.get("size") == stat.st_size and known.get("mtime_ns") == stat.st_mtime_ns:
+        return str(known.get("sha256"))
+    with open(path, "rb") as handle:
+        sha = hashlib.file_digest(handle, "sha256").hexdigest()
+    cache[key] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": sha}
+    return sha
+
+
+def folder_digests(path: Path, cache: dict[str, Any]) -> dict[str, str]:
+    """{relative name: SHA-256} of every file the corpus reader reads under the folder ``path`` (symlinked folders
+    followed, each real folder once, hidden files left out: pipeline.files.walk_folder), in name order."""
+    from pipeline.files import walk_folder  # the reader's own walk, so the digest covers exactly what is read
+
+    return {file.relative_to(path).as_posix(): _file_digest(file, cache) for file in walk_folder(Path(path))[0]}
+
+
+def _digest_entry(path: Path, cache: dict[str, Any]) -> dict[str, Any]:
+    """{path, sha256}, and for a folder {files: {name: sha256}} too, so a check can name the file that changed; a
+    folder's sha256 hashes its files' relative names and digests, in order; an absent input's is 'missing'."""
+    path = Path(path)
+    if not path.is_dir():
+        return {"path": str(path), "sha256": _file_digest(path, cache) if path.is_file() else "missing"}
+    files = folder_digests(path, cache)
+    sha = hashlib.sha256("".join(f"{name}:{digest}\n" for name, digest in files.items()).encode()).hexdigest()
+    return {"path": str(path), "sha256": sha, "files": files}
+
+
+def content_digest(path: Path, cache: dict[str, Any]) -> str:
+    """SHA-256 of a file, or of a folder's files; 'missing' if absent."""
+    return _digest_entry(path, cache)["sha256"]
+
+
+def input_digests(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """{name: {path, sha256[, files]}} for every input file or folder the parameters name, through the run folder's
+    cache. The cache only saves time: a folder that cannot be written to (read-only, a full disk) keeps none."""
+    cache_file = Path(params["run_dir"]) / INPUT_HASHES_NAME if params.get("run_dir") else None
+    try:
+        cache = json.loads(cache_file.read_text(encoding="utf-8")) if cache_file else {}
+    except (OSError, ValueError):
+        cache = {}  # no cache yet, or a damaged one: the files are read again
+    cache = cache if isinstance(cache, dict) else {}
+    before = json.dumps(cache, sort_keys=True)
+    digests = {name: _digest_entry(path, cache) for name, path in sorted(input_files(params).items())}
+    if cache_file and cache_file.parent.is_dir() and json.dumps(cache, sort_keys=True) != before:
+        temporary = cache_file.with_name(f"{INPUT_HASHES_NAME}.{os.getpid()}.tmp")  # written whole, then renamed
+        try:
+            temporary.write_text(json.dumps(cache, indent=1, sort_keys=True), encoding="utf-8")
+            os.replace(temporary, cache_file)
+        except OSError:
+            temporary.unlink(missing_ok=True)
+    return digests
+
+
+def _changed_files(then: Mapping[str, Any], now: Mapping[str, Any], shown: int = 3) -> str:
+    """': a.txt changed, b.txt added, c.txt removed' between two folder digests ('' when either has no file list)."""
+    before, after = then.get("files"), now.get("files")
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return ""
+    changes = [f"{name} {'removed' if name not in after else 'added' if name not in before else 'changed'}"
+               for name in sorted(set(before) | set(after)) if before.get(name) != after.get(name)]
+    more = f" and {len(changes) - shown} more" if len(changes) > shown else ""
+    return f": {', '.join(changes[:shown])}{more}" if changes else ""
+
+
+def compare_inputs(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """One line per input whose content differs from what a finished step recorded, naming a folder's files."""
+    lines = []
+    for name, now in current.items():
+        then = recorded.get(name)
+        if not isinstance(then, dict) or then.get("sha256") != now["sha256"]:
+            was = str(then.get("sha256"))[:12] if isinstance(then, dict) else "not recorded"
+            files = _changed_files(then, now) if isinstance(then, dict) else ""
+            lines.append(f"input {name} {now['path']} changed (sha256 {was} -> {now['sha256'][:12]}){files}")
+    return lines
+
+
+def changed_inputs(step_folder: Path, params: dict[str, Any]) -> list[str]:
+    """Why a step would rerun because of its input files: one line per file whose content is not the one it ran on."""
+    try:
+        recorded = json.loads(stamp_of(step_folder).read_text(encoding="utf-8")).get("inputs", {})
+    except (OSError, ValueError):
+        return []
+    return compare_inputs(recorded, input_digests(params))
+
+
+# --------------------------------------------------------------------------- code, parameters and upstream steps
 
 
 def notebook_sources(notebook: Path) -> list[tuple[str, str]]:
@@ -32,18 +152,10 @@ def notebook_sources(notebook: Path) -> list[tuple[str, str]]:
     return [(cell.get("cell_type", ""), cell_source(cell)) for cell in notebook_cells(notebook)]
 
 
-def _python_lines(source: str) -> str:
-    """Cell source without IPython magics and shell escapes, so ``ast`` can read it."""
-    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
-
-
 def module_file(module: str) -> Path | None:
     """The file of a project module ('helpers.claims' -> helpers/claims.py), None if there is none."""
     base = REPO_ROOT.joinpath(*module.split("."))
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
+    return next((c for c in (base.with_suffix(".py"), base / "__init__.py") if c.is_file()), None)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -74,7 +186,8 @@ def imported_project_modules(source: str) -> set[str]:
 
 def project_modules(step: Step) -> list[str]:
     """Every project module the step's notebook imports, directly or through other project modules."""
-    code = "\n".join(_python_lines(src) for kind, src in notebook_sources(step.notebook) if kind == "code")
+    code = "\n".join("\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in src.splitlines())
+                     for kind, src in notebook_sources(step.notebook) if kind == "code")  # magics: no Python
     todo = sorted(imported_project_modules(code) | {"helpers"})
     seen: set[str] = set()
     while todo:
@@ -100,14 +213,16 @@ def portable(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def fingerprint(step: Step, params: dict[str, Any], upstream: Sequence[Path] = ()) -> str:
-    """Notebook cell sources, portable parameters, imported modules' code and upstream fingerprints."""
+    """Notebook cell sources, portable parameters, imported modules' code, the inputs' content hashes (never their
+    paths: a folder's file list adds nothing, its hash covers the files) and upstream fingerprints."""
     digest = hashlib.sha256()
     digest.update(json.dumps(notebook_sources(step.notebook)).encode())
     digest.update(json.dumps(portable(params), sort_keys=True, default=str).encode())
     for module in project_modules(step):
         digest.update(module.encode())
         digest.update(module_file(module).read_bytes())
-    digest.update(json.dumps(identity_of(input_digests(params)), sort_keys=True).encode())
+    contents = {name: entry["sha256"] for name, entry in input_digests(params).items()}
+    digest.update(json.dumps(contents, sort_keys=True).encode())
     for folder in upstream:
         digest.update(f"{Path(folder).name}:{finished_with(folder) or 'missing'}".encode())
     return digest.hexdigest()
@@ -123,13 +238,7 @@ def with_contents(key: str, files: Sequence[Path]) -> str:
     return digest.hexdigest()
 
 
-def changed_inputs(step_folder: Path, params: dict[str, Any]) -> list[str]:
-    """Why a step would rerun because of its input files: one line per file whose content is not the one it ran on."""
-    try:
-        recorded = json.loads(stamp_of(step_folder).read_text(encoding="utf-8")).get("inputs", {})
-    except (OSError, ValueError):
-        return []
-    return compare_inputs(recorded, input_digests(params))
+# --------------------------------------------------------------------------- the stamps
 
 
 def _read_fingerprint(path: Path) -> str | None:
@@ -159,13 +268,13 @@ def is_up_to_date(step_folder: Path, key: str) -> bool:
     return finished_with(step_folder) == key
 
 
-def mark_started(step_folder: Path, key: str) -> None:
+def mark_started(step_folder: Path, key: str | None, **more: Any) -> None:
     """Record that the step starts with fingerprint ``key``, and remove its finished stamp.
 
     A step that fails now must not look finished later.
     """
     stamp_of(step_folder).unlink(missing_ok=True)
-    started_of(step_folder).write_text(json.dumps({"fingerprint": key}))
+    started_of(step_folder).write_text(json.dumps({"fingerprint": key, **more}))
 
 
 def mark_finished(step_folder: Path, key: str, seconds: float, params: dict[str, Any], **more: Any) -> None:

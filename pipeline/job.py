@@ -23,7 +23,7 @@ from pathlib import Path
 from queue import Queue
 from typing import Callable, Sequence, TypeVar
 
-from pipeline.job_options import FiguresOptions, JobOptions, parse_options
+from pipeline.job_options import JobOptions, parse_options
 from pipeline.layout import REPO_ROOT, RunLayout, RunsFolder
 from pipeline.notebook import quiet_libraries
 from pipeline.run_identity import folder_lock, identity_conflict
@@ -58,17 +58,10 @@ def worker_command(settings: RunSettings, out: Path, force: bool) -> list[str]:
     command = [sys.executable, "-m", "pipeline.job", "--preset", settings.preset, "--lang", settings.lang,
                "--seeds", str(settings.seed), "--corpus", str(settings.corpus), "--out", str(out),
                "--device", "cuda", "--no-figures"]
-    if settings.vectors is not None:
-        command += ["--vectors", str(settings.vectors)]
-    if settings.max_steps:
-        command += ["--max-steps", str(settings.max_steps)]
-    if settings.labelled.kind != "auto":
-        command += ["--labelled", str(settings.labelled)]
-    if settings.control:
-        command.append("--control")
-    if force:
-        command.append("--force")
-    return command
+    given = {"--vectors": settings.vectors, "--max-steps": settings.max_steps or None,
+             "--labelled": None if settings.labelled.kind == "auto" else settings.labelled}
+    command += [part for option, value in given.items() if value is not None for part in (option, str(value))]
+    return command + [flag for flag, on in (("--control", settings.control), ("--force", force)) if on]
 
 
 def launch_on_gpu(command: list[str], gpu: int, log_path: Path) -> int:
@@ -93,38 +86,36 @@ def run_on_gpus(options: JobOptions) -> None:
 
 def check_runs(options: JobOptions) -> int:
     """``--check``: print per run the steps that would rerun, or why the run would be refused; 1 if any."""
-    stale: dict[str, list[str]] = {}
+    stale: list[str] = []
     for run in options.runs():
         run_dir = run.run_dir(options.out)
         conflict = None if options.force else identity_conflict(RunLayout(run_dir), run.identity())
-        if conflict:
-            stale[run_dir.name] = [conflict]
-            print(f"{run_dir.name}: would be refused: {conflict}")
-            continue
-        steps = stale[run_dir.name] = stale_steps(run, options.out)
-        print(f"{run_dir.name}: {'would rerun ' + ', '.join(steps) if steps else 'up to date'}")
+        steps = [conflict] if conflict else stale_steps(run, options.out)
+        said = f"would be refused: {conflict}" if conflict else f"would rerun {', '.join(steps)}" if steps else ""
+        print(f"{run_dir.name}: {said or 'up to date'}")
+        stale += steps
     if not options.no_figures:  # notebook 06 too: a kill during it, or an edited record, leaves old figures
-        figures = any(stale.values()) or figures_stale([run.run_dir(options.out) for run in options.runs()],
-                                                       options.figures_dir)
+        figures = bool(stale) or figures_stale([run.run_dir(options.out) for run in options.runs()],
+                                               options.figures_dir)
         print(f"{options.figures_dir}: {'would rerun ' + FIGURES_STEP.name if figures else 'up to date'}")
-        stale["figures"] = [FIGURES_STEP.name] if figures else []
-    return 1 if any(stale.values()) else 0
+        stale += [FIGURES_STEP.name] if figures else []
+    return 1 if stale else 0
 
 
-def figures_and_docs(run_dirs: Sequence[Path], figures_dir: Path, executed_dir: Path, docs: Path | None,
-                     force: bool, docs_from: Sequence[Path] | None = None) -> None:
-    """Notebook 06 over ``run_dirs``, then (with ``docs``) every executed notebook rendered as Markdown.
+def figures_and_docs(options: JobOptions, run_dirs: Sequence[Path], executed_dir: Path,
+                     docs_from: Sequence[Path] | None = None) -> None:
+    """Notebook 06 over ``run_dirs``, then (with ``--docs``) every executed notebook rendered as Markdown.
 
     ``docs_from`` are the run folders whose executed notebooks are rendered (default: ``run_dirs``).
     """
     with folder_lock(executed_dir):
-        run_figures(run_dirs, figures_dir, executed_dir, force=force)
-    if docs is not None:
-        written = render_docs(docs_from or run_dirs, RunLayout(executed_dir).executed(FIGURES_STEP.name), docs)
-        print(f"rendered {len(written)} notebooks into {docs}")
+        run_figures(run_dirs, options.figures_dir, executed_dir, force=options.force)
+    if options.docs is not None:
+        written = render_docs(docs_from or run_dirs, RunLayout(executed_dir).executed(FIGURES_STEP.name), options.docs)
+        print(f"rendered {len(written)} notebooks into {options.docs}")
 
 
-def figures_only(options: FiguresOptions) -> int:
+def figures_only(options: JobOptions) -> int:
     """``--figures-from``: notebook 06 over existing run folders, optionally through their saved records."""
     run_dirs = list(options.run_dirs)
     if options.records is not None:
@@ -132,25 +123,21 @@ def figures_only(options: FiguresOptions) -> int:
 
         run_dirs = save_records(run_dirs, options.records, options.draft)
         print(f"saved {len(run_dirs)} run records into {options.records}")
-    executed_dir = RunsFolder(options.out).figures_notebooks(options.figures_dir.name)
     # Records hold no executed notebooks: --docs renders the run folders' own.
-    figures_and_docs(run_dirs, options.figures_dir, executed_dir, options.docs, options.force, options.run_dirs)
+    figures_and_docs(options, run_dirs, RunsFolder(options.out).figures_notebooks(options.figures_dir.name),
+                     options.run_dirs)
     return 0
-
-
-def refuse_other_runs(options: JobOptions) -> None:
-    """Every run's folder checked before any step runs: a job never spends an hour on English to be refused on
-    French (each run checks again as it starts, under its folder's lock)."""
-    conflicts = [] if options.force else [identity_conflict(RunLayout(run.run_dir(options.out)), run.identity())
-                                          for run in options.runs()]
-    if any(conflicts):
-        raise JobError("\n".join(conflict for conflict in conflicts if conflict))
 
 
 def run_job(options: JobOptions) -> int:
     """Notebooks 01-05 for every language and seed (on GPUs when asked), then 06 and the docs."""
     started = time.perf_counter()
-    refuse_other_runs(options)
+    # Every run's folder checked before any step runs: a job never spends an hour on English to be refused on
+    # French (each run checks again as it starts, under its folder's lock).
+    conflicts = [] if options.force else [identity_conflict(RunLayout(run.run_dir(options.out)), run.identity())
+                                          for run in options.runs()]
+    if any(conflicts):
+        raise JobError("\n".join(conflict for conflict in conflicts if conflict))
     if options.gpus is not None:
         run_on_gpus(options)
     else:
@@ -159,25 +146,20 @@ def run_job(options: JobOptions) -> int:
             run_language(run, options.out, options.force)
     if options.no_figures:
         return 0
-    run_dirs = [run.run_dir(options.out) for run in options.runs()]
-    executed_dir = RunsFolder(options.out).figures_notebooks(options.preset)
-    figures_and_docs(run_dirs, options.figures_dir, executed_dir, options.docs, options.force)
+    figures_and_docs(options, [run.run_dir(options.out) for run in options.runs()],
+                     RunsFolder(options.out).figures_notebooks(options.preset))
     minutes = (time.perf_counter() - started) / 60
     print(f"finished in {minutes:.1f} min; executed notebooks under {options.out}, figures in {options.figures_dir}")
     return 0
 
 
-def _configure_logging() -> None:
-    quiet_libraries()
-    for name in ("papermill", "traitlets", "jupyter_client", "nbclient", "asyncio"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         options = parse_options(argv)
-        _configure_logging()
-        if isinstance(options, FiguresOptions):
+        quiet_libraries()
+        for name in ("papermill", "traitlets", "jupyter_client", "nbclient", "asyncio"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+        if options.run_dirs is not None:
             return figures_only(options)
         return check_runs(options) if options.check else run_job(options)
     except (StepFailed, JobError, ValueError, FileNotFoundError) as err:

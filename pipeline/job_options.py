@@ -50,7 +50,6 @@ def checked(check: Callable[[str], T]) -> Callable[[str], T]:
             return check(text)
         except ValueError as err:
             raise argparse.ArgumentTypeError(str(err)) from None
-    argument.__name__ = check.__name__
     return argument
 
 
@@ -58,10 +57,10 @@ def names(text: str) -> tuple[str, ...]:
     """'en,fr' -> ('en', 'fr'): at least one, each once."""
     items = [part.strip() for part in str(text).split(",") if part.strip()]
     if not items:
-        raise argparse.ArgumentTypeError("needs at least one value, e.g. en,fr or 0,1,2")
+        raise ValueError("needs at least one value, e.g. en,fr or 0,1,2")
     duplicates = sorted({item for item in items if items.count(item) > 1})
     if duplicates:
-        raise argparse.ArgumentTypeError(f"lists {', '.join(duplicates)} more than once")
+        raise ValueError(f"lists {', '.join(duplicates)} more than once")
     return tuple(items)
 
 
@@ -70,28 +69,15 @@ def indices(text: str) -> tuple[int, ...]:
     items = names(text)
     wrong = [item for item in items if not item.isdigit()]
     if wrong:
-        raise argparse.ArgumentTypeError(f"takes non-negative integers such as 0,1,2, got {wrong[0]!r}")
+        raise ValueError(f"takes non-negative integers such as 0,1,2, got {wrong[0]!r}")
     numbers = [int(item) for item in items]
     twice = sorted({n for n in numbers if numbers.count(n) > 1})
     if twice:
-        raise argparse.ArgumentTypeError(f"lists {', '.join(map(str, twice))} more than once ({text})")
+        raise ValueError(f"lists {', '.join(map(str, twice))} more than once ({text})")
     return tuple(numbers)
 
 
-def each(split: Callable[[str], tuple[T, ...]], check: Callable[[T], object]) -> Callable[[str], tuple[T, ...]]:
-    """An argparse type: ``split`` the text into items (each once), then ``check`` every item."""
-    def argument(text: str) -> tuple[T, ...]:
-        found = split(text)
-        for item in found:
-            try:
-                check(item)
-            except ValueError as err:
-                raise argparse.ArgumentTypeError(str(err)) from None
-        return found
-    argument.__name__ = split.__name__
-    return argument
-
-
+@checked
 def gpu_indices(text: str) -> tuple[int, ...]:
     """'0,1' -> (0, 1), checked against the GPUs torch sees."""
     gpus = indices(text)
@@ -100,34 +86,33 @@ def gpu_indices(text: str) -> tuple[int, ...]:
     available = torch.cuda.device_count()
     missing = [g for g in gpus if g >= available]
     if missing:
-        raise argparse.ArgumentTypeError(f"asks for GPU(s) {', '.join(map(str, missing))} but torch sees {available} "
-                                         "CUDA device(s); leave --gpus out to run on the CPU")
+        raise ValueError(f"asks for GPU(s) {', '.join(map(str, missing))} but torch sees {available} CUDA device(s); "
+                         "leave --gpus out to run on the CPU")
     return gpus
 
 
+@checked
 def positive_int(text: str) -> int:
     if not str(text).isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+        raise ValueError(f"must be a positive integer, got {text!r}")
     return int(text)
 
 
 def spec_argument(parse: Callable[[str], T], hint: str) -> Callable[[str], T]:
     """``--corpus`` or ``--labelled``, parsed once: the path a ``files:``-style value names must exist."""
-    def argument(text: str) -> T:
-        try:
-            spec = parse(text)
-        except ValueError as err:
-            raise argparse.ArgumentTypeError(str(err)) from None
+    def existing(text: str) -> T:
+        spec = parse(text)
         if spec.path is not None and not spec.path.exists():
-            raise argparse.ArgumentTypeError(f"{spec.path} does not exist; give {hint}")
+            raise ValueError(f"{spec.path} does not exist; give {hint}")
         return spec
-    return argument
+    return checked(existing)
 
 
+@checked
 def vectors_file(text: str) -> Path:
     path = Path(text).expanduser().resolve()
     if not path.is_file():
-        raise argparse.ArgumentTypeError(f"{text}: no such file; give a .vec, .vec.gz or .bin file")
+        raise ValueError(f"{text}: no such file; give a .vec, .vec.gz or .bin file")
     return path
 
 
@@ -145,7 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m pipeline.job", description="Run notebooks 01 to 06 in order with papermill.",
                      epilog=GUARD_HELP)
     parser.add_argument("--preset", default=README_PRESET, type=checked(check_preset), help=PRESET_HELP)
-    parser.add_argument("--lang", default=",".join(README_LANGS), type=each(names, check_lang),
+    parser.add_argument("--lang", dest="langs", metavar="LANG", default=",".join(README_LANGS),
+                        type=checked(lambda text: tuple(map(check_lang, names(text)))),
                         help="language code(s), comma-separated (offline: en, fr, es)")
     parser.add_argument("--corpus", default="embedded", help=CORPUS_HELP,
                         type=spec_argument(CorpusSpec.parse, "a text file or a folder of them"))
@@ -155,11 +141,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--vectors", default=None, type=vectors_file, help="a local .vec/.vec.gz/.bin file for "
                         "notebook 03 (default: per the preset: trained here, or the published cc.LANG.300 for paper)")
     parser.add_argument("--max-steps", type=positive_int, default=None, help="cap pretraining at N steps")
-    parser.add_argument("--seeds", default="0", type=each(indices, check_seed),
+    parser.add_argument("--seeds", default="0", type=checked(lambda text: tuple(map(check_seed, indices(text)))),
                         help="seeds, comma-separated; each language runs once per seed")
     parser.add_argument("--out", default=str(RUNS_DIR), type=folder, help="folder for run folders (default: runs/)")
-    parser.add_argument("--figures", default=None, type=folder, help="folder for figures (default: figures/ for "
-                        "the README's demo job, else <out>/figures-<preset>)")
+    parser.add_argument("--figures", dest="figures_dir", metavar="FIGURES", default=None, type=folder,
+                        help="folder for figures (default: figures/ for the README's demo job, else "
+                        "<out>/figures-<preset>)")
     parser.add_argument("--docs", default=None, type=folder, help="also render every executed notebook as "
                         "Markdown into this folder (make docs: docs/); renders hold timings, so by default none")
     parser.add_argument("--device", default="auto", type=device_argument, help="auto, cpu, cuda or cuda:N")
@@ -167,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
                         " the independent runs (language x seed) are spread one per GPU, each in its own process")
     parser.add_argument("--no-figures", action="store_true", help="run notebooks 01-05 only (for example to "
                         "collect runs with different seeds per language, then --figures-from)")
-    parser.add_argument("--figures-from", nargs="+", default=None, type=folder, metavar="RUN_DIR",
+    parser.add_argument("--figures-from", dest="run_dirs", nargs="+", default=None, type=folder, metavar="RUN_DIR",
                         help="run only notebook 06, over these run folders (or saved records); needs --figures")
     parser.add_argument("--records", default=None, type=folder, help="with --figures-from: first save each run's "
                         "record (the small files 06 reads, pipeline.records) into this folder, then make the "
@@ -187,7 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 @dataclass(frozen=True)
 class JobOptions:
-    """Notebooks 01-05 for every language and seed, then 06 over all of them (unless ``no_figures``)."""
+    """The command line, checked: notebooks 01-05 for every language and seed, then 06 over all of them (unless
+    ``no_figures``); or, with ``run_dirs`` (--figures-from), 06 only over existing run folders (through their
+    records with ``records``). The fields are the parser's destinations."""
 
     preset: str
     langs: tuple[str, ...]
@@ -203,8 +192,11 @@ class JobOptions:
     no_figures: bool
     force: bool
     check: bool
-    labelled: LabelledSpec = LabelledSpec("auto")
-    control: bool = False
+    labelled: LabelledSpec
+    control: bool
+    run_dirs: list[Path] | None
+    records: Path | None
+    draft: bool
 
     def runs(self) -> list[RunSettings]:
         """One run per language and seed, languages first."""
@@ -213,21 +205,10 @@ class JobOptions:
                 for lang in self.langs for seed in self.seeds]
 
 
-@dataclass(frozen=True)
-class FiguresOptions:
-    """``--figures-from``: notebook 06 only, over existing run folders (through their records with ``records``)."""
-
-    run_dirs: tuple[Path, ...]
-    figures_dir: Path
-    out: Path
-    records: Path | None
-    docs: Path | None
-    force: bool
-    draft: bool = False
-
-
-def writable_folder(path: Path, option: str) -> Path:
-    """Create ``path`` if needed; refuse a file or a folder we cannot write."""
+def writable_folder(path: Path | None, option: str) -> Path | None:
+    """Create ``path`` if needed (None: not asked for); refuse a file or a folder we cannot write."""
+    if path is None:
+        return None
     if path.exists() and not path.is_dir():
         raise JobError(f"{option} {path} is a file, not a folder; give a folder path")
     try:
@@ -239,9 +220,10 @@ def writable_folder(path: Path, option: str) -> Path:
     return path
 
 
-def check_langs(langs: Sequence[str], corpus: CorpusSpec) -> None:
-    """Refuse a language the chosen corpus does not have, and one ``files:`` corpus for several languages (it has
-    no language of its own, so every language would train on the same text)."""
+def check_langs(langs: Sequence[str], corpus: CorpusSpec, labelled: LabelledSpec) -> None:
+    """Refuse a language the chosen corpus does not have, one ``files:`` corpus for several languages (it has no
+    language of its own, so every language would train on the same text), and a labelled set that lacks one of the
+    languages (``auto`` finds one per language, or none)."""
     if corpus.source == "files" and len(langs) > 1:
         raise JobError(f"--lang {','.join(langs)} with one --corpus {corpus} would feed every language the same text; "
                        "run one language per files: corpus (--lang en --corpus files:EN_DIR --no-figures, then "
@@ -252,10 +234,6 @@ def check_langs(langs: Sequence[str], corpus: CorpusSpec) -> None:
             hint = " (other languages need --corpus hub or --corpus files:PATH)" if corpus.source == "embedded" else ""
             raise JobError(f"unknown language {lang!r} for the {corpus.source} corpus; "
                            f"choose from {', '.join(known)}{hint}")
-
-
-def check_labelled(labelled: LabelledSpec, langs: Sequence[str]) -> None:
-    """Refuse a labelled set that lacks one of the languages (``auto`` finds one per language, or none)."""
     for lang in langs:
         try:
             labelled.check(lang)
@@ -267,15 +245,10 @@ def default_figures_dir(preset: str, langs: Sequence[str], corpus: CorpusSpec, m
                         seeds: Sequence[int], out: Path) -> Path:
     """figures/ only for exactly the README's main job, whose output is what figures/ holds; any other run (one
     language, a step cap, other seeds) keeps its figures in its runs folder and never replaces the committed ones."""
-    if readme_job(preset, langs, corpus, max_steps, seeds):
+    if (preset == README_PRESET and tuple(langs) == README_LANGS and corpus.source == "embedded"
+            and max_steps is None and list(seeds) == [0]):
         return FIGURES_DIR
     return out / f"figures-{preset}-{'-'.join(langs)}"
-
-
-def readme_job(preset: str, langs: Sequence[str], corpus: CorpusSpec, max_steps: int | None,
-               seeds: Sequence[int]) -> bool:
-    return (preset == README_PRESET and tuple(langs) == README_LANGS and corpus.source == "embedded"
-            and max_steps is None and list(seeds) == [0])
 
 
 def guard_outputs(outputs: dict[str, Path | None], run_dirs: Sequence[Path], allowed: Sequence[Path],
@@ -312,41 +285,28 @@ def check_sources(run_dirs: Sequence[Path]) -> None:
             raise JobError(f"--figures-from {d} holds neither a run (identity.json) nor a record (pretrain/){hint}")
 
 
-def _figures_options(args: argparse.Namespace) -> FiguresOptions:
-    if args.figures is None:
-        raise JobError("--figures-from needs --figures FOLDER (where the figures and tables go)")
-    check_sources(args.figures_from)
-    reference = (args.records == REFERENCE_RECORDS.resolve()
-                 or all(d.is_relative_to(REFERENCE_RECORDS.resolve()) for d in args.figures_from))
-    guard_outputs({"--out": args.out, "--figures": args.figures, "--docs": args.docs, "--records": args.records},
-                  args.figures_from, [REFERENCE_FIGURES, REFERENCE_DOCS, REFERENCE_RECORDS] if reference else [],
-                  args.force)
-    records = writable_folder(args.records, "--records") if args.records is not None else None
-    docs = writable_folder(args.docs, "--docs") if args.docs is not None else None
-    return FiguresOptions(tuple(args.figures_from), writable_folder(args.figures, "--figures"),
-                          writable_folder(args.out, "--out"), records, docs, args.force, args.draft)
-
-
-def _job_options(args: argparse.Namespace) -> JobOptions:
-    if args.records is not None or args.draft:
-        raise JobError("--records and --draft go with --figures-from")
-    check_langs(args.lang, args.corpus)
-    check_labelled(args.labelled, args.lang)
-    readme = readme_job(args.preset, args.lang, args.corpus, args.max_steps, args.seeds)
-    run_dirs = [RunSettings(args.preset, lang, seed, max_steps=args.max_steps).run_dir(args.out)
-                for lang in args.lang for seed in args.seeds]
-    guard_outputs({"--out": args.out, "--figures": args.figures, "--docs": args.docs}, run_dirs,
-                  [FIGURES_DIR, DOCS_DIR] if readme else [], args.force)
-    out = writable_folder(args.out, "--out")
-    figures_dir = (writable_folder(args.figures, "--figures") if args.figures is not None
-                   else default_figures_dir(args.preset, args.lang, args.corpus, args.max_steps, args.seeds, out))
-    docs = writable_folder(args.docs, "--docs") if args.docs is not None else None
-    return JobOptions(args.preset, args.lang, args.seeds, args.corpus, args.device, args.vectors, args.max_steps,
-                      out, figures_dir, docs, args.gpus, args.no_figures, args.force, args.check, args.labelled,
-                      args.control)
-
-
-def parse_options(argv: Sequence[str] | None = None) -> JobOptions | FiguresOptions:
+def parse_options(argv: Sequence[str] | None = None) -> JobOptions:
     """The command line, checked: JobError on the first mistake."""
     args = build_parser().parse_args(argv)
-    return _figures_options(args) if args.figures_from is not None else _job_options(args)
+    if args.run_dirs is not None:
+        if args.figures_dir is None:
+            raise JobError("--figures-from needs --figures FOLDER (where the figures and tables go)")
+        check_sources(args.run_dirs)
+        reference = (args.records == REFERENCE_RECORDS.resolve()
+                     or all(d.is_relative_to(REFERENCE_RECORDS.resolve()) for d in args.run_dirs))
+        run_dirs, allowed = args.run_dirs, [REFERENCE_FIGURES, REFERENCE_DOCS, REFERENCE_RECORDS] if reference else []
+    else:
+        if args.records is not None or args.draft:
+            raise JobError("--records and --draft go with --figures-from")
+        check_langs(args.langs, args.corpus, args.labelled)
+        run_dirs = [RunSettings(args.preset, lang, seed, max_steps=args.max_steps).run_dir(args.out)
+                    for lang in args.langs for seed in args.seeds]
+        readme = default_figures_dir(args.preset, args.langs, args.corpus, args.max_steps, args.seeds, args.out)
+        allowed = [FIGURES_DIR, DOCS_DIR] if readme == FIGURES_DIR else []  # the README's job
+    guard_outputs({"--out": args.out, "--figures": args.figures_dir, "--docs": args.docs, "--records": args.records},
+                  run_dirs, allowed, args.force)
+    out = writable_folder(args.out, "--out")
+    figures_dir = writable_folder(args.figures_dir, "--figures") or default_figures_dir(
+        args.preset, args.langs, args.corpus, args.max_steps, args.seeds, out)
+    docs, records = writable_folder(args.docs, "--docs"), writable_folder(args.records, "--records")
+    return JobOptions(**{**vars(args), "out": out, "figures_dir": figures_dir, "docs": docs, "records": records})

@@ -55,7 +55,7 @@ class LabelledSpec:
 
     def resolve(self, lang: str, corpus: CorpusSpec) -> LabelledSpec:
         """``auto`` made concrete for one language and corpus (any other choice as it is), knowing the corpus, so
-        that loading the test split can warn when the models read part of it (:func:`warn_overlap`)."""
+        that loading the test split can warn when the models read part of it (:meth:`load`)."""
         if self.kind != "auto":
             return replace(self, corpus=corpus)
         if corpus.source == "hub" and lang in SIB200_CONFIGS:
@@ -81,23 +81,18 @@ class LabelledSpec:
         else:
             raise ValueError(f"the labelled set {self}: there is nothing to load; resolve 'auto' first, and skip the "
                              "probe for 'none'")
-        if split == "test" and self.corpus is not None:
-            warn_overlap(data, self.corpus)
+        # A warning when test documents occur word for word in the corpus' training text; not counted for the Hub's
+        # corpus (streamed) nor the embedded one's own topics (its partition keeps the test articles out).
+        corpus = self.corpus
+        if (split == "test" and corpus is not None and corpus.source != "hub"
+                and not corpus.source == data.source == "embedded"):
+            found = overlap(data.texts, load_corpus(corpus, lang, "train").texts)
+            if found:
+                warnings.warn(f"{found} of the {len(data)} test documents of the labelled set {data.name} are "
+                              f"training text of the corpus {corpus}, so the probe's accuracies overstate what the "
+                              "encoders learned; give a labelled set whose test texts the corpus does not hold, or "
+                              "remove them from the corpus", stacklevel=2)
         return data
-
-
-def warn_overlap(test: LabelledSet, corpus: CorpusSpec) -> int | None:
-    """How many test documents occur word for word in ``corpus``'s training text, with a warning when any do;
-    None when not counted (the Hub's corpus is streamed; the embedded partition keeps its test articles out)."""
-    if corpus.source == "hub" or corpus.source == test.source == "embedded":
-        return None
-    found = overlap(test.texts, load_corpus(corpus, test.lang, "train").texts)
-    if found:
-        warnings.warn(f"{found} of the {len(test)} test documents of the labelled set {test.name} are training "
-                      f"text of the corpus {corpus}, so the probe's accuracies overstate what the encoders learned; "
-                      "give a labelled set whose test texts the corpus does not hold, or remove them from the "
-                      "corpus", stacklevel=3)
-    return found
 
 
 def no_labelled_set(lang: str) -> str:

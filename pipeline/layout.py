@@ -23,7 +23,7 @@ No other module spells out one of these names: each asks this module for the pat
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -48,8 +48,8 @@ PROVENANCE_NAME = "provenance.json"  # in a figures folder: which runs and which
 
 
 def _at(relative: str, doc: str | None = None) -> property:
-    """``relative`` under the layout's folder (its one field): each layout below is a table, one line a file."""
-    return property(lambda self: Path(getattr(self, fields(self)[0].name)) / relative, doc=doc)
+    """``relative`` under the layout's ``folder``: each layout below is a table, one line a file."""
+    return property(lambda self: Path(self.folder) / relative, doc=doc)
 
 
 @dataclass(frozen=True)
@@ -89,12 +89,6 @@ class StaticFiles:
     manifest = _at("manifest.json")
 
 
-def _model(folder: Path, name: str) -> ModelFiles:
-    if name not in TRAINABLE_MODELS:
-        raise ValueError(f"unknown model {name!r}; choose from {', '.join(TRAINABLE_MODELS)}")
-    return ModelFiles(folder / name)
-
-
 @dataclass(frozen=True)
 class PretrainFiles:
     """A pretraining folder (``<run>/pretrain``, or any ``--out`` of the training command line): the prepared
@@ -113,7 +107,9 @@ class PretrainFiles:
         return PreparedFiles(self.folder / "data")
 
     def model(self, name: str) -> ModelFiles:
-        return _model(self.folder, name)
+        if name not in TRAINABLE_MODELS:
+            raise ValueError(f"unknown model {name!r}; choose from {', '.join(TRAINABLE_MODELS)}")
+        return ModelFiles(self.folder / name)
 
 
 @dataclass(frozen=True)
@@ -121,6 +117,7 @@ class RunLayout:
     """Every folder and file of one run folder (see the module docstring for the tree)."""
 
     root: Path
+    folder = property(lambda self: self.root)  # what _at reads: the other layouts name their field so
     probe_table = _at("probe/results.csv")
     probe_record = _at("probe/results.json")
     probe_differences = _at("probe/paired_differences.csv", "The probe's paired differences, BERT_FT minus "

@@ -1,22 +1,10 @@
 """What the first code cell of every notebook does, and the one door from notebooks 01-05 into the machinery.
 
-Every notebook's ``parameters`` cell holds ``preset``, ``lang``, ``seed``, ``corpus`` and
-``run_dir``; the next cell calls :func:`start`. It checks them, parses ``corpus`` once into a
-:class:`~pipeline.data.CorpusSpec`, seeds everything, picks the device and returns a :class:`Setup`.
-Folders derive from ``run_dir``:
-
-* the main job (``python -m pipeline.job``) passes ``run_dir=<runs>/<preset>-<lang>``;
-* a student running a notebook in JupyterLab leaves ``run_dir=None`` and gets
-  ``runs/interactive/<preset>-<lang>[-seed<N>]``, so an interactive session never rewrites the main job's
-  records, and changing ``lang`` or ``seed`` never overwrites another run's outputs.
-
-Each step writes ``run_dir/<step folder>`` and reads the folders of the steps before it; every
-folder and file is named by :class:`~pipeline.layout.RunLayout` (``setup.layout``).
-
-Notebooks 01-05 import ``helpers``, ``exercises`` and this module, nothing else of ``pipeline``:
-what they need from the machinery is here (see ``__all__``): the corpus through :meth:`Setup.load_corpus`,
-the embedded partition, vector files and fastText training, word-similarity scores, saving and loading the
-aligned vectors, the probe's data, encoders and result files, and the record of the environment.
+Every notebook's ``parameters`` cell holds ``preset``, ``lang``, ``seed``, ``corpus`` and ``run_dir``; the next cell
+calls :func:`start`, which checks them, seeds everything, picks the device and returns a :class:`Setup`. The main job
+passes ``run_dir=<runs>/<preset>-<lang>``; a notebook run by hand gets ``runs/interactive/<preset>-<lang>[-seed<N>]``,
+so it never rewrites the main job's records or another language's or seed's. Notebooks 01-05 import ``helpers``,
+``exercises`` and this module, nothing else of ``pipeline``: what they need from the machinery is here (``__all__``).
 """
 
 from __future__ import annotations
@@ -66,19 +54,14 @@ def default_run_dir(preset: str, lang: str, seed: int = 0) -> Path:
 
 
 def quiet_libraries() -> None:
-    """Silence library chatter that says nothing about this notebook (weight-loading bars, info logs).
-
-    The kernel's own TCP warning is silenced where the kernel starts (``--IPKernelApp.log_level=ERROR``).
-    """
+    """Silence library chatter that says nothing about this notebook (weight-loading bars, info logs; the kernel's
+    own TCP warning is silenced where the kernel starts, ``--IPKernelApp.log_level=ERROR``)."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    try:
-        import transformers
+    import transformers  # after the variables: huggingface_hub reads them as it is imported
 
-        transformers.utils.logging.set_verbosity_error()
-        transformers.utils.logging.disable_progress_bar()
-    except ImportError:  # pragma: no cover - transformers is a dependency
-        pass
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
     logging.getLogger("papermill").setLevel(logging.WARNING)
 
 
@@ -99,8 +82,8 @@ class Setup:
         return RunLayout(self.run_dir)
 
     def folder(self, step: str, create: bool = False) -> Path:
-        """A step's folder; ``create`` for the step this notebook writes, which a notebook run by hand first holds
-        (:func:`pipeline.run_identity.hold_step`: never while a job runs there, and never counted finished)."""
+        """A step's folder; ``create`` for the step this notebook writes, held first (never while a job runs there,
+        and never counted finished: :func:`pipeline.run_identity.hold_step`)."""
         path = self.layout.step(step)
         if create:
             hold_step(path, f"notebook writing {step}/ by hand")
@@ -134,9 +117,8 @@ def start(preset: str, lang: str, seed: int = 0, run_dir: str | Path | None = No
 
 
 # ============================================================================================ notebook 04
-# What notebook 04 needs from the machinery: the prepared data, training runs with files, their metrics
-# and the comparison of the two models. pipeline.prepare and pipeline.training are imported inside the
-# functions: they bring torch, which the first cell of notebooks 01-03 does not load.
+# pipeline.prepare and pipeline.training are imported inside the functions: they bring torch, which notebooks
+# 01-03 do not load.
 
 __all__ += ["CONTROL_MODEL", "compare_pretraining", "load_pretraining_data", "prepare_pretraining_data",
             "pretraining_metrics", "train_model"]
@@ -144,8 +126,8 @@ __all__ += ["CONTROL_MODEL", "compare_pretraining", "load_pretraining_data", "pr
 
 def prepare_pretraining_data(setup: Setup, tokenizer: Any, cfg: Any, train_texts: Iterable[str],
                              eval_texts: Sequence[str]) -> dict[str, Any]:
-    """Tokenise the texts once into ``pretrain/data/`` (pipeline.prepare.prepare_data): the sequences of ``cfg``
-    (a helpers.presets.TrainConfig) and the fixed masked evaluation set. Returns meta.json's content."""
+    """Tokenise the texts once into ``pretrain/data/``: ``cfg``'s sequences and the fixed masked evaluation set.
+    Returns meta.json's content."""
     from pipeline.prepare import prepare_data
 
     return prepare_data(tokenizer, train_texts, eval_texts, setup.folder("pretrain", create=True),
@@ -154,21 +136,19 @@ def prepare_pretraining_data(setup: Setup, tokenizer: Any, cfg: Any, train_texts
 
 
 def load_pretraining_data(setup: Setup) -> Any:
-    """The prepared arrays of this run (a helpers.pretrain.TrainingData, with meta.json and its folder)."""
+    """The prepared arrays of this run (a helpers.pretrain.TrainingData)."""
     from pipeline.prepare import load_data
 
     return load_data(setup.layout.data.folder)
 
 
 def train_model(setup: Setup, model_name: str, init: Any, cfg: Any, tokenizer: Any) -> dict[str, Any]:
-    """Pretrain ``model_name`` ('bert_tiny' from init='random', 'bert_ft' or the control 'bert_ft_perm' from the
-    static/ folder) on the prepared data, with checkpoints, metrics.csv and run.json in its pretrain/ folder
-    (pipeline.training.train). An interrupted run resumes where its checkpoint stopped. Returns run.json's content."""
+    """Pretrain ``model_name`` (from ``init``: 'random' or the static/ folder) on the prepared data into its
+    pretrain/ folder; an interrupted run resumes from its checkpoint. Returns run.json's content."""
     from pipeline.training import train
 
-    pretrain_dir = setup.folder("pretrain")
-    return train(model_name, init, cfg, pretrain_dir, pretrain_dir, tokenizer=tokenizer, device=setup.device,
-                 seed=setup.seed)
+    return train(model_name, init, cfg, setup.folder("pretrain"), setup.folder("pretrain"), tokenizer=tokenizer,
+                 device=setup.device, seed=setup.seed)
 
 
 def pretraining_metrics(setup: Setup) -> dict[str, list[dict[str, float]]]:
@@ -181,30 +161,28 @@ def pretraining_metrics(setup: Setup) -> dict[str, list[dict[str, float]]]:
 
 
 def compare_pretraining(setup: Setup) -> dict[str, Any]:
-    """The paper's comparison of the two runs, written to comparison.json (the verdict is the notebook's:
-    it follows the testability rule of helpers.claims)."""
+    """The paper's comparison of the two runs, written to comparison.json (the verdict is the notebook's)."""
     from pipeline.training import write_comparison
 
     return write_comparison(setup.folder("pretrain"))
 
 
 # ============================================================================================ notebook 05
-# Which labelled set notebook 05 probes (pipeline.labelled), and what it does without one.
 
 __all__ += ["LabelledSpec", "labelled_set", "skip_without_labelled_set"]
 
 
 def labelled_set(labelled: str, setup: Setup) -> LabelledSpec:
-    """Notebook 05's ``labelled`` parameter, parsed once (a relative path from the repository root) and made
-    concrete: 'auto' becomes the default for this run's language and corpus. A set without the language is refused."""
+    """Notebook 05's ``labelled`` parameter parsed (paths from the repository root), 'auto' made this run's default
+    set; a set without the run's language is refused."""
     spec = LabelledSpec.parse(labelled, base=REPO_ROOT).resolve(setup.lang, setup.corpus)
     spec.check(setup.lang)
     return spec
 
 
 def skip_without_labelled_set(setup: Setup) -> list[Path]:
-    """No labelled set for this run's language: record "no labelled set for <lang>" in probe/results.json (the
-    tables empty), say how to give one, and skip every later cell of the notebook; the job goes on to 06."""
+    """No labelled set for this run's language: record so in probe/results.json, say how to give one, and skip the
+    notebook's later cells; the job goes on to 06."""
     how = how_to_give_one(setup.lang)
     meta = {"preset": setup.preset, "lang": setup.lang, "seed": setup.seed, "corpus": str(setup.corpus),
             "labelled": "none", "environment": environment(setup.device)}

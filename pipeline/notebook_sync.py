@@ -72,10 +72,6 @@ def definitions(source: str) -> dict[str, str]:
     return found
 
 
-def package_definitions(module: str) -> dict[str, str]:
-    return definitions(inspect.getsource(importlib.import_module(module)))
-
-
 def check_notebook(notebook: Path) -> list[Mismatch]:
     """Every export cell's definitions against the package; an empty list means they agree."""
     problems = []
@@ -84,7 +80,7 @@ def check_notebook(notebook: Path) -> list[Mismatch]:
         if not module.startswith("helpers."):
             problems.append(Mismatch(name, index, module, "-", "export target must be a helpers module"))
             continue
-        package = package_definitions(module)
+        package = definitions(inspect.getsource(importlib.import_module(module)))
         shown = definitions(source)
         if not shown:
             problems.append(Mismatch(name, index, module, "-", "export cell defines nothing"))
@@ -102,7 +98,7 @@ def write_notebook(notebook: Path) -> int:
     data = json.loads(Path(notebook).read_text(encoding="utf-8"))
     changed = 0
     for index, module, source in exported_cells(notebook):
-        package = package_definitions(module)
+        package = definitions(inspect.getsource(importlib.import_module(module)))
         new = source
         for def_name, text in definitions(source).items():
             if def_name in package and package[def_name] != text:

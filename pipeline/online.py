@@ -12,7 +12,7 @@ import os
 import socket
 import urllib.parse
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from pipeline.documents import AG_NEWS_LABELS, Corpus, LabelledSet, as_text, check_choice, check_max_docs, take
 
@@ -35,12 +35,10 @@ PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PRO
 # Timeout), httpx's and huggingface_hub's. Matched by class name, so none of those libraries need be imported.
 NETWORK_ERRORS = {"ConnectionError", "TimeoutError", "Timeout", "TransportError", "gaierror", "LocalEntryNotFoundError"}
 
-
 # Davlan/sib200 (CC BY-SA 4.0; Adelani et al. 2023, arXiv 2309.07445): topic classification of Flores-200 sentences,
 # the same sentences and splits in every language. Its repository holds data/<FLORES code>/{train,dev,test}.tsv (701,
-# 99 and 204 rows; header index_id, category, text; CSV-style quoting: checked against its file listing and a copy of
-# data/deu_Latn/train.tsv). Its loading script (sib200.py) reads exactly these files, and datasets >= 4 refuses
-# loading scripts, so datasets' csv builder reads them: from the Hub (hf://datasets/Davlan/sib200/...) or a local copy.
+# 99 and 204 rows; header index_id, category, text; CSV-style quoting). datasets >= 4 refuses its loading script,
+# which reads exactly these files, so datasets' csv builder reads them: from the Hub or a local copy.
 SIB200_ID = "Davlan/sib200"
 SIB200_HUB_ROOT = f"hf://datasets/{SIB200_ID}"
 SIB200_CONFIGS = {"en": "eng_Latn", "de": "deu_Latn", "cs": "ces_Latn", "pl": "pol_Latn", "it": "ita_Latn",
@@ -53,17 +51,6 @@ SIB200_LICENCE = "CC BY-SA 4.0 (SIB-200, Adelani et al. 2023, over Flores-200; D
 
 class HubUnavailableError(ConnectionError):
     """Raised once, with the offline alternative named, when the Hub cannot be reached."""
-
-
-def offline_hint(dataset: str, offline: bool = False, instead: str | None = None) -> str:
-    """What failed and the offline way on: ``instead`` for an always-streamed (so never cached) dataset, else the
-    offline corpus or the copy ``datasets`` cached."""
-    if instead is not None:
-        return f"Could not reach the Hugging Face Hub for {dataset}. Offline, use {instead}."
-    cache = ("HF_HUB_OFFLINE is set and no cached copy was found." if offline else
-             "If you loaded this dataset before without streaming, set HF_HUB_OFFLINE=1 to use the cached copy.")
-    return (f"Could not reach the Hugging Face Hub for {dataset}. Use the offline default instead: the corpus "
-            f"'embedded' (Wikipedia summaries for en, fr, es), or 'files:PATH' with a local copy. {cache}")
 
 
 def import_datasets() -> Any:
@@ -121,21 +108,24 @@ def is_hub_failure(err: BaseException | None, offline: bool) -> bool:
 def from_hub(dataset: str, read: Callable[[], Any], instead: str | None = None) -> Any:
     """``read()``: a ``datasets`` call and the reading of its records, after a quick probe of the Hub's host.
 
-    A Hub failure becomes one HubUnavailableError, its chain cut (``from None``) and the underlying error kept in
-    its message; any other error passes unchanged. Streaming writes no cache, so a broken connection leaves nothing
-    half-written; a download is written by ``datasets`` to temporary names and renamed only when complete.
+    A Hub failure becomes one HubUnavailableError that names the offline way on (``instead`` for an always-streamed,
+    so never cached, dataset), its chain cut and the underlying error kept in its message; any other error passes
+    unchanged. Streaming writes no cache; a download is renamed by ``datasets`` only when complete.
     """
     offline = offline_mode()
+    cache = ("HF_HUB_OFFLINE is set and no cached copy was found." if offline else
+             "If you loaded this dataset before without streaming, set HF_HUB_OFFLINE=1 to use the cached copy.")
+    hint = f"Could not reach the Hugging Face Hub for {dataset}. " + (
+        f"Offline, use {instead}." if instead is not None else "Use the offline default instead: the corpus "
+        f"'embedded' (Wikipedia summaries for en, fr, es), or 'files:PATH' with a local copy. {cache}")
     if not offline and not hub_reachable():
-        raise HubUnavailableError(f"{offline_hint(dataset, instead=instead)} (no connection to the Hub's host within "
-                                  f"{HUB_PROBE_TIMEOUT_S:g} s)")
+        raise HubUnavailableError(f"{hint} (no connection to the Hub's host within {HUB_PROBE_TIMEOUT_S:g} s)")
     try:
         return read()
     except Exception as err:  # noqa: BLE001 - re-raised unless a Hub failure
         if not is_hub_failure(err, offline):
             raise
-        error = HubUnavailableError(f"{offline_hint(dataset, offline, instead)} "
-                                    f"(underlying error: {type(err).__name__}: {err})")
+        error = HubUnavailableError(f"{hint} (underlying error: {type(err).__name__}: {err})")
         error.original = err  # type: ignore[attr-defined]
     raise error from None
 
@@ -144,22 +134,28 @@ def _dataset(path: str, config: str | None, split: str, streaming: bool) -> Any:
     return import_datasets().load_dataset(path, config, split=split, streaming=streaming)
 
 
-def _check_fields(record: dict[str, Any], keys: Iterable[str], what: str, hint: str = "") -> None:
-    missing = [k for k in keys if k not in record]
-    if missing:
-        raise ValueError(f"{what} has no {', '.join(map(repr, missing))} field (fields: "
-                         f"{', '.join(map(str, record))}){hint}")
+def _read(records: Iterable[dict[str, Any]], fields: Sequence[str], what: str, max_docs: int | None,
+          label_of: Callable[[int, dict[str, Any]], int] | None = None, hint: str = "",
+          where: str | None = None, text_key: str = "text") -> tuple[list[str], list[int]]:
+    """The texts (``text_key``) and labels (``label_of(number, record)``) of the first ``max_docs`` records, each
+    refused unless it has ``fields``; numbered from 2, as line 1 of a file ``where`` is its header. A stream is read
+    no further."""
+    check_max_docs(max_docs)
+    texts, labels = [], []
+    for n, record in enumerate(itertools.islice(records, max_docs), 2):
+        missing = [k for k in fields if k not in record]
+        if missing:
+            raise ValueError(f"{f'{where}:{n}: ' if where else ''}{what} has no {', '.join(map(repr, missing))} "
+                             f"field (fields: {', '.join(map(str, record))}){hint}")
+        labels += [label_of(n, record)] if label_of else []
+        texts.append(as_text(record[text_key]))
+    return texts, labels
 
 
 def records_to_texts(records: Iterable[dict[str, Any]], text_key: str = "text",
                      max_docs: int | None = None) -> list[str]:
     """Turn loaded records into a list of documents; stop after ``max_docs`` (streams stay lazy)."""
-    check_max_docs(max_docs)
-    texts = []
-    for record in itertools.islice(records, max_docs):
-        _check_fields(record, [text_key], "record")
-        texts.append(as_text(record[text_key]))
-    return texts
+    return _read(records, [text_key], "record", max_docs, text_key=text_key)[0]
 
 
 # WikiText's tokenisation splits numbers and hyphenated words with '@' markers: '1 @,@ 000', 'role @-@ playing'.
@@ -186,18 +182,16 @@ def wikitext_articles(lines: Iterable[str]) -> Iterator[str]:
             parts.append(stripped)
 
 
+def _ag_news_label(_: int, record: dict[str, Any]) -> int:
+    label = int(record["label"])
+    if not 0 <= label < len(AG_NEWS_LABELS):
+        raise ValueError(f"AG News label {label} outside 0..{len(AG_NEWS_LABELS) - 1}")
+    return label
+
+
 def ag_news_records(records: Iterable[dict[str, Any]], max_docs: int | None = None) -> tuple[list[str], list[int]]:
     """AG News records (``text``, ``label`` 0-3) into texts and labels."""
-    check_max_docs(max_docs)
-    texts, labels = [], []
-    for record in itertools.islice(records, max_docs):
-        _check_fields(record, ("text", "label"), "AG News record")
-        label = int(record["label"])
-        if not 0 <= label < len(AG_NEWS_LABELS):
-            raise ValueError(f"AG News label {label} outside 0..{len(AG_NEWS_LABELS) - 1}")
-        texts.append(str(record["text"]))
-        labels.append(label)
-    return texts, labels
+    return _read(records, ("text", "label"), "AG News record", max_docs, _ag_news_label)
 
 
 def hub_corpus(lang: str, split: str, name: str = "c4", max_docs: int | None = None,
@@ -229,55 +223,21 @@ def hub_corpus(lang: str, split: str, name: str = "c4", max_docs: int | None = N
 
 def hub_labelled(lang: str, split: str, name: str = "ag_news", max_docs: int | None = None,
                  streaming: bool = False, root: str | Path | None = None) -> LabelledSet:
-    """AG News (English, 4 classes) or SIB-200 (``name='sib200'``: 7 topics in the paper's seven languages).
-
-    ``root`` is read for SIB-200 only: a local copy of its repository (``data/<code>/train.tsv`` ...) instead of the
-    Hub.
-    """
+    """AG News (English, 4 classes) or SIB-200 (``name='sib200'``: 7 topics in the paper's seven languages), the
+    latter from the Hub or from ``root``, a local copy of its repository (``data/<code>/train.tsv`` ...)."""
     check_choice("hub labelled set", name, HUB_LABELLED)
-    if name == "sib200":
-        return sib200_labelled(lang, split, root=root, max_docs=max_docs)
-    if root is not None:
-        raise ValueError("root (a local copy) is read for SIB-200 only; AG News from local files is the "
-                         "labelled set 'files:PATH' with csv_format='ag_news'")
-    if lang != "en":
-        raise ValueError(f"AG News is English only, got lang={lang!r}; the embedded corpus has labelled fr and es")
-    hub_split = HUB_SPLITS[split]
-    texts, labels = from_hub(AG_NEWS_ID,
-                             lambda: ag_news_records(_dataset(AG_NEWS_ID, None, hub_split, streaming), max_docs))
-    return LabelledSet(texts, labels, list(AG_NEWS_LABELS), lang, "hub", split, "ag_news",
-                       "AG's corpus of news articles (academic, non-commercial use)",
-                       meta={"hub_id": AG_NEWS_ID, "hub_split": hub_split, "max_docs": max_docs})
-
-
-def sib200_file(lang: str, split: str, root: str | Path | None = None) -> str:
-    """Where one split of ``lang`` lies: on the Hub (``root`` None) or in a local copy of the repository."""
-    check_choice("SIB-200 language", lang, tuple(SIB200_CONFIGS),
-                 " (the paper's languages; give another labelled set as files:PATH)")
-    base = SIB200_HUB_ROOT if root is None else str(Path(root))
-    return f"{base}/data/{SIB200_CONFIGS[lang]}/{SIB200_FILES[HUB_SPLITS[split]]}"
-
-
-def sib200_records(records: Iterable[dict[str, Any]], where: str,
-                   max_docs: int | None = None) -> tuple[list[str], list[int]]:
-    """SIB-200 rows (``index_id``, ``category``, ``text``) into texts and labels (the index of SIB200_LABELS)."""
-    check_max_docs(max_docs)
-    texts, labels = [], []
-    for n, record in enumerate(itertools.islice(records, max_docs), 2):  # line 1 is the header
-        _check_fields(record, SIB200_COLUMNS, f"{where}:{n}: this row",
-                      f"; a SIB-200 row has the columns {', '.join(SIB200_COLUMNS)}: is it a SIB-200 file?")
-        category = str(record["category"]).strip()
-        if category not in SIB200_LABELS:
-            raise ValueError(f"{where}:{n}: unknown SIB-200 category {category!r}; "
-                             f"its 7 categories are {', '.join(SIB200_LABELS)}")
-        texts.append(as_text(record["text"]))
-        labels.append(SIB200_LABELS.index(category))
-    return texts, labels
-
-
-def sib200_labelled(lang: str, split: str, root: str | Path | None = None,
-                    max_docs: int | None = None) -> LabelledSet:
-    """One split of SIB-200 in ``lang``, from the Hub or from a local copy of its repository (``root``)."""
+    if name == "ag_news":
+        if root is not None:
+            raise ValueError("root (a local copy) is read for SIB-200 only; AG News from local files is the "
+                             "labelled set 'files:PATH' with csv_format='ag_news'")
+        if lang != "en":
+            raise ValueError(f"AG News is English only, got lang={lang!r}; the embedded corpus has labelled fr and es")
+        hub_split = HUB_SPLITS[split]
+        texts, labels = from_hub(AG_NEWS_ID,
+                                 lambda: ag_news_records(_dataset(AG_NEWS_ID, None, hub_split, streaming), max_docs))
+        return LabelledSet(texts, lang, "hub", split, "ag_news", "AG's corpus of news articles (academic, "
+                           "non-commercial use)", labels=labels, label_names=list(AG_NEWS_LABELS),
+                           meta={"hub_id": AG_NEWS_ID, "hub_split": hub_split, "max_docs": max_docs})
     file = sib200_file(lang, split, root)
     config = SIB200_CONFIGS[lang]
 
@@ -298,6 +258,28 @@ def sib200_labelled(lang: str, split: str, root: str | Path | None = None,
                                 f"{SIB200_ID}); give the folder that holds data/")
     else:
         texts, labels = read()
-    return LabelledSet(texts, labels, list(SIB200_LABELS), lang, "hub" if root is None else "files", split,
-                       f"sib200-{config}", SIB200_LICENCE,
+    return LabelledSet(texts, lang, "hub" if root is None else "files", split, f"sib200-{config}", SIB200_LICENCE,
+                       labels=labels, label_names=list(SIB200_LABELS),
                        meta={"hub_id": SIB200_ID, "config": config, "file": file, "max_docs": max_docs})
+
+
+def sib200_file(lang: str, split: str, root: str | Path | None = None) -> str:
+    """Where one split of ``lang`` lies: on the Hub (``root`` None) or in a local copy of the repository."""
+    check_choice("SIB-200 language", lang, tuple(SIB200_CONFIGS),
+                 " (the paper's languages; give another labelled set as files:PATH)")
+    base = SIB200_HUB_ROOT if root is None else str(Path(root))
+    return f"{base}/data/{SIB200_CONFIGS[lang]}/{SIB200_FILES[HUB_SPLITS[split]]}"
+
+
+def sib200_records(records: Iterable[dict[str, Any]], where: str,
+                   max_docs: int | None = None) -> tuple[list[str], list[int]]:
+    """SIB-200 rows (``index_id``, ``category``, ``text``) into texts and labels (the index of SIB200_LABELS)."""
+    def label_of(n: int, record: dict[str, Any]) -> int:
+        category = str(record["category"]).strip()
+        if category not in SIB200_LABELS:
+            raise ValueError(f"{where}:{n}: unknown SIB-200 category {category!r}; "
+                             f"its 7 categories are {', '.join(SIB200_LABELS)}")
+        return SIB200_LABELS.index(category)
+
+    return _read(records, SIB200_COLUMNS, "this row", max_docs, label_of, f"; a SIB-200 row has the columns "
+                 f"{', '.join(SIB200_COLUMNS)}: is it a SIB-200 file?", where)

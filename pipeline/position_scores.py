@@ -9,6 +9,7 @@ mixes learning with copying. BERT_TINY, BERT_FT, the unigram and the copy-aware 
 from __future__ import annotations
 
 import math
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -18,6 +19,7 @@ import pandas as pd
 
 from helpers import paper_values as paper
 from helpers.baselines import POSITION_KINDS, copy_aware_scores, position_kinds, unigram_log_probs
+from helpers.claims import Estimate, seed_estimate
 from pipeline.baseline_files import load_token_facts
 from pipeline.layout import CONTROL_MODEL, RunLayout
 from pipeline.results import Run, RunSet, SeedGroup, comparison_groups, display_path, read_positions
@@ -64,18 +66,14 @@ def positions_of(run: Run, name: str) -> dict[str, np.ndarray] | str:
 _CACHE: dict[tuple[Any, ...], RunPositions | str] = {}
 
 
-def _file_states(run: Run) -> tuple[Any, ...]:
-    """The run folder and the size and time of every file the scores read: a rewritten run is scored again."""
-    layout = RunLayout(run.run_dir)
-    paths = [layout.model(name).positions for name in (*paper.MODELS, CONTROL_MODEL)]
-    paths += [layout.token_facts, layout.static.found, layout.step("pretrain") / "data" / "meta.json"]
-    return (str(Path(run.run_dir).resolve()),
-            *((p.stat().st_mtime_ns, p.stat().st_size) if p.is_file() else None for p in paths))
-
-
 def run_positions(run: Run) -> RunPositions | str:
-    """Every scorer on the run's positions, or why they cannot be scored by kind (cached per state of its files)."""
-    key = _file_states(run)
+    """Every scorer on the run's positions, or why they cannot be scored by kind; cached per run folder and the
+    size and time of every file the scores read, so a rewritten run is scored again."""
+    layout = RunLayout(run.run_dir)
+    paths = [*(layout.model(name).positions for name in (*paper.MODELS, CONTROL_MODEL)), layout.token_facts,
+             layout.static.found, layout.step("pretrain") / "data" / "meta.json"]
+    key = (str(Path(run.run_dir).resolve()),
+           *((p.stat().st_mtime_ns, p.stat().st_size) if p.is_file() else None for p in paths))
     if key not in _CACHE:
         _CACHE[key] = _score_run(run)
     return _CACHE[key]
@@ -83,9 +81,8 @@ def run_positions(run: Run) -> RunPositions | str:
 
 def _score_run(run: Run) -> RunPositions | str:
     found = {name: positions_of(run, name) for name in paper.MODELS}
-    for result in found.values():
-        if isinstance(result, str):
-            return result
+    if problem := next((f for f in found.values() if isinstance(f, str)), None):
+        return problem
     tiny, ft = found["bert_tiny"], found["bert_ft"]
     if "visible" not in tiny or "visible" not in ft:
         return "its per-position records predate the [MASK]-only scores (no ids of what the model saw); retrain it"
@@ -129,22 +126,19 @@ def model_differences(group: SeedGroup, key: str) -> tuple[list[np.ndarray], boo
     diffs, where = [], []
     for run in group.runs:
         tiny, ft = positions_of(run, "bert_tiny"), positions_of(run, "bert_ft")
-        for found in (tiny, ft):
-            if isinstance(found, str):
-                return found
+        if problem := next((f for f in (tiny, ft) if isinstance(f, str)), None):
+            return problem
         diffs.append(ft[key] - tiny[key])
         where.append(tiny["sequence"] * 65_536 + tiny["position"] if "sequence" in tiny else np.arange(len(tiny[key])))
     return diffs, all(len(w) == len(where[0]) and (w == where[0]).all() for w in where)
 
 
-def per_seed_values(group: SeedGroup, value: Callable[[RunPositions, np.ndarray], np.ndarray],
-                    kind: str) -> tuple[list[np.ndarray], bool] | str:
-    """``value`` at each seed's positions of one kind; what :func:`helpers.claims.seed_estimate` resamples."""
-    found = group_positions(group)
-    if isinstance(found, str):
-        return found
-    runs, same = found
-    return [value(r, r.select(kind)) for r in runs], same
+def paired_difference(runs: list[RunPositions], chosen: list[np.ndarray], same: bool, first: str, second: str,
+                      key: str, salt: str) -> Estimate:
+    """``first`` minus ``second`` in ``key`` at each seed's ``chosen`` positions: the mean over seeds, the
+    two-level interval (its draws seeded by ``salt``) and the seed-level t-interval."""
+    diffs = [r.scores[first][key][c] - r.scores[second][key][c] for r, c in zip(runs, chosen)]
+    return seed_estimate([float(d.mean()) for d in diffs], lambda: (diffs, same), seed=zlib.crc32(salt.encode()))
 
 
 def kind_mean(group: SeedGroup, scorer: str, key: str, kind: str) -> float:

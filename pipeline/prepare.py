@@ -5,7 +5,6 @@ Training needs nothing but these files (pipeline.layout.PreparedFiles), so they 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import time
@@ -22,12 +21,11 @@ from helpers.static_vectors import vocab_fingerprint
 from pipeline import checkpoints as ck
 from pipeline import shards as S
 from pipeline.layout import PreparedFiles, PretrainFiles
-from pipeline.sequences import EVAL_MASK_SEED, NO_DOCUMENTS, fixed_eval_mask, make_sequences, tokenize_corpus
 
 
 def prepare_data(tokenizer: Any, train_texts: Iterable[str], eval_texts: Sequence[str], out_dir: str | Path,
                  seq_len: int = 128, packing: bool = False, lang: str = "unknown",
-                 mlm_probability: float = 0.15, eval_mask_seed: int = EVAL_MASK_SEED,
+                 mlm_probability: float = 0.15, eval_mask_seed: int = S.EVAL_MASK_SEED,
                  corpus: str = "unknown", shards: bool = False, shard_size: int | None = None,
                  progress: bool = True) -> dict[str, Any]:
     """Write ``out_dir/data/``: train/eval sequences, the masked evaluation set, the tokenizer, meta.json.
@@ -45,7 +43,10 @@ def prepare_data(tokenizer: Any, train_texts: Iterable[str], eval_texts: Sequenc
     meta: dict[str, Any] = {"seq_len": seq_len, "packing": packing, "lang": lang, "corpus": corpus,
                             "vocab_size": len(tokenizer), "mlm_probability": mlm_probability,
                             "eval_mask_seed": eval_mask_seed, "pad_token_id": tokenizer.pad_token_id,
-                            "format": _format_note(packing, seq_len), "vocab_sha256": vocab_fingerprint(tokenizer)}
+                            "format": f"packed: documents joined with [SEP] and cut into [CLS] + {seq_len - 1} token "
+                                      "blocks" if packing else f"truncated per document (the paper): [CLS] "
+                                      f"doc[:{seq_len - 2}] [SEP], padded to {seq_len}",
+                            "vocab_sha256": vocab_fingerprint(tokenizer)}
     files.meta.unlink(missing_ok=True)  # the folder is incomplete until the new meta.json is written
     if shards:
         meta["train"], meta["storage"] = write_train_shards(tokenizer, train_texts, files, seq_len, shard_size,
@@ -54,20 +55,20 @@ def prepare_data(tokenizer: Any, train_texts: Iterable[str], eval_texts: Sequenc
         shutil.rmtree(files.shards, ignore_errors=True)  # one training format per folder
         meta["storage"] = {"train": "npy"}
     for split, texts in (("train", train_texts), ("eval", eval_texts))[1 if shards else 0:]:
-        tokens = tokenize_corpus(tokenizer, texts)
-        ids, lengths = make_sequences(tokens, tokenizer, seq_len, packing)
+        tokens = S.tokenize_corpus(tokenizer, texts)
+        ids, lengths = S.make_sequences(tokens, tokenizer, seq_len, packing)
         np.save(files.array(f"{split}_ids"), ids)
         np.save(files.array(f"{split}_lengths"), lengths)
         meta[split] = split_summary(tokens.n_docs, int(tokens.ids.size), lengths, seq_len,
                                     int(np.sum(np.diff(tokens.offsets) > seq_len - 2)))
         if split == "eval":
-            masked, labels = fixed_eval_mask(tokenizer, ids, lengths, mlm_probability, eval_mask_seed)
+            masked, labels = S.fixed_eval_mask(tokenizer, ids, lengths, mlm_probability, eval_mask_seed)
             np.save(files.array("eval_masked_ids"), masked)
             np.save(files.array("eval_labels"), labels)
             meta["eval"]["masked_positions"] = int((labels != IGNORE_INDEX).sum())
     tokenizer.save_pretrained(str(files.tokenizer))
     meta["seconds"] = round(time.perf_counter() - started, 2)
-    files.meta.write_text(json.dumps(meta, indent=2))
+    ck.write_run_json(files.meta, meta)
     return meta
 
 
@@ -94,7 +95,7 @@ def write_train_shards(tokenizer: Any, texts: Iterable[str], files: PreparedFile
     manifest = S.write_shards(tokenizer, texts, folder, n_sequences=None, seq_len=seq_len, shard_size=shard_size,
                               batch_size=min(1_000, shard_size), progress=progress)
     if manifest["sequences"] == 0:
-        raise ValueError(NO_DOCUMENTS)
+        raise ValueError(S.NO_DOCUMENTS)
     for name in ("train_ids", "train_lengths"):  # one training format per folder
         files.array(name).unlink(missing_ok=True)
     lengths = np.asarray(S.open_shards(folder).lengths)  # 2 bytes a sequence: small even at the paper's scale
@@ -102,12 +103,6 @@ def write_train_shards(tokenizer: Any, texts: Iterable[str], files: PreparedFile
     storage = {"train": "shards", "folder": folder.name, "shards": len(manifest["shards"]),
                "shard_size": manifest["shard_size"], "documents_read": manifest["documents_read"]}
     return summary, storage
-
-
-def _format_note(packing: bool, seq_len: int) -> str:
-    if packing:
-        return f"packed: documents joined with [SEP] and cut into [CLS] + {seq_len - 1} token blocks"
-    return f"truncated per document (the paper): [CLS] doc[:{seq_len - 2}] [SEP], padded to {seq_len}"
 
 
 @dataclass
@@ -119,23 +114,11 @@ class PreparedData(TrainingData):
     directory: Path
 
     def fingerprint(self) -> str:
-        """SHA-256 of every array and of meta.json (timings aside): the data part of a run's identity.
-
-        The same digest as pipeline.checkpoints.arrays_fingerprint, computed a block of rows at a time so
-        memory-mapped shards are never loaded whole; meta's ``storage`` (shards or .npy) is left out, so
-        the same rows give the same identity however they are stored.
-        """
-        arrays = {"train_ids": self.train_ids, "train_lengths": self.train_lengths,
-                  "eval_masked_ids": self.eval_masked_ids, "eval_lengths": self.eval_lengths,
-                  "eval_labels": self.eval_labels}
-        meta = {k: v for k, v in self.meta.items() if k != "storage"}
-        digest = hashlib.sha256(ck.sha256_json(ck.without_timings(meta)).encode())
-        for name in sorted(arrays):
-            array, rows = arrays[name], 1 << 16  # 16 MB of 128 uint16 ids at a time
-            digest.update(f"{name}:{np.dtype(array.dtype).str}:{tuple(array.shape)}".encode())
-            for start in range(0, len(array), rows):
-                digest.update(np.ascontiguousarray(array[start:start + rows]).tobytes())
-        return digest.hexdigest()
+        """pipeline.checkpoints.arrays_fingerprint of every array and of meta.json (timings aside): the data part of a
+        run's identity. meta's ``storage`` (shards or .npy) is left out: the same rows give the same identity."""
+        arrays = {name: getattr(self, name) for name in ("train_ids", "train_lengths", "eval_masked_ids",
+                                                         "eval_lengths", "eval_labels")}
+        return ck.arrays_fingerprint(arrays, {k: v for k, v in self.meta.items() if k != "storage"})
 
 
 def prepared_files(path: str | Path) -> PreparedFiles:

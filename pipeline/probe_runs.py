@@ -22,7 +22,7 @@ from pipeline.layout import RunLayout
 
 if TYPE_CHECKING:
     import pandas as pd
-    from transformers import BertConfig, BertModel
+    from transformers import BertModel
 
 
 @dataclass
@@ -83,28 +83,21 @@ def load_probe_data(config: ProbeConfig, labelled: LabelledSpec, lang: str = "en
                      np.asarray(test.labels)[te], list(train.label_names), train.name, train.licence)
 
 
-def load_encoder(model_dir: str | Path) -> BertModel:
-    """The encoder of a saved BertForMaskedLM (its MLM head is not needed for probing)."""
+def load_encoders(layout: RunLayout, seed: int = 0) -> dict[str, BertModel]:
+    """random init (the untrained control: seeded random weights), BERT_TINY and BERT_FT of a run, in that order,
+    all with the trained models' config; the encoders only (the MLM head is not needed for probing)."""
     from transformers import BertForMaskedLM
 
-    model_dir = Path(model_dir)
-    if not (model_dir / "config.json").is_file():
-        raise FileNotFoundError(f"no saved model in {model_dir}; run 04_pretraining first")
-    return BertForMaskedLM.from_pretrained(model_dir).bert
-
-
-def random_encoder(config: BertConfig, seed: int) -> BertModel:
-    """The untrained control: the same architecture with seeded random weights and no pretraining."""
     from helpers.model import build_model  # torch and transformers load when a model is built, not before
 
-    model = build_model(init="random", seed=seed, config=config)
-    return getattr(model, "bert", model)
-
-
-def load_encoders(layout: RunLayout, seed: int = 0) -> dict[str, BertModel]:
-    """random init, BERT_TINY and BERT_FT of a run, in that order, all with the trained models' config."""
-    trained = {name: load_encoder(layout.model(model).model) for name, model in PRETRAINED.items()}
-    return {"random init": random_encoder(trained["BERT_TINY"].config, seed), **trained}
+    trained = {}
+    for name, model in PRETRAINED.items():
+        model_dir = layout.model(model).model
+        if not (model_dir / "config.json").is_file():
+            raise FileNotFoundError(f"no saved model in {model_dir}; run 04_pretraining first")
+        trained[name] = BertForMaskedLM.from_pretrained(model_dir).bert
+    control = build_model(init="random", seed=seed, config=trained["BERT_TINY"].config)
+    return {"random init": getattr(control, "bert", control), **trained}
 
 
 def save_probe_results(table: pd.DataFrame, paired: pd.DataFrame, layout: RunLayout,
@@ -143,18 +136,15 @@ def runs_anyway(source: str) -> str | None:
         return None
     if any(isinstance(node, ast.Call) and getattr(node.func, "id", None) == "start" for node in ast.walk(tree)):
         return "start"
-    assignments = [node for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))]
-    constants = tree.body and len(assignments) == len(tree.body) and all(
-        node.value is not None and _is_constant(node.value) for node in assignments)
-    return "parameters" if constants else None
-
-
-def _is_constant(node: ast.expr) -> bool:
+    values = [node.value for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))]
+    if not tree.body or len(values) < len(tree.body) or None in values:
+        return None
     try:
-        ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError):  # something computed, not a literal
-        return False
-    return True
+        for value in values:
+            ast.literal_eval(value)  # refuses anything computed
+    except (ValueError, TypeError, SyntaxError):
+        return None
+    return "parameters"
 
 
 def skip_remaining_cells(reason: str) -> None:

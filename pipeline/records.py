@@ -13,7 +13,7 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from pipeline.baseline_files import compute_baseline, compute_token_facts, save_baseline, save_token_facts
 from pipeline.checkpoints import comparable
@@ -40,14 +40,17 @@ def record_files(run: RunLayout) -> list[Path]:
             run.probe_table, run.probe_differences, *([run.cloze] if run.cloze.is_file() else [])]
 
 
-def eval_sequences_of(run: RunLayout) -> int | None:
-    """The number of evaluation sequences BERT_TINY was scored on (its run.json), which the baseline must match."""
-    return (read_info(run, "bert_tiny").get("train_config") or {}).get("eval_sequences")
+def copy_into(paths: Iterable[Path], source: Path, target: Path) -> None:
+    """Copy each file of ``paths`` (under ``source``) to the same place under ``target``."""
+    for path in paths:
+        (target / path.relative_to(source)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target / path.relative_to(source))
 
 
 def save_facts(run: RunLayout, record: RunLayout) -> None:
-    """The unigram baseline and the token facts, computed from ``run``'s prepared data, which no record keeps."""
-    eval_sequences = eval_sequences_of(run)
+    """The unigram baseline and the token facts, computed from ``run``'s prepared data, which no record keeps.
+    The baseline must match the number of evaluation sequences BERT_TINY was scored on."""
+    eval_sequences = (read_info(run, "bert_tiny").get("train_config") or {}).get("eval_sequences")
     save_baseline(compute_baseline(run.step("pretrain"), eval_sequences), record.step("pretrain"), eval_sequences)
     save_token_facts(compute_token_facts(run.step("pretrain"), run.static.found), record.step("pretrain"))
 
@@ -122,10 +125,7 @@ def save_record(run_dir: str | Path, records_dir: str | Path) -> Path:
     run = RunLayout(run_dir)
     with staged(records_dir, run_dir.name) as staging:
         record = RunLayout(staging)
-        for path in record_files(run):
-            target = record.root / path.relative_to(run_dir)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
+        copy_into(record_files(run), run_dir, staging)
         for folder in STEP_FOLDERS:
             copy_fingerprint(run.step(folder), record.step(folder))
         save_facts(run, record)
@@ -173,8 +173,7 @@ def save_control(trained: str | Path, record_dir: str | Path) -> Path:
                              f"{'; '.join(problems)}")
     target = record.model(CONTROL_MODEL).folder
     with staged(target.parent, target.name) as staging:
-        for path in model_record_files(pair, CONTROL_MODEL):
-            shutil.copyfile(path, staging / path.name)
+        copy_into(model_record_files(pair, CONTROL_MODEL), pair.model(CONTROL_MODEL).folder, staging)
         move_into(staging, target)
     return target
 

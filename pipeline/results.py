@@ -23,7 +23,7 @@ from helpers import paper_values as paper
 from helpers.baselines import Baseline
 from pipeline.baseline_files import load_baseline
 from pipeline.checkpoints import comparable, differences
-from pipeline.content_hash import input_kind
+from pipeline.fingerprints import input_kind
 from pipeline.layout import CONTROL_MODEL, REPO_ROOT, ModelFiles, RunLayout, split_run_folder_name
 from pipeline.training import METRIC_COLUMNS, read_metrics
 
@@ -32,6 +32,9 @@ REQUIRED_METRIC_COLUMNS = ("step", "eval_loss", "eval_accuracy")
 IDENTITY_FIELDS = ("lang", "seed", "preset", "corpus", "max_steps", "data_fingerprint", "tokenizer_fingerprint",
                    "train_config_hash")
 FALLBACK_IDENTITY_FIELDS = ("lang", "seed", "preset", "train_config")
+# How BERT_FT's rows were made, less the seed (fastText's seed gives each seed its own vectors, as it should).
+INIT_RECIPE = ("source", "vectors_sha256", "url", "dim", "normalisation", "fallback", "random_std", "pieces", "case",
+               "scale", "top_n")  # not scale_factor: measured from each seed's rows, so it differs by seed
 
 
 # --------------------------------------------------------------------------- loading
@@ -70,38 +73,35 @@ class ModelRun:
 
     @property
     def last_step(self) -> int | None:
-        if self.metrics is None or self.metrics.empty:
-            return None
-        return int(self.metrics["step"].iloc[-1])
+        return None if self.metrics is None or self.metrics.empty else int(self.metrics["step"].iloc[-1])
 
     @property
     def steps(self) -> int | None:
         """Planned steps from run.json, else the last evaluated step."""
-        if self.info and self.info.get("steps") is not None:
-            return int(self.info["steps"])
-        return self.last_step
+        planned = (self.info or {}).get("steps")
+        return self.last_step if planned is None else int(planned)
 
     @property
     def unfinished(self) -> bool:
         """A time-boxed or interrupted run: its last row is not the end of training."""
         steps, last = self.steps, self.last_step
-        return bool(self.info and self.info.get("finished") is False) or (
-            steps is not None and last is not None and last < steps)
+        return (self.info or {}).get("finished") is False or (steps is not None and last is not None and last < steps)
+
+    def _rows(self, column: str, upto: int | None) -> pd.DataFrame:
+        """The evaluation rows at or before step ``upto`` (none when ``column`` was not recorded)."""
+        if self.metrics is None or column not in self.metrics:
+            return pd.DataFrame(columns=["step", column])
+        return self.metrics if upto is None else self.metrics[self.metrics["step"] <= upto]
 
     def final(self, column: str, upto: int | None = None) -> float:
         """The value in the last evaluation row at or before step ``upto`` (NaN if missing)."""
-        if self.metrics is None or self.metrics.empty or column not in self.metrics:
-            return math.nan
-        rows = self.metrics if upto is None else self.metrics[self.metrics["step"] <= upto]
+        rows = self._rows(column, upto)
         return float(rows[column].iloc[-1]) if not rows.empty else math.nan
 
     def run_mean(self, column: str, upto: int | None = None) -> float:
         """Whole-run average of an interval mean such as train_loss, each row weighted by its interval's steps."""
-        if self.metrics is None or column not in self.metrics:
-            return math.nan
-        rows = self.metrics if upto is None else self.metrics[self.metrics["step"] <= upto]
-        weights = rows["step"].diff().to_numpy()
-        values = rows[column].to_numpy(dtype=float)
+        rows = self._rows(column, upto)
+        weights, values = rows["step"].diff().to_numpy(dtype=float), rows[column].to_numpy(dtype=float)
         keep = np.isfinite(values) & np.isfinite(weights) & (weights > 0)
         return float(np.average(values[keep], weights=weights[keep])) if keep.any() else math.nan
 
@@ -128,27 +128,19 @@ class Run:
 
     @property
     def steps(self) -> int | None:
-        for name in paper.MODELS:
-            model = self.models.get(name)
-            if model is not None and model.steps is not None:
-                return model.steps
-        return None
+        return next((s for name in paper.MODELS if (s := self.model(name).steps) is not None), None)
 
     @property
     def max_steps(self) -> int | None:
         """The --max-steps cap a run was trained under, when run.json records one."""
-        for model in self.models.values():
-            info = model.info or {}
-            cap = info.get("max_steps", (info.get("identity") or {}).get("max_steps"))
-            if cap is not None:
-                return int(cap)
-        return None
+        caps = ((m.info or {}).get("max_steps", ((m.info or {}).get("identity") or {}).get("max_steps"))
+                for m in self.models.values())
+        return next((int(cap) for cap in caps if cap is not None), None)
 
     @property
     def last_step(self) -> int | None:
         """The step our final numbers were measured at (the earlier model's last evaluation)."""
-        steps = [m.last_step for m in self.models.values() if m.last_step is not None]
-        return min(steps) if steps else None
+        return min((m.last_step for m in self.models.values() if m.last_step is not None), default=None)
 
     @property
     def steps_text(self) -> str:
@@ -167,6 +159,10 @@ class Run:
 
     def model(self, name: str) -> ModelRun:
         return self.models.get(name) or ModelRun(name)
+
+    def run_json(self, name: str) -> dict[str, Any]:
+        """Model ``name``'s run.json ({} when it was not read)."""
+        return self.model(name).info or {}
 
     def final(self, name: str, column: str) -> float:
         """Model ``name``'s value at :attr:`last_step`, the step both models' final numbers share."""
@@ -191,18 +187,13 @@ class RunSet:
 
     def summary(self) -> pd.DataFrame:
         """One row per run folder: which pieces were found, so a gap is visible before any table."""
-        rows = []
-        for run in sort_runs(self.runs):
-            rows.append({
-                "lang": run.lang, "preset": run.preset, "seed": run.seed, "steps": run.steps,
-                "static/manifest": run.manifest is not None,
-                **{f"{name}/metrics": run.model(name).metrics is not None for name in paper.MODELS},
-                "pair": pair_problem(run) or "ok",
-                "unigram baseline": run.baseline is not None,
-                "missing": "; ".join(run.missing) or "",
-                "run_dir": display_path(run.run_dir),
-            })
-        return pd.DataFrame(rows).astype({"steps": "Int64"})
+        return pd.DataFrame([{
+            "lang": run.lang, "preset": run.preset, "seed": run.seed, "steps": run.steps,
+            "static/manifest": run.manifest is not None,
+            **{f"{name}/metrics": run.model(name).metrics is not None for name in paper.MODELS},
+            "pair": pair_problem(run) or "ok", "unigram baseline": run.baseline is not None,
+            "missing": "; ".join(run.missing) or "", "run_dir": display_path(run.run_dir),
+        } for run in sort_runs(self.runs)]).astype({"steps": "Int64"})
 
 
 def order_langs(langs: Iterable[str]) -> list[str]:
@@ -232,14 +223,13 @@ def resolve_path(path: str | Path) -> Path:
 
 
 def _read_json(path: Path, missing: list[str], what: str) -> dict[str, Any] | None:
-    if not path.is_file():
-        missing.append(f"{what} ({path.name} not found)")
-        return None
     try:
         return json.loads(path.read_text())
+    except FileNotFoundError:
+        missing.append(f"{what} ({path.name} not found)")
     except json.JSONDecodeError as err:
         missing.append(f"{what} (unreadable {path.name}: {err})")
-        return None
+    return None
 
 
 def _load_model(files: ModelFiles, name: str, missing: list[str]) -> ModelRun:
@@ -257,9 +247,7 @@ def load_run(run_dir: str | Path) -> Run:
     """Read one run folder; every absent or unreadable piece is recorded in ``Run.missing``, not raised."""
     run_dir = resolve_path(run_dir)
     layout = RunLayout(run_dir)
-    missing: list[str] = []
-    if not run_dir.is_dir():
-        missing.append("run folder not found")
+    missing = [] if run_dir.is_dir() else ["run folder not found"]
     manifest = _read_json(layout.static.manifest, missing, "static vectors")
     names = [*paper.MODELS, *([CONTROL_MODEL] if layout.model(CONTROL_MODEL).run_json.is_file() else [])]
     models = {name: _load_model(layout.model(name), name, missing) for name in names}
@@ -278,9 +266,9 @@ def load_run(run_dir: str | Path) -> Run:
     if len(langs_seen) > 1:
         missing.append(f"inconsistent languages in the run folder: {sorted(langs_seen)}")
     run = Run(run_dir, lang, preset, seed, manifest, models, comparison, probe, missing)
-    config = (run.model("bert_tiny").info or run.model("bert_ft").info or {}).get("train_config") or {}
     try:
         if run.has_metrics:
+            config = (run.run_json("bert_tiny") or run.run_json("bert_ft")).get("train_config") or {}
             run.baseline = load_baseline(layout.step("pretrain"), config.get("eval_sequences"))
     except (FileNotFoundError, ValueError, KeyError, OSError) as err:
         run.baseline_problem = f"no unigram baseline: {err}"
@@ -295,7 +283,7 @@ def load_runs(run_dirs: Sequence[str | Path] | str | Path) -> RunSet:
         run_dirs = [run_dirs]
     if not run_dirs:
         raise ValueError("run_dirs is empty; pass run folders such as ['runs/demo-en']")
-    resolved = list(dict.fromkeys(resolve_path(d).resolve() for d in run_dirs))  # one folder given twice counts once
+    resolved = dict.fromkeys(resolve_path(d).resolve() for d in run_dirs)  # one folder given twice counts once
     runs = [load_run(d) for d in resolved]
     if not any(r.run_dir.is_dir() for r in runs):
         raise FileNotFoundError(
@@ -321,9 +309,7 @@ def init_kind(info: dict[str, Any]) -> str | None:
     init = info.get("init")
     if isinstance(init, dict):
         return init.get("kind")
-    if isinstance(init, str):
-        return "random" if init == "random" else "static"
-    return None
+    return ("random" if init == "random" else "static") if isinstance(init, str) else None
 
 
 def pair_mismatch(tiny_info: dict[str, Any], ft_info: dict[str, Any]) -> str | None:
@@ -344,32 +330,23 @@ def pair_problem(run: Run) -> str | None:
     if absent:
         return "missing: " + ("no pretrain/ metrics" if len(absent) == len(paper.MODELS)
                               else f"no {', '.join(absent)} metrics")
-    mismatch = pair_mismatch(run.model("bert_tiny").info or {}, run.model("bert_ft").info or {})
+    mismatch = pair_mismatch(run.run_json("bert_tiny"), run.run_json("bert_ft"))
     return None if mismatch is None else f"mismatch: {mismatch}"
-
-
-# How BERT_FT's rows were made, less the seed (fastText's seed gives each seed its own vectors, as it should).
-INIT_RECIPE = ("source", "vectors_sha256", "url", "dim", "normalisation", "fallback", "random_std", "pieces", "case",
-               "scale", "top_n")  # not scale_factor: measured from each seed's rows, so it differs by seed
-
-
-def init_recipe(run: Run) -> str:
-    """The vectors' recipe (source file by content, fastText settings, alignment options) without the seed."""
-    manifest = (run.model("bert_ft").info or {}).get("init_manifest") or run.manifest or {}
-    recipe: dict[str, Any] = {key: manifest.get(key) for key in INIT_RECIPE}
-    recipe["fasttext"] = {k: v for k, v in (manifest.get("fasttext") or {}).items() if k != "seed"}
-    return json.dumps(recipe, sort_keys=True, default=str)
 
 
 def setting_key(run: Run) -> tuple[Any, ...]:
     """Everything but the seed: runs with equal keys are repeats of one experiment. The text and the tokenizer
-    count by content (two files corpora are both 'files'). BERT_FT's vectors differ by seed, but their recipe must
-    not: vectors from another file or with other settings are another experiment."""
-    info = run.model("bert_tiny").info or {}
+    count by content (two files corpora are both 'files'). BERT_FT's vectors differ by seed, but their recipe (source
+    file by content, fastText settings, alignment options) must not: other vectors are another experiment."""
+    info = run.run_json("bert_tiny")
     identity = info.get("identity") if isinstance(info.get("identity"), dict) else {}
     config = identity.get("train_config_hash") or json.dumps(info.get("train_config"), sort_keys=True, default=str)
+    manifest = run.run_json("bert_ft").get("init_manifest") or run.manifest or {}
+    recipe = {**{key: manifest.get(key) for key in INIT_RECIPE},
+              "fasttext": {k: v for k, v in (manifest.get("fasttext") or {}).items() if k != "seed"}}
     return (run.lang, run.preset, run.steps, input_kind(identity.get("corpus")), identity.get("data_fingerprint"),
-            identity.get("tokenizer_fingerprint"), run.max_steps, config, init_recipe(run))
+            identity.get("tokenizer_fingerprint"), run.max_steps, config,
+            json.dumps(recipe, sort_keys=True, default=str))
 
 
 @dataclass
@@ -402,17 +379,18 @@ class SeedGroup:
         return [value(run) for run in self.runs]
 
     def mean(self, value: Callable[[Run], float]) -> float:
-        values = self.per_seed(value)
-        return float(np.mean(values)) if values else math.nan
+        return float(np.mean(self.per_seed(value))) if self.runs else math.nan
+
+    def with_control(self) -> SeedGroup:
+        """The seeds that also trained the control (BERT_FT_PERM)."""
+        return SeedGroup(self.lang, [r for r in self.runs if CONTROL_MODEL in r.models])
 
     @property
     def baseline(self) -> dict[str, float] | None:
         """The unigram baseline averaged over the seeds' data folders (equal when their data are equal)."""
         found = [r.baseline for r in self.runs if r.baseline is not None]
-        if not found:
-            return None
         keys = ("unigram_loss", "unigram_train_loss", "unigram_accuracy", "most_frequent_accuracy")
-        return {k: float(np.mean([getattr(b, k) for b in found])) for k in keys}
+        return {k: float(np.mean([getattr(b, k) for b in found])) for k in keys} if found else None
 
     @property
     def note(self) -> str:

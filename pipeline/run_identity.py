@@ -22,9 +22,8 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from pipeline.content_hash import input_kind
-from pipeline.fingerprints import finished_with, started_with
-from pipeline.layout import STEP_FOLDERS, RunLayout, lock_of, stamp_of, started_of
+from pipeline.fingerprints import finished_with, input_kind, mark_started, started_with
+from pipeline.layout import STEP_FOLDERS, RunLayout, lock_of, stamp_of
 
 JOB_FOLDER_ENV = "PIPELINE_JOB_FOLDER"  # the run folder a job holds, told to the kernels it starts
 
@@ -39,20 +38,19 @@ class IdentityMismatch(ValueError):
 def read_identity(layout: RunLayout) -> dict[str, Any] | None:
     """The identity the folder's first step wrote (None: a new folder, or one from before identities)."""
     try:
-        text = layout.identity.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    try:
-        found = json.loads(text)
-    except json.JSONDecodeError:
-        return None  # a write cut short: the next claim writes it whole
+        found = json.loads(layout.identity.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None  # a new folder, or a write cut short: the next claim writes it whole
     return found if isinstance(found, dict) else None
 
 
-def identity_from_stamps(layout: RunLayout) -> dict[str, Any] | None:
-    """The identity of a folder from before ``identity.json``: the parameters its finished steps recorded in their
-    stamps (None: no finished step), so a run made by an older version is protected like any other."""
-    found: dict[str, Any] = {}
+def recorded_identity(layout: RunLayout) -> dict[str, Any]:
+    """What the folder holds: its ``identity.json``, else, for a folder from before ``identity.json``, the parameters
+    its finished steps recorded in their stamps, so a run made by an older version is protected like any other."""
+    found = read_identity(layout)
+    if found:
+        return found
+    found = {}
     for step in STEP_FOLDERS:
         try:
             params = json.loads(stamp_of(layout.step(step)).read_text(encoding="utf-8")).get("params")
@@ -62,20 +60,11 @@ def identity_from_stamps(layout: RunLayout) -> dict[str, Any] | None:
             for key in (*IDENTITY_KEYS, *STEP_IDENTITY_KEYS.get(step, ())):
                 if key in params:
                     found.setdefault(key, params[key])
-    return _strings(found) or None
-
-
-def recorded_identity(layout: RunLayout) -> dict[str, Any] | None:
-    """What the folder holds: its ``identity.json``, else what its finished steps were run with."""
-    return read_identity(layout) or identity_from_stamps(layout)
+    return _strings(found)
 
 
 def _strings(identity: Mapping[str, Any]) -> dict[str, str | None]:
     return {key: (None if value is None else str(value)) for key, value in identity.items()}
-
-
-def _describe(identity: Mapping[str, Any]) -> str:
-    return ", ".join(f"{key}={identity[key]}" for key in sorted(identity))
 
 
 def _where_free(identity: Mapping[str, Any]) -> dict[str, Any]:
@@ -91,12 +80,13 @@ def identity_conflict(layout: RunLayout, identity: Mapping[str, Any]) -> str | N
     """Why a run of ``identity`` may not use this folder (None: it may). Only the keys both sides name are compared
     (a notebook run by hand knows preset, language, seed and corpus; the main job also the step cap and vectors),
     and paths never: a corpus or vectors file at a new path is compared by content, step by step."""
-    wanted, found = _strings(identity), recorded_identity(layout) or {}
+    wanted, found = _strings(identity), recorded_identity(layout)
     free_wanted, free_found = _where_free(wanted), _where_free(found)
     differing = sorted(key for key in wanted.keys() & found.keys() if free_wanted[key] != free_found[key])
     if not differing:
         return None
-    return (f"{layout.root} holds another run ({_describe(found)}); this one asks for "
+    described = ", ".join(f"{key}={found[key]}" for key in sorted(found))
+    return (f"{layout.root} holds another run ({described}); this one asks for "
             f"{', '.join(f'{key}={wanted[key]}' for key in differing)}. Use another folder (--out, or run_dir in a "
             "notebook), or replace that run on purpose with the main job's --force")
 
@@ -108,7 +98,7 @@ def claim_identity(layout: RunLayout, identity: Mapping[str, Any], force: bool =
     if conflict:
         raise IdentityMismatch(conflict)
     wanted, found = _strings(identity), read_identity(layout) or {}
-    merged = dict(wanted) if force else {**(recorded_identity(layout) or {}), **wanted}
+    merged = dict(wanted) if force else {**recorded_identity(layout), **wanted}
     if merged == found:
         return
     layout.root.mkdir(parents=True, exist_ok=True)
@@ -171,20 +161,18 @@ def hold_step(step_folder: Path, who: str) -> None:
     nothing outside a run folder (no identity.json)."""
     step_folder = Path(step_folder).resolve()
     run = step_folder.parent
-    if os.environ.get(JOB_FOLDER_ENV) == str(run) or step_folder in _HELD or not RunLayout(run).identity.is_file():
+    if step_folder in _HELD or not RunLayout(run).identity.is_file() or refuse_while_a_job_runs(run):
         return
-    refuse_while_a_job_runs(run)
     _HELD[step_folder] = folder_lock(run, step_folder.name).__enter__()
     step_folder.mkdir(parents=True, exist_ok=True)
     # Started with the fingerprint it last finished (or started) with: the job reruns the step, but in place, so a
     # pretraining step resumes from its identity-checked checkpoints instead of starting from an empty folder.
-    was = finished_with(step_folder) or started_with(step_folder)
-    stamp_of(step_folder).unlink(missing_ok=True)
-    started_of(step_folder).write_text(json.dumps({"fingerprint": was, "by_hand": who}))
+    mark_started(step_folder, finished_with(step_folder) or started_with(step_folder), by_hand=who)
 
 
-def refuse_while_a_job_runs(run: Path) -> None:
-    """FolderInUse if a job holds ``run`` (a kernel that job started is told so, and passes)."""
-    if os.environ.get(JOB_FOLDER_ENV) != str(Path(run).resolve()):
-        with folder_lock(run):
-            pass
+def refuse_while_a_job_runs(run: Path) -> bool:
+    """FolderInUse if a job holds ``run``; True if this process is a kernel that job started (told so, it passes)."""
+    if os.environ.get(JOB_FOLDER_ENV) == str(Path(run).resolve()):
+        return True
+    with folder_lock(run):
+        return False

@@ -12,6 +12,7 @@ import importlib.metadata
 import os
 import platform
 import random
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -41,28 +42,22 @@ def set_seed(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def check_device(name: str) -> str:
-    """Refuse a device name torch cannot use here, before any work is done: auto, cpu, cuda or cuda:N."""
-    text = str(name)
-    if text in ("auto", "cpu", "cuda") or (text.startswith("cuda:") and text[5:].isdigit()):
-        return text
-    raise ValueError(f"unknown device {name!r}; choose auto, cpu, cuda or cuda:N")
-
-
 def device_argument(text: str) -> str:
-    """:func:`check_device` as an argparse ``type``, plus a GPU that is really there: a wrong ``--device`` stops
-    the command line at once, not in notebook 04 after an hour of notebooks 01-03."""
+    """:func:`pick_device`'s checks as an argparse ``type`` (a known name, and a GPU that is really there): a wrong
+    ``--device`` stops the command line at once, not in notebook 04 after an hour of notebooks 01-03."""
     try:
-        return pick_device(text) if check_device(text).startswith("cuda") else text
+        return text if text in ("auto", "cpu") else pick_device(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def pick_device(prefer: str = "auto") -> str:
-    """'cuda' when a GPU is present (or asked for), else 'cpu'; a clear error if CUDA is asked for but absent."""
+    """'cuda' when a GPU is present (or asked for), else 'cpu'; a clear error for a name torch cannot use here
+    (auto, cpu, cuda or cuda:N) or for CUDA asked for but absent."""
+    if not re.fullmatch(r"auto|cpu|cuda(:[0-9]+)?", str(prefer)):
+        raise ValueError(f"unknown device {prefer!r}; choose auto, cpu, cuda or cuda:N")
     import torch
 
-    check_device(prefer)
     if prefer == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if prefer.startswith("cuda") and not torch.cuda.is_available():

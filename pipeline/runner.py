@@ -17,15 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from pipeline import fingerprints as fp
-from pipeline.content_hash import input_digests
-from pipeline.layout import (
-    DOCS_DIR,
-    PROVENANCE_NAME,
-    REPO_ROOT,
-    RunLayout,
-    inside,
-    stamp_of,
-)
+from pipeline.layout import DOCS_DIR, PROVENANCE_NAME, REPO_ROOT, RunLayout, inside, stamp_of
 from pipeline.records import record_files
 from pipeline.render_tables import tables_as_markdown
 from pipeline.run_identity import JOB_FOLDER_ENV, claim_identity, folder_lock
@@ -108,7 +100,7 @@ def run_step(step: Step, run_dir: Path, params: dict[str, Any], upstream: Sequen
     execute_notebook(step.notebook, RunLayout(Path(run_dir)).executed(step.name), params)
     seconds = time.perf_counter() - started
     out_dir.mkdir(parents=True, exist_ok=True)
-    fp.mark_finished(out_dir, key, seconds, params, modules=fp.project_modules(step), inputs=input_digests(params))
+    fp.mark_finished(out_dir, key, seconds, params, modules=fp.project_modules(step), inputs=fp.input_digests(params))
     log(f"[done] {step.name} in {seconds:.0f} s")
     return True
 
@@ -157,28 +149,23 @@ def figures_stale(run_dirs: Sequence[Path], figures_dir: Path) -> bool:
 WRITTEN_BY_06 = "pipeline.figures.write_outputs"  # the generated_by of 06's provenance.json (pipeline.figures)
 
 
-def previous_figures(figures_dir: Path) -> set[str]:
-    """The files the last notebook 06 wrote into ``figures_dir``, as its provenance.json lists them."""
-    try:
-        provenance = json.loads((figures_dir / PROVENANCE_NAME).read_text(encoding="utf-8"))
-        listed = provenance.get("files", []) if str(provenance.get("generated_by")).startswith(WRITTEN_BY_06) else []
-    except (OSError, ValueError, AttributeError):
-        return set()  # no set written by 06 here (or an unreadable one): nothing of 06's to replace
-    if not listed:
-        return set()  # a provenance.json that 06 did not write: its files are someone else's, never deleted
-    return {name for name in listed if isinstance(name, str)} | {PROVENANCE_NAME}
-
-
 def replace_figures(staging: Path, figures_dir: Path, log: Log = print) -> None:
     """The new set of 06's files in place of the previous set: a folder of figures holds one set.
 
     The stamp goes first (a kill from here on leaves 06 to rerun, and --check says so), then every file
-    the previous 06 wrote and this one did not (say Figures 1-2 of runs that had metrics), then the new files.
+    the previous 06 wrote (as its provenance.json lists them) and this one did not (say Figures 1-2 of runs that
+    had metrics), then the new files.
     """
     figures_dir.mkdir(parents=True, exist_ok=True)
     stamp_of(figures_dir).unlink(missing_ok=True)
-    new = {p.name for p in staging.iterdir() if p.is_file()}
-    removed = remove_files(figures_dir, previous_figures(figures_dir) - new)
+    try:
+        provenance = json.loads((figures_dir / PROVENANCE_NAME).read_text(encoding="utf-8"))
+        listed = provenance.get("files", []) if str(provenance.get("generated_by")).startswith(WRITTEN_BY_06) else []
+    except (OSError, ValueError, AttributeError):
+        listed = []  # no set written by 06 here (or an unreadable one): nothing of 06's to replace
+    # a provenance.json that 06 did not write: its files are someone else's, never deleted
+    previous = {name for name in listed if isinstance(name, str)} | ({PROVENANCE_NAME} if listed else set())
+    removed = remove_files(figures_dir, previous - {p.name for p in staging.iterdir() if p.is_file()})
     if removed:
         log(f"[del ] {FIGURES_STEP.name} did not draw {', '.join(p.name for p in removed)} this time: removed "
             f"from {figures_dir}, so no figure of other runs stays beside the new tables")

@@ -10,7 +10,6 @@ fitted). ``--table-only`` draws from the records (and the base run's record) alo
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -23,7 +22,7 @@ from pipeline.figure_plots import lang_name, save_figure
 from pipeline.figures import write_table
 from pipeline.layout import CONTROL_MODEL, MODEL_NAMES, PretrainFiles, RunLayout
 from pipeline.position_scores import kind_mean
-from pipeline.records import model_record_files, read_info, save_control, save_facts, trained_commit
+from pipeline.records import copy_into, model_record_files, read_info, save_control, save_facts, trained_commit
 from pipeline.results import RunSet, SeedGroup, comparison_groups, load_runs
 from pipeline.speed import steps_saved_table
 
@@ -50,14 +49,11 @@ def save_series_record(base_run: Path, trained: Path, records_dir: Path) -> Path
             raise ValueError(f"{pair.model(name).run_json} was trained on other data than {base.root}; "
                              "train the series from the base run's pretrain/data")
     record = RunLayout(Path(records_dir) / f"{base.root.name}-steps{infos['bert_tiny']['steps']}")
-    for name in MODEL_NAMES:  # the control, where trained, joins by content after the pair (records.save_control)
-        record.model(name).folder.mkdir(parents=True, exist_ok=True)
-        for path in model_record_files(pair, name):
-            shutil.copyfile(path, record.model(name).folder / path.name)
-    record.static.folder.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(base.static.manifest, record.static.manifest)
-    if pair.comparison.is_file():
-        shutil.copyfile(pair.comparison, record.comparison)
+    # the control, where trained, joins by content after the pair (records.save_control)
+    pair_files = [path for name in MODEL_NAMES for path in model_record_files(pair, name)]
+    pair_files += [pair.comparison] if pair.comparison.is_file() else []
+    copy_into(pair_files, pair.folder, record.step("pretrain"))
+    copy_into([base.static.manifest], base.root, record.root)
     save_facts(base, record)
     if pair.model(CONTROL_MODEL).run_json.is_file():
         save_control(pair.folder, record.root)

@@ -1,39 +1,146 @@
-"""Tokenise a document stream once into memory-mapped ``uint16`` shards (the ``paper`` preset's data).
+"""Pretraining text as fixed-length sequences, in memory or streamed into memory-mapped ``uint16`` shards.
 
-The paper's 12.8 million sequences are too many to tokenise in memory the way
-``pipeline.prepare.prepare_data`` does for the demo; the shards hold exactly its rows, and memory stays at one
-shard plus one batch. Each shard is renamed into place when complete, then the manifest records it with the
-number of documents read so far, so an interrupted :func:`write_shards` resumes at the next shard.
-
-Why several files and not one pre-allocated ``np.memmap``: the number of sequences is not known
-before the stream is read (``prepare_data`` passes ``n_sequences=None``), so one file would need a
-counting pass over the stream first (a second download of a Hub corpus) or a file that is grown and
-re-mapped, and its resume point would still need this manifest. Files cost little: on 20,000 embedded
-English documents (3,000-token vocabulary, 2-core CPU, two runs) tokenising alone took 1.6 s,
-write_shards 1.7-2.0 s with one shard and 1.8-2.2 s with twenty shards of 1,000, and reading 6,400
-random rows took 2 ms from one shard and 6 ms from twenty. So the shards stay.
+Tokenise once, cut per document (or pack), mask the evaluation once; ids are uint16 whenever the vocabulary fits.
+pipeline.prepare keeps the sequences in memory and saves them as arrays; for the paper's 12.8 million sequences
+:func:`write_shards` streams the same rows into shards, memory staying at one shard plus one batch. Each shard is
+renamed into place when complete, then the manifest records it with the number of documents read so far, so an
+interrupted :func:`write_shards` resumes at the next shard. Several files, not one pre-allocated ``np.memmap``: the
+number of sequences is unknown before the stream is read, so one file would need a counting pass (a second download
+of a Hub corpus) or re-mapping, and this manifest to resume all the same; files cost little (20,000 embedded English
+documents, 2-core CPU: write_shards 1.7-2.0 s with one shard, 1.8-2.2 s with twenty of 1,000, tokenising alone
+1.6 s; 6,400 random rows read in 2 ms from one shard, 6 ms from twenty).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import os
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
+import torch
 
+from helpers.masking import MLMCollator
+from helpers.pretrain import lengths_to_mask
+from helpers.static_vectors import vocab_fingerprint
+from pipeline import checkpoints as ck
 from pipeline.layout import ShardFiles
-from pipeline.sequences import TokenizedCorpus, encode, offsets_of, truncate_sequences
 
+EVAL_MASK_SEED = 1234  # fixed: the evaluation mask belongs to the data, not to a training seed
+NO_DOCUMENTS = "no non-empty documents to tokenise; check the corpus (pipeline.data.load_corpus)"
 FORMAT = "truncated per document (the paper): [CLS] doc[:seq_len-2] [SEP], padded to seq_len"
 ID_DTYPE = np.dtype(np.uint16)
 LENGTH_DTYPE = np.dtype(np.int16)  # as prepare_data stores lengths
 MAX_VOCAB = int(np.iinfo(np.uint16).max) + 1  # ids 0..65,535
 DEFAULT_SHARD_SIZE = 100_000  # sequences per shard: 100,000 x 128 x 2 bytes = 25.6 MB
+
+
+# ---- Sequences (pipeline.prepare keeps them in memory) ----
+
+@dataclass
+class TokenizedCorpus:
+    """All documents' token ids end to end (no special tokens) plus where each document starts."""
+
+    ids: np.ndarray  # uint16 when the vocabulary fits, else int32
+    offsets: np.ndarray  # int64, len n_docs + 1
+
+    @property
+    def n_docs(self) -> int:
+        return len(self.offsets) - 1
+
+
+def id_dtype(vocab_size: int) -> np.dtype:
+    """uint16 halves the files and the host memory of int32 whenever the vocabulary allows it."""
+    return ID_DTYPE if vocab_size <= MAX_VOCAB else np.dtype(np.int32)
+
+
+def offsets_of(docs: Sequence[Sequence[int]]) -> np.ndarray:
+    offsets = np.zeros(len(docs) + 1, dtype=np.int64)
+    np.cumsum([len(d) for d in docs], out=offsets[1:])
+    return offsets
+
+
+def encoded_batches(tokenizer: Any, docs: Iterator[str], batch_size: int) -> Iterator[list[list[int]]]:
+    """Token ids (no special tokens) of each document, one list per batch; empty documents give []."""
+    while batch := list(itertools.islice(docs, batch_size)):
+        for text in batch:
+            if not isinstance(text, str):
+                raise TypeError(f"documents must be strings, got {type(text).__name__}")
+        kept = [text for text in batch if text.strip()]
+        # verbose=False: documents longer than 128 tokens are expected here (cut later), not a mistake.
+        encoded = iter(tokenizer(kept, add_special_tokens=False, verbose=False, return_attention_mask=False,
+                                 return_token_type_ids=False)["input_ids"] if kept else [])
+        yield [next(encoded) if text.strip() else [] for text in batch]
+
+
+def tokenize_corpus(tokenizer: Any, texts: Sequence[str], batch_size: int = 1_000) -> TokenizedCorpus:
+    """Batched fast tokenisation into one flat array; empty documents are dropped."""
+    texts = [t for t in texts if t and t.strip()]
+    if not texts:
+        raise ValueError(NO_DOCUMENTS)
+    dtype = id_dtype(len(tokenizer))
+    chunks = [np.asarray(ids, dtype=dtype) for batch in encoded_batches(tokenizer, iter(texts), batch_size)
+              for ids in batch if ids]
+    if not chunks:
+        raise ValueError("the tokenizer produced no tokens for any document")
+    return TokenizedCorpus(np.concatenate(chunks), offsets_of(chunks))
+
+
+def truncate_sequences(corpus: TokenizedCorpus, seq_len: int, cls_id: int, sep_id: int,
+                       pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """The paper's format: one example per document, ``[CLS] doc[:seq_len-2] [SEP]``, then padding.
+
+    Returns (ids [n, seq_len], lengths [n]); the text after position 126 of a long document is lost.
+    """
+    starts = corpus.offsets[:-1]
+    lens = np.minimum(np.diff(corpus.offsets), seq_len - 2)
+    n = len(lens)
+    out = np.full((n, seq_len), pad_id, dtype=corpus.ids.dtype)
+    out[:, 0] = cls_id
+    rows = np.repeat(np.arange(n), lens)
+    cols = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+    out[rows, 1 + cols] = corpus.ids[np.repeat(starts, lens) + cols]
+    out[np.arange(n), 1 + lens] = sep_id
+    return out, (lens + 2).astype(np.int16)
+
+
+def pack_sequences(corpus: TokenizedCorpus, seq_len: int, cls_id: int, sep_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Packed format: documents joined with [SEP], cut into ``[CLS] + seq_len-1`` token blocks.
+
+    Every position is a real token (no padding, ~1.4x the text per step on the embedded corpus),
+    long documents are kept whole, but attention crosses document boundaries. The tail that does
+    not fill a block is dropped.
+    """
+    stream = np.insert(corpus.ids, corpus.offsets[1:], sep_id)
+    block = seq_len - 1
+    n = len(stream) // block
+    if n == 0:
+        raise ValueError(f"the corpus has {len(stream)} tokens, too few for one packed block of {seq_len}")
+    out = np.empty((n, seq_len), dtype=corpus.ids.dtype)
+    out[:, 0] = cls_id
+    out[:, 1:] = stream[:n * block].reshape(n, block)
+    return out, np.full(n, seq_len, dtype=np.int16)
+
+
+def make_sequences(corpus: TokenizedCorpus, tokenizer: Any, seq_len: int,
+                   packing: bool) -> tuple[np.ndarray, np.ndarray]:
+    if packing:
+        return pack_sequences(corpus, seq_len, tokenizer.cls_token_id, tokenizer.sep_token_id)
+    return truncate_sequences(corpus, seq_len, tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)
+
+
+def fixed_eval_mask(tokenizer: Any, ids: np.ndarray, lengths: np.ndarray, mlm_probability: float = 0.15,
+                    seed: int = EVAL_MASK_SEED) -> tuple[np.ndarray, np.ndarray]:
+    """Mask the evaluation sequences once, so every evaluation of every model scores the same positions."""
+    collator = MLMCollator(tokenizer, mlm_probability=mlm_probability, seed=seed)
+    input_ids = torch.from_numpy(ids.astype(np.int64))
+    masked = collator.mask(input_ids, lengths_to_mask(torch.from_numpy(lengths.astype(np.int64)), ids.shape[1]))
+    return masked["input_ids"].numpy().astype(ids.dtype), masked["labels"].numpy().astype(np.int32)
+
+
+# ---- Shards ----
 
 
 def check_vocab_fits(vocab_size: int) -> None:
@@ -43,37 +150,22 @@ def check_vocab_fits(vocab_size: int) -> None:
                          "ids); use a smaller vocabulary or prepare_data without shards, which switches to int32")
 
 
-# ---- Writing ----
-
-
-def _identity(tokenizer: Any, seq_len: int, shard_size: int, n_sequences: int | None) -> dict[str, Any]:
-    """What a resumed run must share with the interrupted one, or the shards would mix two datasets."""
-    from helpers.static_vectors import vocab_fingerprint
-
-    return {"format": FORMAT, "seq_len": seq_len, "shard_size": shard_size, "n_sequences": n_sequences,
-            "vocab_size": len(tokenizer), "vocab_sha256": vocab_fingerprint(tokenizer),
-            "special_ids": {"cls": tokenizer.cls_token_id, "sep": tokenizer.sep_token_id,
-                            "pad": tokenizer.pad_token_id}}
-
-
 def read_manifest(out_dir: str | Path) -> dict[str, Any] | None:
-    path = ShardFiles(Path(out_dir)).manifest
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
-def _write_atomically(path: Path, write: Callable[[IO[bytes]], Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as handle:
-        write(handle)
-    os.replace(tmp, path)
+    return ck.read_run_json(ShardFiles(Path(out_dir)).manifest)
 
 
 def _write_manifest(path: Path, manifest: dict[str, Any]) -> None:
-    _write_atomically(path, lambda handle: handle.write(json.dumps(manifest, indent=1).encode()))
+    with ck.written_whole(path) as tmp:
+        tmp.write_text(json.dumps(manifest, indent=1))
 
 
-def _start(out_dir: Path, identity: dict[str, Any]) -> dict[str, Any]:
-    """The manifest to continue from: the existing one if it matches, else a fresh one."""
+def _start(out_dir: Path, tokenizer: Any, seq_len: int, shard_size: int, n_sequences: int | None) -> dict[str, Any]:
+    """The manifest to continue from: the existing one if it was written with the same settings (else the shards
+    would mix two datasets), or a fresh one."""
+    identity = {"format": FORMAT, "seq_len": seq_len, "shard_size": shard_size, "n_sequences": n_sequences,
+                "vocab_size": len(tokenizer), "vocab_sha256": vocab_fingerprint(tokenizer),
+                "special_ids": {"cls": tokenizer.cls_token_id, "sep": tokenizer.sep_token_id,
+                                "pad": tokenizer.pad_token_id}}
     manifest = read_manifest(out_dir)
     if manifest is None:
         return {**identity, "shards": [], "documents_read": 0, "sequences": 0, "tokens": 0, "docs_longer": 0,
@@ -85,26 +177,6 @@ def _start(out_dir: Path, identity: dict[str, Any]) -> dict[str, Any]:
     return manifest
 
 
-def _skip_used(docs: Iterator[str], used: int) -> Iterator[str]:
-    """The stream after the ``used`` documents the finished shards hold (read, not tokenised)."""
-    skipped = sum(1 for _ in itertools.islice(docs, used))
-    if skipped < used:
-        raise ValueError(f"the stream has {skipped:,} documents, fewer than the {used:,} the finished shards "
-                         "used; resume with the same documents")
-    return docs
-
-
-def _encoded_batches(tokenizer: Any, docs: Iterator[str], batch_size: int) -> Iterator[list[list[int]]]:
-    """Token ids (no special tokens) of each document, one list per batch; empty documents give []."""
-    while batch := list(itertools.islice(docs, batch_size)):
-        for text in batch:
-            if not isinstance(text, str):
-                raise TypeError(f"documents must be strings, got {type(text).__name__}")
-        kept = [text for text in batch if text.strip()]
-        encoded = iter(encode(tokenizer, kept) if kept else [])
-        yield [next(encoded) if text.strip() else [] for text in batch]
-
-
 def sequence_rows(docs: Sequence[Sequence[int]], seq_len: int, cls_id: int, sep_id: int,
                   pad_id: int) -> tuple[np.ndarray, np.ndarray]:
     """Documents' ids into ``prepare_data``'s rows: [CLS] doc[:seq_len-2] [SEP] padding, and their lengths."""
@@ -113,59 +185,30 @@ def sequence_rows(docs: Sequence[Sequence[int]], seq_len: int, cls_id: int, sep_
     return truncate_sequences(TokenizedCorpus(flat, offsets), seq_len, cls_id, sep_id, pad_id)
 
 
-class _ShardWriter:
-    """Fills one shard in memory (all the memory used) and saves it when full; the manifest counts saved ones."""
-
-    def __init__(self, files: ShardFiles, manifest: dict[str, Any], specials: tuple[int, int, int], bar: Any) -> None:
-        self.files, self.manifest, self.specials, self.bar = files, manifest, specials, bar
-        self.seq_len, self.shard_size = manifest["seq_len"], manifest["shard_size"]
-        self.ids = np.empty((self.shard_size, self.seq_len), dtype=ID_DTYPE)
-        self.lengths = np.empty(self.shard_size, dtype=LENGTH_DTYPE)
-        self.filled, self.read = 0, manifest["documents_read"]
-        self.tokens, self.longer = manifest.get("tokens", 0), manifest.get("docs_longer", 0)  # of the kept documents
-
-    def take(self, batch: list[list[int]], wanted: float) -> bool:
-        """Add one batch of encoded documents; True once ``wanted`` sequences are saved."""
-        rows: list[list[int]] = []
+def _kept_rows(batches: Iterable[list[list[int]]], seq_len: int, counts: dict[str, int]) -> Iterator[list[int]]:
+    """The non-empty documents (prepare_data drops empty ones too) cut to the seq_len - 2 tokens ever used; counts
+    the documents read and the kept ones' tokens and cuts in ``counts``, up to the document last given."""
+    for batch in batches:
         for doc in batch:
-            self.read += 1
-            if not doc:
-                continue  # empty documents are dropped, as prepare_data drops them
-            rows.append(doc[:self.seq_len - 2])  # only the first seq_len - 2 tokens are ever used
-            self.tokens += len(doc)
-            self.longer += len(doc) > self.seq_len - 2
-            pending = self.filled + len(rows)  # rows of the shard being filled
-            if pending == self.shard_size or self.manifest["sequences"] + pending >= wanted:
-                self._add(rows)
-                rows = []
-                self.save_shard()
-                if self.manifest["sequences"] >= wanted:
-                    return True
-        if rows:
-            self._add(rows)
-        return self.manifest["sequences"] >= wanted
+            counts["documents_read"] += 1
+            if doc:
+                counts["tokens"] += len(doc)
+                counts["docs_longer"] += len(doc) > seq_len - 2
+                yield doc[:seq_len - 2]
 
-    def _add(self, rows: list[list[int]]) -> None:
-        block, lengths = sequence_rows(rows, self.seq_len, *self.specials)
-        end = self.filled + len(rows)
-        self.ids[self.filled:end], self.lengths[self.filled:end] = block, lengths
-        self.filled = end
-        self.bar.update(len(rows))
 
-    def save_shard(self) -> None:
-        """Save the rows filled so far as the next shard; it counts only once the manifest says so."""
-        if not self.filled:
-            return
-        index, manifest = len(self.manifest["shards"]), self.manifest
-        _write_atomically(self.files.ids(index), partial(np.save, arr=self.ids[:self.filled]))
-        _write_atomically(self.files.lengths(index), partial(np.save, arr=self.lengths[:self.filled]))
-        manifest["shards"].append({"ids": self.files.ids(index).name, "lengths": self.files.lengths(index).name,
-                                   "sequences": self.filled})
-        manifest["sequences"] += self.filled
-        manifest["documents_read"] = self.read
-        manifest["tokens"], manifest["docs_longer"] = self.tokens, self.longer
-        _write_manifest(self.files.manifest, manifest)
-        self.filled = 0
+def _save_shard(files: ShardFiles, manifest: dict[str, Any], ids: np.ndarray, lengths: np.ndarray,
+                counts: dict[str, int]) -> None:
+    """Save the next shard; it counts only once the manifest, written after it, says so."""
+    index = len(manifest["shards"])
+    for path, rows in ((files.ids(index), ids), (files.lengths(index), lengths)):
+        with ck.written_whole(path) as tmp:  # a .npy name, so np.save adds no suffix
+            np.save(tmp, rows)
+    manifest["shards"].append({"ids": files.ids(index).name, "lengths": files.lengths(index).name,
+                               "sequences": len(ids)})
+    manifest["sequences"] += len(ids)
+    manifest.update(counts)
+    _write_manifest(files.manifest, manifest)
 
 
 def write_shards(tokenizer: Any, documents: Iterable[str], out_dir: str | Path, n_sequences: int | None = None,
@@ -185,19 +228,32 @@ def write_shards(tokenizer: Any, documents: Iterable[str], out_dir: str | Path, 
         raise ValueError("seq_len must be at least 3 and shard_size, batch_size and n_sequences at least 1")
     files = ShardFiles(Path(out_dir))
     files.folder.mkdir(parents=True, exist_ok=True)
-    manifest = _start(files.folder, _identity(tokenizer, seq_len, shard_size, n_sequences))
+    manifest = _start(files.folder, tokenizer, seq_len, shard_size, n_sequences)
     if manifest["complete"]:
         return manifest
     wanted = n_sequences if n_sequences is not None else float("inf")
-    docs = _skip_used(iter(documents), manifest["documents_read"])
+    docs, used = iter(documents), manifest["documents_read"]
+    skipped = sum(1 for _ in itertools.islice(docs, used))  # the documents the finished shards hold: read, not encoded
+    if skipped < used:
+        raise ValueError(f"the stream has {skipped:,} documents, fewer than the {used:,} the finished shards "
+                         "used; resume with the same documents")
+    counts = {k: manifest.get(k, 0) for k in ("documents_read", "tokens", "docs_longer")}  # of the finished shards
+    rows = _kept_rows(encoded_batches(tokenizer, docs, batch_size), seq_len, counts)
+    specials = (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)
+    ids, lengths = np.empty((shard_size, seq_len), dtype=ID_DTYPE), np.empty(shard_size, dtype=LENGTH_DTYPE)
     with tqdm(total=n_sequences, initial=manifest["sequences"], unit="seq", desc="tokenising",
               disable=not progress) as bar:
-        writer = _ShardWriter(files, manifest, (tokenizer.cls_token_id, tokenizer.sep_token_id,
-                                                tokenizer.pad_token_id), bar)
-        for batch in _encoded_batches(tokenizer, docs, batch_size):
-            if writer.take(batch, wanted):
-                break
-        writer.save_shard()
+        while manifest["sequences"] < wanted:  # one shard (all the memory used) a turn, filled a batch at a time
+            room, filled = min(shard_size, wanted - manifest["sequences"]), 0
+            while filled < room and (batch := list(itertools.islice(rows, min(batch_size, room - filled)))):
+                end = filled + len(batch)
+                ids[filled:end], lengths[filled:end] = sequence_rows(batch, seq_len, *specials)
+                filled = end
+                bar.update(len(batch))
+            if filled:
+                _save_shard(files, manifest, ids[:filled], lengths[:filled], counts)
+            if filled < room:
+                break  # the stream ended
     manifest["complete"] = True
     manifest["exhausted"] = manifest["sequences"] < wanted  # the stream ended before n_sequences
     _write_manifest(files.manifest, manifest)
@@ -226,17 +282,12 @@ class ShardedArray:
         return self.length
 
     def __getitem__(self, key: Any) -> np.ndarray:
-        if isinstance(key, (int, np.integer)):
-            index = int(key) + self.length if key < 0 else int(key)
-            if not 0 <= index < self.length:
-                raise IndexError(f"index {key} is out of range for {self.length} rows")
-            return np.asarray(self.parts[index // self.shard_size][index % self.shard_size])
         rows = np.arange(*key.indices(self.length)) if isinstance(key, slice) else np.asarray(key)
         if rows.dtype == bool:
             rows = np.flatnonzero(rows)
         rows = np.where(rows < 0, rows + self.length, rows)
         if rows.size and (rows.min() < 0 or rows.max() >= self.length):
-            raise IndexError(f"an index is out of range for {self.length} rows")
+            raise IndexError(f"index {key} is out of range for {self.length} rows")
         out = np.empty((*rows.shape, *self.shape[1:]), dtype=self.dtype)
         shard, within = np.divmod(rows, self.shard_size)
         for s in np.unique(shard):

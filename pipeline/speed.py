@@ -35,20 +35,18 @@ def first_step_at_or_below(run: Run, name: str, level: float) -> int | None:
 
 
 def _row(group: SeedGroup, name: str, level: float) -> dict[str, Any] | None:
-    tiny = [first_step_at_or_below(r, "bert_tiny", level) for r in group.runs]
-    other = [first_step_at_or_below(r, name, level) for r in group.runs]
-    reached = sum(t is not None and o is not None for t, o in zip(tiny, other))
-    if not any(o is not None for o in other):
+    steps = [(first_step_at_or_below(r, "bert_tiny", level), first_step_at_or_below(r, name, level))
+             for r in group.runs]
+    tiny, other = ([s for s in found if s is not None] for found in zip(*steps))
+    if not other:
         return None  # a level the model never reaches says nothing about speed
-    saved = [t - o for t, o in zip(tiny, other) if t is not None and o is not None]
-    low, high = seed_t_interval(saved) if reached == len(group.runs) else (math.nan, math.nan)
+    saved = [t - o for t, o in steps if t is not None and o is not None]
+    every = len(saved) == len(group.runs)
+    low, high = seed_t_interval(saved) if every else (math.nan, math.nan)
     return {"lang": group.lang, "label": group.label, "model": paper.MODEL_LABELS[name], "level": level,
-            "n_seeds": len(group.runs), "reached": reached,
-            "tiny_step": float(np.mean([t for t in tiny if t is not None])) if any(t is not None for t in tiny)
-            else math.nan, "model_step": float(np.mean([o for o in other if o is not None])),
-            "steps_saved": float(np.mean(saved)) if reached == len(group.runs) else math.nan,
-            "seed_ci_low": low, "seed_ci_high": high,
-            "steps_saved_per_seed": " ".join(str(s) for s in saved)}
+            "n_seeds": len(group.runs), "reached": len(saved), "tiny_step": float(np.mean(tiny)) if tiny else math.nan,
+            "model_step": float(np.mean(other)), "steps_saved": float(np.mean(saved)) if every else math.nan,
+            "seed_ci_low": low, "seed_ci_high": high, "steps_saved_per_seed": " ".join(str(s) for s in saved)}
 
 
 def steps_saved_table(runset: RunSet) -> pd.DataFrame:
@@ -59,8 +57,7 @@ def steps_saved_table(runset: RunSet) -> pd.DataFrame:
     """
     rows = []
     for group in (g for g in comparison_groups(runset) if g.runs):
-        with_control = SeedGroup(group.lang, [r for r in group.runs if CONTROL_MODEL in r.models])
-        for name, seeds in (("bert_ft", group), (CONTROL_MODEL, with_control)):
+        for name, seeds in (("bert_ft", group), (CONTROL_MODEL, group.with_control())):
             rows += [row for level in LOSS_LEVELS if seeds.runs and (row := _row(seeds, name, level))]
     return pd.DataFrame(rows, columns=COLUMNS)
 

@@ -32,16 +32,13 @@ def staged(parent: Path, name: str) -> Iterator[Path]:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def move_into(staging: Path, target: Path) -> list[Path]:
+def move_into(staging: Path, target: Path) -> None:
     """Every file under ``staging`` into the same place under ``target``, each replaced in one step."""
     target.mkdir(parents=True, exist_ok=True)
-    moved = []
     for path in sorted(p for p in staging.rglob("*") if p.is_file()):
         destination = target / path.relative_to(staging)
         destination.parent.mkdir(parents=True, exist_ok=True)
         os.replace(path, destination)
-        moved.append(destination)
-    return moved
 
 
 def remove_files(folder: Path, names: Iterable[str]) -> list[Path]:
@@ -55,15 +52,12 @@ def remove_files(folder: Path, names: Iterable[str]) -> list[Path]:
     return removed
 
 
-def remove_abandoned_staging(target: Path) -> list[Path]:
-    """Staging folders for ``target`` (``.<name>.incoming-<pid>`` beside it) whose process is gone."""
-    removed = []
+def remove_abandoned_staging(target: Path) -> None:
+    """Remove the staging folders for ``target`` (``.<name>.incoming-<pid>`` beside it) whose process is gone."""
     for staging in Path(target).parent.glob(staging_name(Path(target).name, "*")):
         pid = staging.name.rsplit("-", 1)[-1]
         if pid.isdigit() and not process_alive(int(pid)):
             shutil.rmtree(staging, ignore_errors=True)
-            removed.append(staging)
-    return removed
 
 
 def process_alive(pid: int) -> bool:

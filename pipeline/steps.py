@@ -111,20 +111,14 @@ def out_dir_of(step: Step, params: dict[str, Any]) -> Path:
     return Path(params["out_dir"]) if "out_dir" in params else Path(params["run_dir"]) / step.out
 
 
-def declared_parameters(notebook: Path) -> set[str]:
-    """The names assigned in a notebook's cell tagged ``parameters``."""
-    for cell in notebook_cells(notebook):
-        if "parameters" in cell.get("metadata", {}).get("tags", []):
-            tree = ast.parse(cell_source(cell))
-            return {t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
-                    for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
-                    if isinstance(t, ast.Name)}
-    raise JobError(f"{Path(notebook).name} has no cell tagged 'parameters'")
-
-
 def check_parameters(notebook: Path, params: dict[str, Any]) -> None:
-    """Refuse parameters a notebook does not declare: papermill would only log them and run on defaults."""
-    declared = declared_parameters(notebook)
+    """Refuse parameters a notebook does not declare in its cell tagged ``parameters``: papermill would only log
+    them and run on defaults."""
+    cell = next((c for c in notebook_cells(notebook) if "parameters" in c.get("metadata", {}).get("tags", [])), None)
+    if cell is None:
+        raise JobError(f"{Path(notebook).name} has no cell tagged 'parameters'")
+    declared = {t.id for node in ast.parse(cell_source(cell)).body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(t, ast.Name)}
     unknown = sorted(set(params) - declared)
     if unknown:
         raise JobError(f"{Path(notebook).name} does not take the parameter(s) {', '.join(unknown)}; "

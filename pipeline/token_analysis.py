@@ -9,15 +9,13 @@ BERT_FT minus BERT_TINY with the two-level interval of :func:`helpers.claims.two
 
 from __future__ import annotations
 
-import zlib
-from typing import Any, Callable
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from helpers.claims import Estimate, seed_estimate
-from pipeline.position_scores import RunPositions, rows_by_group
+from pipeline.position_scores import RunPositions, paired_difference, rows_by_group
 from pipeline.results import RunSet, SeedGroup, comparison_groups
 
 # Training-text count of the true token: rare (< 10) to very frequent (>= 10,000); log-spaced, so a bucket
@@ -35,17 +33,14 @@ def bucket_names() -> list[str]:
     return [f"{low:,}-{high - 1:,}" if high else f">= {low:,}" for low, high in zip(edges[:-1], edges[1:])]
 
 
-def groupings(run: RunPositions) -> dict[str, Callable[[], tuple[np.ndarray, list[str]]]]:
-    """Per grouping, each [MASK] position's group index and the groups' names."""
+def groupings(run: RunPositions) -> dict[str, tuple[np.ndarray, list[str]]]:
+    """Per grouping, each position's group index (by its true token) and the groups' names."""
     facts, label = run.facts, run.label
-    found = {
-        "training-text frequency": lambda: (frequency_bucket(facts["train_count"][label]), bucket_names()),
-        "word or piece": lambda: (facts["is_piece"][label].astype(int), ["whole word", "## piece"]),
-        "BERT_FT's initial row": lambda: (facts["has_vector"][label].astype(int),
-                                          ["zero (no fastText vector)", "fastText vector"]),
-    }
-    if not bool(facts.get("has_vector_known", True)):  # the static step's found.npy was not there to read
-        del found["BERT_FT's initial row"]
+    found = {"training-text frequency": (frequency_bucket(facts["train_count"][label]), bucket_names()),
+             "word or piece": (facts["is_piece"][label].astype(int), ["whole word", "## piece"])}
+    if bool(facts.get("has_vector_known", True)):  # else the static step's found.npy was not there to read
+        found["BERT_FT's initial row"] = (facts["has_vector"][label].astype(int),
+                                          ["zero (no fastText vector)", "fastText vector"])
     return found
 
 
@@ -55,22 +50,13 @@ def token_splits(runs: list[RunPositions]) -> list[tuple[str, str, list[np.ndarr
     A group one seed lacks (each seed counts its own training text) is left out whole: a mean over the other
     seeds beside an interval over all of them would describe two different sets.
     """
-    splits = []
-    for grouping in groupings(runs[0]):
-        found = [groupings(r)[grouping]() for r in runs]
-        for index, name in enumerate(found[0][1]):
-            chosen = [r.select("mask") & (ids == index) for r, (ids, _) in zip(runs, found)]
+    splits, found = [], [groupings(r) for r in runs]
+    for grouping, (_, names) in found[0].items():
+        for index, name in enumerate(names):
+            chosen = [r.select("mask") & (f[grouping][0] == index) for r, f in zip(runs, found)]
             if all(c.any() for c in chosen):
                 splits.append((grouping, name, chosen))
     return splits
-
-
-def paired_difference(runs: list[RunPositions], chosen: list[np.ndarray], same: bool, first: str, second: str,
-                      key: str, salt: str) -> Estimate:
-    """``first`` minus ``second`` in ``key`` at each seed's ``chosen`` positions: the mean over seeds, the
-    two-level interval (its draws seeded by ``salt``) and the seed-level t-interval."""
-    diffs = [r.scores[first][key][c] - r.scores[second][key][c] for r, c in zip(runs, chosen)]
-    return seed_estimate([float(d.mean()) for d in diffs], lambda: (diffs, same), seed=zlib.crc32(salt.encode()))
 
 
 def _group_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[str, Any]]:

@@ -13,8 +13,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import fields
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from helpers import presets
 from helpers.presets import PRESET_HELP, PRESET_NAMES, TrainConfig
@@ -24,94 +25,68 @@ from pipeline.layout import MODEL_NAMES, TRAINABLE_MODELS, PretrainFiles
 from pipeline.run_identity import hold_step
 from pipeline.runinfo import device_argument
 
+# Options that are TrainConfig fields of the same name, with what their values must be (presets' checks):
+# an integer of at least 1, or a number in the range presets.NUMBER_RANGES gives the kind named.
+COUNTS = ("steps", "batch_size", "eval_every", "checkpoint_every", "eval_sequences", "eval_batch_size")
+NUMBERS = ("lr", "weight_decay", "grad_clip", "eps", "warmup_fraction")
 
-def _number(kind: str) -> Callable[[str], float]:
-    """An argparse type: a float that presets.check_number accepts for ``kind``."""
 
-    def parse(text: str) -> float:
+def _checked(name: str, number: bool = False, low: int = 1) -> Callable[[str], float | int]:
+    """An argparse type: an integer of at least ``low``, or with ``number`` a float presets.check_number accepts
+    for the kind ``name``."""
+
+    def parse(text: str) -> float | int:
         try:
-            return presets.check_number(kind, float(text))
+            return presets.check_number(name, float(text)) if number else presets.check_count(name, int(text), low)
         except ValueError as err:
-            raise argparse.ArgumentTypeError(str(err)) from None
+            message = str(err) if number or "must" in str(err) else f"{name} must be an integer, got {text!r}"
+            raise argparse.ArgumentTypeError(message) from None
 
-    parse.__name__ = kind  # argparse names the option's type in its messages
-    return parse
-
-
-def _count(name: str, low: int = 1) -> Callable[[str], int]:
-    """An argparse type: an integer of at least ``low``."""
-
-    def parse(text: str) -> int:
-        try:
-            return presets.check_count(name, int(text), low)
-        except ValueError as err:
-            raise argparse.ArgumentTypeError(str(err) if "must" in str(err) else f"{name} must be an integer, "
-                                             f"got {text!r}") from None
-
-    parse.__name__ = name
     return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m pipeline.train_cli",
                                      description=training.__doc__.splitlines()[0])
-    parser.add_argument("--data", required=True, help="folder written by prepare_data (or the out_dir holding data/)")
-    parser.add_argument("--out", required=True, help="folder for bert_tiny/, bert_ft/ and bert_ft_perm/")
-    parser.add_argument("--model", required=True, choices=TRAINABLE_MODELS,
-                        help="bert_tiny (random embeddings), bert_ft (static vectors) or bert_ft_perm (the control: "
-                             "BERT_FT's vector rows permuted among themselves, a fixed permutation per seed)")
-    parser.add_argument("--init", default="random",
-                        help="'random' for bert_tiny; the static-vector folder of notebook 03 for bert_ft and "
-                             "bert_ft_perm (required)")
-    parser.add_argument("--preset", default="paper", choices=PRESET_NAMES, help=PRESET_HELP)
-    parser.add_argument("--device", default="auto", type=device_argument, help="auto, cpu, cuda or cuda:N")
-    parser.add_argument("--seed", type=_count("seed", low=0), default=0)
-    parser.add_argument("--steps", type=_count("steps"))
-    parser.add_argument("--max-steps", type=_count("max_steps"), help="cap the preset's steps (schedule rescaled)")
-    parser.add_argument("--batch-size", type=_count("batch_size"))
-    parser.add_argument("--lr", type=_number("lr"))
-    parser.add_argument("--weight-decay", type=_number("weight_decay"))
-    parser.add_argument("--grad-clip", type=_number("grad_clip"))
-    parser.add_argument("--eps", type=_number("eps"))
-    parser.add_argument("--beta1", type=_number("beta"))
-    parser.add_argument("--beta2", type=_number("beta"))
-    parser.add_argument("--warmup-fraction", type=_number("warmup_fraction"))
-    parser.add_argument("--eval-every", type=_count("eval_every"))
-    parser.add_argument("--checkpoint-every", type=_count("checkpoint_every"))
-    parser.add_argument("--eval-sequences", type=_count("eval_sequences"))
-    parser.add_argument("--eval-batch-size", type=_count("eval_batch_size"))
-    parser.add_argument("--attention", choices=presets.ATTENTION, help="attention kernel (auto: sdpa_padded on CUDA, "
-                        "sdpa elsewhere)")
-    parser.add_argument("--precision", choices=presets.PRECISION,
-                        help="bf16 autocast or fp32 (auto: bf16 on CUDA only)")
-    parser.add_argument("--batching", choices=presets.BATCHING)
-    parser.add_argument("--dropout", choices=presets.DROPOUT)
-    parser.add_argument("--compile", action="store_true", help="torch.compile the loss (any device)")
-    parser.add_argument("--static-cap", action="store_true",
-                        help="score a fixed number of masked rows per batch, for static shapes (default on CUDA)")
-    parser.add_argument("--model-dropout", type=_number("dropout_probability"),
-                        help="the model's dropout probability (Table 4: 0.1); 0 makes runs with different "
-                             "numbers of processes give the same losses")
-    parser.add_argument("--stop-at", type=_count("stop_at"), help="stop after this step with a checkpoint")
-    parser.add_argument("--no-resume", action="store_true", help="ignore an existing checkpoint and start again")
-    parser.add_argument("--compare", action="store_true", help="afterwards, write comparison.json if both runs exist")
+    add = parser.add_argument
+    add("--data", required=True, help="folder written by prepare_data (or the out_dir holding data/)")
+    add("--out", required=True, help="folder for bert_tiny/, bert_ft/ and bert_ft_perm/")
+    add("--model", required=True, choices=TRAINABLE_MODELS,
+        help="bert_tiny (random embeddings), bert_ft (static vectors) or bert_ft_perm (the control: "
+             "BERT_FT's vector rows permuted among themselves, a fixed permutation per seed)")
+    add("--init", default="random", help="'random' for bert_tiny; the static-vector folder of notebook 03 for bert_ft "
+                                         "and bert_ft_perm (required)")
+    add("--preset", default="paper", choices=PRESET_NAMES, help=PRESET_HELP)
+    add("--device", default="auto", type=device_argument, help="auto, cpu, cuda or cuda:N")
+    add("--seed", type=_checked("seed", low=0), default=0)
+    add("--max-steps", type=_checked("max_steps"), help="cap the preset's steps (schedule rescaled)")
+    for name in COUNTS + NUMBERS:
+        add("--" + name.replace("_", "-"), type=_checked(name, number=name in NUMBERS))
+    add("--beta1", type=_checked("beta", number=True))
+    add("--beta2", type=_checked("beta", number=True))
+    add("--attention", choices=presets.ATTENTION, help="attention kernel (auto: sdpa_padded on CUDA, sdpa elsewhere)")
+    add("--precision", choices=presets.PRECISION, help="bf16 autocast or fp32 (auto: bf16 on CUDA only)")
+    add("--batching", choices=presets.BATCHING)
+    add("--dropout", choices=presets.DROPOUT)
+    add("--compile", action="store_const", const=True, help="torch.compile the loss (any device)")
+    add("--static-cap", dest="cap_masked", action="store_const", const=True,
+        help="score a fixed number of masked rows per batch, for static shapes (default on CUDA)")
+    add("--model-dropout", type=_checked("dropout_probability", number=True),
+        help="the model's dropout probability (Table 4: 0.1); 0 makes runs with different numbers of processes "
+             "give the same losses")
+    add("--stop-at", type=_checked("stop_at"), help="stop after this step with a checkpoint")
+    add("--no-resume", action="store_true", help="ignore an existing checkpoint and start again")
+    add("--compare", action="store_true", help="afterwards, write comparison.json if both runs exist")
     return parser
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """The preset's TrainConfig with the options given on the command line applied (and checked again)."""
     cfg = presets.get(args.preset).train
-    names = ("steps", "batch_size", "lr", "weight_decay", "grad_clip", "eps", "warmup_fraction", "eval_every",
-             "checkpoint_every", "eval_sequences", "eval_batch_size", "attention", "batching", "dropout",
-             "precision")
-    changes: dict[str, Any] = {k: getattr(args, k) for k in names if getattr(args, k) is not None}
+    changes = {f.name: getattr(args, f.name) for f in fields(TrainConfig)
+               if f.name != "max_steps" and getattr(args, f.name, None) is not None}
     if args.beta1 is not None or args.beta2 is not None:
-        changes["betas"] = (args.beta1 if args.beta1 is not None else cfg.betas[0],
-                            args.beta2 if args.beta2 is not None else cfg.betas[1])
-    if args.compile:
-        changes["compile"] = True
-    if args.static_cap:
-        changes["cap_masked"] = True
+        changes["betas"] = tuple(old if new is None else new for old, new in zip(cfg.betas, (args.beta1, args.beta2)))
     cfg = cfg.replace(**changes)
     return cap_steps(cfg, args.max_steps) if args.max_steps is not None else cfg
 
@@ -141,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if is_main_process():  # one holder of the step, however many processes train
             hold_step(Path(args.out), "train_cli")
         info = training.train(args.model, args.init, cfg, args.data, args.out, device=args.device, seed=args.seed,
-                       resume=not args.no_resume, stop_at=args.stop_at, model_overrides=model_overrides(args))
+                              resume=not args.no_resume, stop_at=args.stop_at, model_overrides=model_overrides(args))
         if not is_main_process():
             return 0  # process 0 wrote the files and reports
         folder = PretrainFiles(Path(args.out))

@@ -23,11 +23,11 @@ from typing import IO, Any, Iterator
 
 import numpy as np
 
-from helpers.presets import PAPER_TOP_N, FastTextSettings, VectorsConfig
+from helpers.presets import PAPER_TOP_N, VectorsConfig
 from helpers.static_vectors import WordVectors
-from pipeline.content_hash import content_digest
 from pipeline.data import CorpusSpec, load_corpus
 from pipeline.fasttext_training import clean_bucket, has_subwords, train_fasttext, vectors_from_model
+from pipeline.fingerprints import content_digest
 from pipeline.layout import REPO_ROOT
 
 CC_URL = "https://dl.fbaipublicfiles.com/fasttext/vectors-crawl/cc.{lang}.300.vec.gz"
@@ -52,19 +52,6 @@ def _gzip_checked(where: Any) -> Iterator[None]:
                          "download it again") from None
 
 
-def _parse_header(line: str, where: str) -> tuple[int, int]:
-    if not line:
-        raise ValueError(f"{where} is empty; expected a fastText .vec file starting with 'n_words dim'")
-    parts = line.removeprefix(BOM).split()
-    if len(parts) != 2 or not all(p.isdigit() for p in parts):
-        raise ValueError(f"{where}: line 1 should be the fastText header 'n_words dim' (two integers), got "
-                         f"{line.strip()[:80]!r}; is this a fastText .vec file?")
-    n_words, dim = int(parts[0]), int(parts[1])
-    if n_words < 1 or dim < 1:
-        raise ValueError(f"{where}: header says {n_words} words of dimension {dim}; both must be positive")
-    return n_words, dim
-
-
 def iter_vec(fh: IO[str], where: str, top_n: int | None = PAPER_TOP_N,
              expected_dim: int | None = None) -> Iterator[Any]:
     """Yield the header ``(n_words, dim)``, then ``(fields, line)`` for the first ``top_n`` words, checked.
@@ -75,7 +62,16 @@ def iter_vec(fh: IO[str], where: str, top_n: int | None = PAPER_TOP_N,
     """
     if top_n is not None and top_n < 1:
         raise ValueError(f"top_n must be a positive number of words, got {top_n}")
-    n_words, dim = _parse_header(fh.readline(), where)
+    line = fh.readline()
+    if not line:
+        raise ValueError(f"{where} is empty; expected a fastText .vec file starting with 'n_words dim'")
+    parts = line.removeprefix(BOM).split()
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"{where}: line 1 should be the fastText header 'n_words dim' (two integers), got "
+                         f"{line.strip()[:80]!r}; is this a fastText .vec file?")
+    n_words, dim = int(parts[0]), int(parts[1])
+    if n_words < 1 or dim < 1:
+        raise ValueError(f"{where}: header says {n_words} words of dimension {dim}; both must be positive")
     if expected_dim is not None and dim != expected_dim:
         raise ValueError(f"{where} holds {dim}-dimensional vectors (header) but {expected_dim} were expected; "
                          f"use the cc.LANG.{expected_dim} vectors or a model whose hidden size is {dim}")
@@ -154,10 +150,6 @@ def prefix_path(lang: str, top_n: int, cache_dir: str | Path = DEFAULT_CACHE) ->
     return Path(cache_dir).expanduser() / f"cc.{lang}.300.top{top_n}.vec.gz"
 
 
-def prefix_info_path(prefix: Path) -> Path:
-    return Path(f"{prefix}.json")  # what save_prefix recorded: the original header's counts, the bytes read
-
-
 def save_prefix(source: IO[bytes], dest: Path, top_n: int, where: str, progress: bool = False) -> dict[str, Any]:
     """Copy the header and first ``top_n`` word lines of a gzipped .vec stream into ``dest`` (gzipped).
 
@@ -186,7 +178,7 @@ def save_prefix(source: IO[bytes], dest: Path, top_n: int, where: str, progress:
     info = {"source": where, "header_words": n_words, "dim": dim, "lines_kept": kept, "top_n": top_n,
             "complete": kept == n_words, "compressed_bytes_read": counting.bytes_read,
             "bytes_cached": dest.stat().st_size, "seconds": round(time.perf_counter() - started, 1)}
-    prefix_info_path(dest).write_text(json.dumps(info, indent=2), encoding="utf-8")
+    Path(f"{dest}.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
     return info
 
 
@@ -200,14 +192,14 @@ def download_vectors(lang: str, cache_dir: str | Path = DEFAULT_CACHE, top_n: in
         raise ValueError(f"lang must be a fastText language code such as 'en' or 'cs', got {lang!r}")
     url = url or CC_URL.format(lang=lang)
     dest = prefix_path(lang, top_n, cache_dir)
-    if dest.is_file() and prefix_info_path(dest).is_file():
+    if dest.is_file() and Path(f"{dest}.json").is_file():
         return dest
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:
             save_prefix(response, dest, top_n, url, progress)
-    except ValueError:
-        raise
     except Exception as err:
+        if isinstance(err, ValueError):
+            raise
         raise ConnectionError(
             f"could not download {url} ({type(err).__name__}: {err}). Offline alternatives: copy "
             f"cc.{lang}.300.vec.gz (from {CC_PAGE}) here and pass vectors=PATH (it is read only up to "
@@ -218,7 +210,7 @@ def download_vectors(lang: str, cache_dir: str | Path = DEFAULT_CACHE, top_n: in
 
 def cached_prefix_info(path: Path) -> dict[str, Any] | None:
     """What :func:`save_prefix` recorded about a cached prefix (None for any other file)."""
-    info = prefix_info_path(path)
+    info = Path(f"{path}.json")
     return json.loads(info.read_text(encoding="utf-8")) if info.is_file() else None
 
 
@@ -350,11 +342,6 @@ def obtain_vectors(config: VectorsConfig, lang: str, corpus: CorpusSpec, seed: i
         info = {"source": "published", "vectors_path": str(path), "url": CC_URL.format(lang=lang),
                 "top_n": config.top_n, "download": cached_prefix_info(path)}
         return VectorsSource(read_vec(path, config.top_n, config.fasttext.dim), None, info)
-    return _train_for_preset(config, lang, corpus, seed, progress)
-
-
-def _train_for_preset(config: VectorsConfig, lang: str, corpus: CorpusSpec, seed: int,
-                      progress: bool) -> VectorsSource:
     texts = load_corpus(corpus, lang, "train", max_docs=config.max_docs)
     started, cpu_started = time.perf_counter(), time.process_time()
     model = train_fasttext(texts.texts, config.fasttext, seed=seed, progress=progress)
@@ -363,13 +350,10 @@ def _train_for_preset(config: VectorsConfig, lang: str, corpus: CorpusSpec, seed
     info = {
         "source": "train", "corpus": texts.name, "corpus_source": texts.source, "corpus_docs": len(texts),
         "corpus_words": texts.n_words(), "top_n": config.top_n, "n_model_words": len(vectors),
-        "fasttext": settings_record(config.fasttext, seed), "train_seconds": round(seconds, 1),
+        "fasttext": {**asdict(config.fasttext), "bucket": clean_bucket(config.fasttext.bucket, config.fasttext.dim),
+                     "seed": seed, "thread": 1,
+                     "seed_means": "document order of the training file (fastText's own seed is fixed)"},
+        "train_seconds": round(seconds, 1),
         "train_cpu_seconds": round(cpu_seconds, 1), "pretokenisation": "BertNormalizer(cased) + BertPreTokenizer",
     }
     return VectorsSource(vectors, model, info)
-
-
-def settings_record(settings: FastTextSettings, seed: int, threads: int = 1) -> dict[str, Any]:
-    """What the manifest records about training: every setting, the seed and how determinism was had."""
-    return {**asdict(settings), "bucket": clean_bucket(settings.bucket, settings.dim), "seed": seed,
-            "thread": threads, "seed_means": "document order of the training file (fastText's own seed is fixed)"}

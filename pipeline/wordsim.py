@@ -45,7 +45,8 @@ class Pair:
     human: float
 
 
-def benchmark_path(name: str) -> Path:
+def load_pairs(name: str) -> list[Pair]:
+    """The benchmark's word pairs and mean human ratings ('#' lines are comments)."""
     if name not in BENCHMARKS:
         raise ValueError(f"unknown benchmark {name!r}; choose one of {', '.join(BENCHMARKS)}")
     try:
@@ -55,12 +56,6 @@ def benchmark_path(name: str) -> Path:
                                 "installed; install the project's pinned dependencies (pip install -e .)") from None
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing from the installed gensim; reinstall gensim (its wheel ships it)")
-    return path
-
-
-def load_pairs(name: str) -> list[Pair]:
-    """The benchmark's word pairs and mean human ratings ('#' lines are comments)."""
-    path = benchmark_path(name)
     pairs = []
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip() or line.startswith("#"):
@@ -117,14 +112,11 @@ def evaluate(words: Sequence[str], matrix: np.ndarray, name: str, n_bootstrap: i
     rows_a, rows_b, human = (np.array(col) for col in zip(*kept))
     sims = cosines(np.asarray(matrix), rows_a, rows_b)
     result["spearman"] = spearman(human, sims)
-    draws = bootstrap_draws(np.column_stack([human, sims]), _resampled_spearman, draws=n_bootstrap, seed=seed)
+    # each resample of (human rating, cosine) rows, shape (k, pairs, 2), gives one rho
+    draws = bootstrap_draws(np.column_stack([human, sims]), lambda resamples: np.array(
+        [spearman(pairs[:, 0], pairs[:, 1]) for pairs in resamples]), draws=n_bootstrap, seed=seed)
     result["ci_low"], result["ci_high"] = percentile_interval(draws)
     return result
-
-
-def _resampled_spearman(resamples: np.ndarray) -> np.ndarray:
-    """Spearman's rho of each resample of (human rating, cosine) rows, shape (k, pairs, 2) -> (k,)."""
-    return np.array([spearman(pairs[:, 0], pairs[:, 1]) for pairs in resamples])
 
 
 def word_similarity(words: Sequence[str], matrix: np.ndarray, n_bootstrap: int = N_BOOTSTRAP,

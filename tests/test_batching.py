@@ -16,7 +16,7 @@ def real_lengths() -> np.ndarray:
     """Lengths of the paper's truncated sequences on 2,000 embedded English articles (small tokenizer)."""
     from helpers.tokenizer import train_wordpiece
     from pipeline.data import EMBEDDED, load_corpus
-    from pipeline.sequences import tokenize_corpus, truncate_sequences
+    from pipeline.shards import tokenize_corpus, truncate_sequences
 
     corpus = load_corpus(EMBEDDED, "en", "train", max_docs=2_000)
     tokenizer = train_wordpiece(corpus.texts, 3_000, show_progress=False)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import content_hash, fingerprints
+from pipeline import fingerprints
 from pipeline.steps import STEP_BY_NAME
 
 
@@ -60,7 +60,7 @@ def test_a_vectors_file_replaced_at_the_same_path_changes_the_fingerprint_and_ch
     folder = run_dir / "static"
     folder.mkdir()
     fingerprints.mark_finished(folder, fingerprints.fingerprint(step, params), 1.0, params,
-                               inputs=content_hash.input_digests(params))
+                               inputs=fingerprints.input_digests(params))
     assert fingerprints.changed_inputs(folder, params) == []
     vectors.write_text("2 3\nthe 0.25 0.5 0.75\ndocument 0.3 0.2 0.1\n")  # new content, same path
     assert not fingerprints.is_up_to_date(folder, fingerprints.fingerprint(step, params))
@@ -71,16 +71,16 @@ def test_a_vectors_file_replaced_at_the_same_path_changes_the_fingerprint_and_ch
 def test_digests_are_read_once_and_kept_in_the_run_folder(inputs, monkeypatch) -> None:
     run_dir, corpus, vectors = inputs
     params = _params(run_dir, corpus, vectors)
-    first = content_hash.input_digests(params)
-    assert (run_dir / content_hash.CACHE_NAME).is_file()
+    first = fingerprints.input_digests(params)
+    assert (run_dir / fingerprints.INPUT_HASHES_NAME).is_file()
     opened = []
     real_open = open
     monkeypatch.setattr("builtins.open", lambda path, *a, **k: opened.append(path) or real_open(path, *a, **k))
-    assert content_hash.input_digests(params) == first and not [p for p in opened if str(p).endswith(".vec")]
+    assert fingerprints.input_digests(params) == first and not [p for p in opened if str(p).endswith(".vec")]
 
 
 def test_a_missing_input_is_named_missing_not_an_error(tmp_path: Path) -> None:
-    assert content_hash.content_digest(tmp_path / "gone.vec", {}) == "missing"
+    assert fingerprints.content_digest(tmp_path / "gone.vec", {}) == "missing"
 
 
 def test_the_static_manifest_records_the_vectors_files_content(inputs) -> None:
@@ -91,7 +91,7 @@ def test_the_static_manifest_records_the_vectors_files_content(inputs) -> None:
     _, _, vectors = inputs
     config = presets.VectorsConfig(source="train", fasttext=presets.FastTextSettings(dim=3))
     info = obtain_vectors(config, "en", CorpusSpec("embedded"), vectors_path=vectors).info
-    assert info["vectors_sha256"] == content_hash.content_digest(vectors, {})
+    assert info["vectors_sha256"] == fingerprints.content_digest(vectors, {})
 
 
 # ---------------------------------------------------------------- the main job, as the issue ran it
@@ -155,7 +155,7 @@ def test_the_job_names_a_corpus_vectors_or_labelled_file_replaced_at_the_same_pa
 def test_a_folder_input_names_the_files_added_changed_and_removed() -> None:
     then = {"corpus": {"path": "/c", "sha256": "a" * 64, "files": {"x.txt": "1", "y.txt": "2", "z.txt": "3"}}}
     now = {"corpus": {"path": "/c", "sha256": "b" * 64, "files": {"x.txt": "1", "y.txt": "9", "w.txt": "4"}}}
-    assert content_hash.changed_inputs(then, now) == [
+    assert fingerprints.compare_inputs(then, now) == [
         f"input corpus /c changed (sha256 {'a' * 12} -> {'b' * 12}): w.txt added, y.txt changed, z.txt removed"]
 
 
@@ -166,8 +166,8 @@ def test_an_unwritable_run_folder_keeps_no_cache_but_the_digests_still_come(inpu
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(Path, "write_text", full_disk)
-    digests = content_hash.input_digests(_params(run_dir, corpus, vectors))
-    assert digests["vectors"]["sha256"] == content_hash.content_digest(vectors, {})
+    digests = fingerprints.input_digests(_params(run_dir, corpus, vectors))
+    assert digests["vectors"]["sha256"] == fingerprints.content_digest(vectors, {})
     assert not list(run_dir.iterdir())
 
 
@@ -183,13 +183,13 @@ def test_the_help_says_when_the_digest_cache_is_trusted_and_deleting_it_reads_th
     assert f"{INPUT_HASHES_NAME} and trusted while a file's size and modification time are unchanged" in help_text
     run_dir, corpus, vectors = inputs
     params = _params(run_dir, corpus, vectors)
-    first = content_hash.input_digests(params)["vectors"]["sha256"]
+    first = fingerprints.input_digests(params)["vectors"]["sha256"]
     stat = vectors.stat()
     vectors.write_text(vectors.read_text().replace("0.1 0.2 0.3", "0.9 0.8 0.7"))  # same size
     os.utime(vectors, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    assert content_hash.input_digests(params)["vectors"]["sha256"] == first  # trusted, as the help says
+    assert fingerprints.input_digests(params)["vectors"]["sha256"] == first  # trusted, as the help says
     (run_dir / INPUT_HASHES_NAME).unlink()
-    assert content_hash.input_digests(params)["vectors"]["sha256"] != first
+    assert fingerprints.input_digests(params)["vectors"]["sha256"] != first
 
 
 def test_a_change_inside_a_symlinked_subfolder_of_a_corpus_changes_its_digest(tmp_path) -> None:
@@ -200,10 +200,10 @@ def test_a_change_inside_a_symlinked_subfolder_of_a_corpus_changes_its_digest(tm
     (corpus / "a.txt").write_text("The first document.\n")
     (elsewhere / "b.txt").write_text("A document reached through a link.\n")
     (corpus / "linked").symlink_to(elsewhere, target_is_directory=True)
-    before = content_hash.content_digest(corpus, {})
+    before = fingerprints.content_digest(corpus, {})
     (elsewhere / "b.txt").write_text("Another document reached through the link.\n")
-    assert content_hash.content_digest(corpus, {}) != before
-    assert "linked/b.txt" in content_hash.folder_digests(corpus, {})
+    assert fingerprints.content_digest(corpus, {}) != before
+    assert "linked/b.txt" in fingerprints.folder_digests(corpus, {})
 
 
 def test_a_run_folder_accepts_its_corpus_and_vectors_at_new_paths_but_not_another_seed(tmp_path) -> None:

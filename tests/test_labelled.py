@@ -118,7 +118,7 @@ def test_skipping_turns_every_later_cell_into_a_note_until_the_setup_cell_runs_a
 
 
 def test_a_local_labelled_set_enters_the_fingerprint_by_content(tmp_path: Path) -> None:
-    from pipeline.content_hash import input_files
+    from pipeline.fingerprints import input_files
 
     assert input_files({"labelled": f"files:{tmp_path / 'set.csv'}"}) == {"labelled": tmp_path / "set.csv"}
     assert input_files({"labelled": f"sib200:{tmp_path}"}) == {"labelled": tmp_path}

@@ -19,7 +19,7 @@ from pipeline import prepare, training
 from pipeline import train_cli as cli
 from pipeline.data import EMBEDDED, load_corpus
 from pipeline.layout import PretrainFiles
-from pipeline.sequences import make_sequences, tokenize_corpus
+from pipeline.shards import make_sequences, tokenize_corpus
 
 SMALL_MODEL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48)
 CFG = presets.TrainConfig(name="test", steps=8, batch_size=4, seq_len=32, eval_every=2, checkpoint_every=4,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import gc
 import os
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -103,6 +104,7 @@ def process_group(device: torch.device, world: World) -> Iterator[World]:
     try:
         yield world
     finally:
+        gc.collect()  # the last references to DDP's buckets, so no gloo thread still holds a tensor to free
         dist.destroy_process_group()
 
 

@@ -122,7 +122,11 @@ def train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Pat
                 raise
             finally:
                 run.close()
-            return run.finish(step, ctx)
+            finished = run.finish(step, ctx)
+            # Free the model (DDP holds the process group) before the group goes: freed after it, gloo's
+            # threads were joined while they waited for the GIL, and torchrun never ended.
+            del ctx, run
+            return finished
     finally:
         torch.set_num_threads(threads)
 

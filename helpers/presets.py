@@ -141,7 +141,7 @@ class FastTextSettings:
 
     ``minn``/``maxn`` are the character n-gram lengths; ``maxn=0`` turns subwords off (a plain
     word2vec-style model). ``bucket`` is the number of hashed n-gram rows (fastText's default of
-    2,000,000 costs 2.4 GB at dim 300); it is raised to :func:`clean_bucket` when training.
+    2,000,000 costs 2.4 GB at dim 300).
     """
 
     model: str = "skipgram"

@@ -9,12 +9,14 @@ took. ``fasttext`` is imported only where a model is trained, so the rest of the
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import functools
 import re
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 
@@ -23,12 +25,6 @@ from helpers.static_vectors import WordVectors
 
 EOS = "</s>"  # fastText's line-end marker: not a word, so never a row of the vectors
 
-# fasttext 0.9.3 with one thread initialises only part of its input matrix and leaves the rest as
-# allocated memory. A matrix above glibc's largest mmap threshold (32 MiB) is always fresh, zeroed
-# pages, so the hashed n-gram rows are raised until the matrix is at least this big: the rows it
-# does not initialise are then zero and runs repeat exactly.
-MIN_INPUT_MATRIX_BYTES = 64 * 2**20
-
 # Training speed (corpus words x epochs per second, one thread, dim 300, 5 negatives, window 5),
 # measured by benchmarks/fasttext_settings.py on the embedded English text; used only for the
 # time estimate printed before training. Subwords (maxn > 0) cost extra rows per word.
@@ -36,9 +32,28 @@ WORDS_PER_SECOND = {("skipgram", True): 38_000.0, ("skipgram", False): 56_000.0,
                     ("cbow", True): 72_000.0, ("cbow", False): 290_000.0}
 
 
-def clean_bucket(bucket: int, dim: int) -> int:
-    """``bucket`` raised so the hashed n-gram rows alone fill MIN_INPUT_MATRIX_BYTES (see above)."""
-    return max(bucket, -(-MIN_INPUT_MATRIX_BYTES // (4 * dim)))
+# With one thread, fastText 0.9.3 initialises only the first tenth of its input matrix (DenseMatrix::uniform)
+# and trains the rest from whatever the allocation held. In a process that has done other work that memory
+# can be reused heap: leftover NaNs ended in 'Encountered NaN' (once in the demo's Spanish notebook 03), other
+# leftovers gave other vectors (test_static_vectors). While fastText trains, glibc fills each new allocation
+# with M_PERTURB's complement, 0xFF ^ 0xFF = 0, so those rows start at zero as fresh pages do. Other C
+# libraries give no such switch, and there the rows start as the allocator leaves them.
+M_PERTURB = -6  # mallopt's parameter number (glibc malloc.h)
+
+
+@contextlib.contextmanager
+def zeroed_allocations() -> Iterator[None]:
+    """Every malloc inside the block returns zeroed memory (glibc; elsewhere nothing changes)."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (AttributeError, OSError, TypeError):
+        yield
+        return
+    mallopt(M_PERTURB, 0xFF)
+    try:
+        yield
+    finally:
+        mallopt(M_PERTURB, 0)
 
 
 def fasttext_args(settings: FastTextSettings, threads: int = 1) -> dict[str, Any]:
@@ -48,7 +63,7 @@ def fasttext_args(settings: FastTextSettings, threads: int = 1) -> dict[str, Any
     return {"model": settings.model, "dim": settings.dim, "epoch": settings.epochs,
             "minCount": settings.min_count, "minn": settings.minn if settings.subwords else 0,
             "maxn": settings.maxn, "neg": settings.neg, "ws": settings.ws, "lr": settings.lr,
-            "bucket": clean_bucket(settings.bucket, settings.dim), "thread": threads}
+            "bucket": settings.bucket, "thread": threads}
 
 
 def estimate_seconds(n_words: int, settings: FastTextSettings, threads: int = 1) -> float:
@@ -147,16 +162,16 @@ def train_on_file(path: str | Path, settings: FastTextSettings, n_words: int, th
               f"about {estimate_seconds(n_words, settings, threads):.0f} s")
     started = time.perf_counter()
     try:
-        model = fasttext.train_unsupervised(**args)
+        with zeroed_allocations():
+            model = fasttext.train_unsupervised(**args)
     except (RuntimeError, ValueError) as err:
         if "empty vocabulary" in str(err).lower():
             raise ValueError(f"fastText found no word occurring {settings.min_count}+ times in the corpus; "
                              "lower min_count or give it more text") from err
         if "nan" in str(err).lower():
             raise ValueError("fastText training produced NaN: with a tiny or very repetitive corpus, "
-                             "subsampling leaves it almost no training pairs; give it more (varied) text. Without "
-                             "subwords (maxn=0) it also happens on corpora of a few thousand documents; "
-                             "train with n-grams (maxn=6) there") from err
+                             "subsampling leaves it almost no training pairs; give it more (varied) text, or "
+                             "lower lr") from err
         raise
     if progress:
         print(f"fastText trained in {time.perf_counter() - started:.0f} s")

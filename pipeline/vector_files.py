@@ -26,7 +26,7 @@ import numpy as np
 from helpers.presets import PAPER_TOP_N, VectorsConfig
 from helpers.static_vectors import WordVectors
 from pipeline.data import CorpusSpec, load_corpus
-from pipeline.fasttext_training import clean_bucket, has_subwords, train_fasttext, vectors_from_model
+from pipeline.fasttext_training import has_subwords, train_fasttext, vectors_from_model
 from pipeline.fingerprints import content_digest
 from pipeline.layout import REPO_ROOT
 
@@ -350,8 +350,7 @@ def obtain_vectors(config: VectorsConfig, lang: str, corpus: CorpusSpec, seed: i
     info = {
         "source": "train", "corpus": texts.name, "corpus_source": texts.source, "corpus_docs": len(texts),
         "corpus_words": texts.n_words(), "top_n": config.top_n, "n_model_words": len(vectors),
-        "fasttext": {**asdict(config.fasttext), "bucket": clean_bucket(config.fasttext.bucket, config.fasttext.dim),
-                     "seed": seed, "thread": 1,
+        "fasttext": {**asdict(config.fasttext), "seed": seed, "thread": 1,
                      "seed_means": "document order of the training file (fastText's own seed is fixed)"},
         "train_seconds": round(seconds, 1),
         "train_cpu_seconds": round(cpu_seconds, 1), "pretokenisation": "BertNormalizer(cased) + BertPreTokenizer",

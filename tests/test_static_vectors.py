@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import math
 from pathlib import Path
@@ -308,6 +309,29 @@ def test_train_fasttext_is_deterministic_and_the_seed_changes_the_vectors(tmp_pa
     assert list(tmp_path.iterdir()) == []  # the temporary corpus file is cleaned up
 
 
+def leave_on_the_heap(byte: int, size: int) -> None:
+    """A freed heap chunk of ``size`` bytes, each ``byte``: what a kernel that has done other work may hold."""
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+    for fill in (False, True):  # the first, freed, raises glibc's dynamic mmap threshold above ``size``
+        chunk = libc.malloc(ctypes.c_size_t(size))
+        if fill:
+            ctypes.memset(chunk, byte, size)
+        libc.free(chunk)
+
+
+@pytest.mark.skipif(not hasattr(ctypes.CDLL(None), "mallopt"), reason="the heap reuse shown here is glibc's")
+def test_vectors_without_subwords_do_not_depend_on_what_the_heap_held_before(tmp_path: Path) -> None:
+    settings = ft.FastTextSettings(dim=300, epochs=1, min_count=1, maxn=0)  # fastText then uses no bucket rows
+    matrix_bytes = (len(set(" ".join(CORPUS).split())) + 1) * settings.dim * 4
+    vectors = []
+    for byte in (0x00, 0x3F, 0xFF):  # zeros; 0.75 in every float; NaN in every float
+        leave_on_the_heap(byte, matrix_bytes + 4096)
+        vectors.append(ft.vectors_from_model(ft.train_fasttext(CORPUS, settings, tmp_dir=tmp_path, progress=False)))
+    for other in vectors[1:]:
+        np.testing.assert_array_equal(vectors[0].matrix, other.matrix)
+
+
 def test_the_seed_shuffles_documents_and_seed_zero_keeps_their_order(tmp_path: Path) -> None:
     docs = [f"doc{i} word" for i in range(30)]
     ft.write_training_text(docs, tmp_path / "a.txt", seed=0)
@@ -346,12 +370,6 @@ def test_no_subwords_means_maxn_zero() -> None:
     args = ft.fasttext_args(ft.FastTextSettings(maxn=0))
     assert args["maxn"] == 0 and args["minn"] == 0 and args["thread"] == 1
     assert not ft.FastTextSettings(maxn=0).subwords and "no subwords" in ft.FastTextSettings(maxn=0).label()
-
-
-def test_clean_bucket_keeps_the_input_matrix_above_the_mmap_threshold() -> None:
-    assert ft.clean_bucket(10, 300) * 300 * 4 >= ft.MIN_INPUT_MATRIX_BYTES
-    assert ft.clean_bucket(10**7, 300) == 10**7
-    assert ft.fasttext_args(ft.FastTextSettings(bucket=10))["bucket"] == ft.clean_bucket(10, 300)
 
 
 def test_settings_are_validated() -> None:

@@ -50,12 +50,13 @@ def percentile_interval(draws: np.ndarray, confidence: float = CONFIDENCE) -> tu
     return float(low), float(high)
 
 
-def bootstrap_mean(values: np.ndarray, draws: int = 10_000, seed: int = 0,
-                   confidence: float = CONFIDENCE) -> tuple[float, float, float]:
-    """(mean, low, high): the mean of ``values`` and its percentile bootstrap interval."""
-    values = np.asarray(values, dtype=np.float64)
-    low, high = percentile_interval(bootstrap_draws(values, draws=draws, seed=seed), confidence)
-    return float(values.mean()), low, high
+def _mean_of_drawn(values: np.ndarray, seeds: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """The mean of ``values[seeds[d, :, None], positions[d, None, :]]`` for each draw d, from how often each seed
+    and position was drawn: one matrix product, about twice as fast as gathering them (3 x 8,000 values)."""
+    seed_counts, position_counts = (np.stack([np.bincount(row, minlength=size) for row in drawn]).astype(float)
+                                    for drawn, size in ((seeds, len(values)), (positions, values.shape[1])))
+    per_seed_sums = np.einsum("dn,sn->ds", position_counts, values)  # not BLAS: its threads stall on a busy CPU
+    return np.einsum("ds,ds->d", seed_counts, per_seed_sums) / (seeds.shape[1] * positions.shape[1])
 
 
 def two_level_draws(per_seed: list[np.ndarray], *, same_positions: bool, draws: int = 10_000,
@@ -82,7 +83,7 @@ def two_level_draws(per_seed: list[np.ndarray], *, same_positions: bool, draws: 
         seeds = rng.integers(0, k, size=(c, k))
         if same_positions:
             positions = rng.integers(0, len(arrays[0]), size=(c, arrays[0].size))
-            out[start:start + c] = np.stack(arrays)[seeds[:, :, None], positions[:, None, :]].mean(axis=(1, 2))
+            out[start:start + c] = _mean_of_drawn(np.stack(arrays), seeds, positions)
             continue
         out[start:start + c] = [np.mean([arrays[s][rng.integers(0, len(arrays[s]), size=len(arrays[s]))].mean()
                                          for s in row]) for row in seeds]

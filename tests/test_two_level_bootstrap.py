@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from helpers import stats
 from helpers.stats import bootstrap_draws, two_level_draws
 
 
@@ -56,3 +57,11 @@ def test_seeds_on_different_positions_resample_each_seed_on_its_own() -> None:
 def test_same_positions_with_different_counts_is_refused() -> None:
     with pytest.raises(ValueError, match="same_positions"):
         two_level_draws([np.zeros(3), np.zeros(4)], same_positions=True)
+
+
+def test_counting_draws_gives_the_mean_of_the_drawn_values_themselves() -> None:
+    rng = np.random.default_rng(5)
+    values = rng.normal(size=(3, 500))
+    seeds, positions = rng.integers(0, 3, size=(40, 3)), rng.integers(0, 500, size=(40, 500))
+    gathered = values[seeds[:, :, None], positions[:, None, :]].mean(axis=(1, 2))
+    np.testing.assert_allclose(stats._mean_of_drawn(values, seeds, positions), gathered, rtol=0, atol=1e-12)

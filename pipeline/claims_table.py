@@ -28,7 +28,7 @@ from helpers.claims import (
 )
 from helpers.crossing import crossing_step
 from pipeline.position_scores import group_positions, kind_mean, model_differences, paired_difference
-from pipeline.results import Run, RunSet, SeedGroup, comparison_groups, main_groups
+from pipeline.results import Run, RunSet, SeedGroup, built_once, comparison_groups, main_groups
 
 CLAIM_COLUMNS = ["lang", "preset", "steps", "claim_id", "claim", "n_seeds", "ours", "ci_low", "ci_high", "interval",
                  "seed_ci_low", "seed_ci_high",
@@ -206,6 +206,7 @@ def language_claims(chosen: dict[str, SeedGroup]) -> list[dict[str, Any]]:
     return [{**common, **row, "holds_on_ours": qualified(row["holds_on_ours"], overall)} for row in rows]
 
 
+@built_once
 def verify_claims(runset: RunSet) -> pd.DataFrame:
     """The paper's Section 5 claims, measured on our runs (mean over seeds, with intervals); reports, never asserts.
 

@@ -17,7 +17,7 @@ import pandas as pd
 from helpers.claims import verdict
 from pipeline.layout import CONTROL_MODEL
 from pipeline.position_scores import RunPositions, paired_difference, rows_by_group
-from pipeline.results import RunSet, SeedGroup, comparison_groups
+from pipeline.results import RunSet, SeedGroup, built_once, comparison_groups
 from pipeline.token_analysis import token_splits
 
 COMPARISONS = (("bert_ft", CONTROL_MODEL, "FT - PERM (which word: knowledge)"),
@@ -48,6 +48,7 @@ def _rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[s
     return rows
 
 
+@built_once
 def control_table(runset: RunSet) -> pd.DataFrame:
     """The comparisons in every language group, over the seeds that trained the control (empty when none did).
 

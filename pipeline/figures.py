@@ -35,6 +35,7 @@ from pipeline.position_scores import SCORER_LABELS, group_positions, kind_mean, 
 from pipeline.results import (
     RunSet,
     SeedGroup,
+    built_once,
     comparison_groups,
     display_path,
     load_runs,
@@ -159,6 +160,7 @@ def vector_source_text(manifest: dict[str, Any] | None) -> str | None:
     return None if source is None else str(source)
 
 
+@built_once
 def table1_vectors_found(runset: RunSet) -> pd.DataFrame:
     """Table 1: tokens of the vocabulary that got a static vector; one row per run folder of ours."""
     rows = []
@@ -190,6 +192,7 @@ def _interval_columns(estimate: Estimate | None, prefix: str = "") -> dict[str, 
     return {f"{prefix}ci_low": estimate.low, f"{prefix}ci_high": estimate.high, f"{prefix}interval": interval}
 
 
+@built_once
 def table2_loss(runset: RunSet) -> pd.DataFrame:
     """Table 2: final training and evaluation loss of both models (means over seeds), FT's difference, the floors.
 
@@ -230,6 +233,7 @@ def table2_loss(runset: RunSet) -> pd.DataFrame:
     return _table(runset, published, ours, floor, columns(nan, nan, nan, nan, math.nan, None, None))
 
 
+@built_once
 def table3_accuracy(runset: RunSet) -> pd.DataFrame:
     """Table 3: final masked-token accuracy of both models (means over seeds), FT's gain with its interval,
     at all scored positions (as the paper reports) and at the [MASK] positions alone."""
@@ -261,6 +265,7 @@ def table3_accuracy(runset: RunSet) -> pd.DataFrame:
 LATE_FRACTION = 0.1  # "at the end" of a run: from its last evaluation at or before 90 % of its steps
 
 
+@built_once
 def training_progress_table(runset: RunSet) -> pd.DataFrame:
     """Per run and model: the passes its steps made over the training text, and how much the evaluation loss moved
     over the last tenth of the steps (from the last evaluation at or before 90 % of them; negative: still falling at
@@ -306,6 +311,7 @@ def _text(value: Any, fmt: str = "{}") -> str:
     return MISSING_MARK if missing else fmt.format(value)
 
 
+@built_once
 def setting_comparison(runset: RunSet) -> pd.DataFrame:
     """The settings behind the numbers, ours beside the paper's: why our values are not the paper's."""
     rows = {"preset": "—", "seed": "—", "training steps": f"{paper.STEPS:,}", "batch size": str(paper.BATCH_SIZE),

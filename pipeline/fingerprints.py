@@ -50,7 +50,7 @@ def input_files(params: Mapping[str, Any]) -> dict[str, Path]:
     """The files or folders a step's parameters name as inputs: a ``files:`` corpus, a vectors file, a labelled set
     (``files:PATH``, or ``sib200:PATH``, a local copy of SIB-200)."""
     found = {name: Path(params[name].split(":", 1)[1]) for name in ("corpus", "labelled")
-             if input_kind(params.get(name)) != params.get(name)}
+             if str(params.get(name)).startswith(PATH_KINDS)}
     if params.get("vectors"):
         found["vectors"] = Path(params["vectors"])
     return found

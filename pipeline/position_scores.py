@@ -22,7 +22,7 @@ from helpers.baselines import POSITION_KINDS, copy_aware_scores, position_kinds,
 from helpers.claims import Estimate, seed_estimate
 from pipeline.baseline_files import load_token_facts
 from pipeline.layout import CONTROL_MODEL, RunLayout
-from pipeline.results import Run, RunSet, SeedGroup, comparison_groups, display_path, read_positions
+from pipeline.results import Run, RunSet, SeedGroup, built_once, comparison_groups, display_path, read_positions
 
 SCORERS = ("bert_tiny", "bert_ft", "unigram", "copy_aware")
 SCORER_LABELS = {"bert_tiny": "BERT_TINY", "bert_ft": "BERT_FT", "unigram": "unigram (no context)",
@@ -169,6 +169,7 @@ def _kind_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[d
             for scorer in SCORERS for kind in KINDS]
 
 
+@built_once
 def position_kinds_table(runset: RunSet) -> pd.DataFrame:
     """One row per language, scorer and kind of position: loss, accuracy and how many positions, mean over seeds."""
     rows = rows_by_group(comparison_groups(runset), _kind_rows,

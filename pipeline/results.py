@@ -9,6 +9,7 @@ only when their runs agree in everything but the initialisation.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import warnings
@@ -174,6 +175,7 @@ class RunSet:
     """All run folders given to notebook 06, in the paper's language order."""
 
     runs: list[Run]
+    built: dict[tuple, pd.DataFrame] = field(default_factory=dict, repr=False, compare=False)  # see built_once
 
     def langs(self) -> list[str]:
         """Languages of all runs (with or without metrics), paper order first."""
@@ -194,6 +196,18 @@ class RunSet:
             "pair": pair_problem(run) or "ok", "unigram baseline": run.baseline is not None,
             "missing": "; ".join(run.missing) or "", "run_dir": display_path(run.run_dir),
         } for run in sort_runs(self.runs)]).astype({"steps": "Int64"})
+
+
+def built_once(build: Callable[[RunSet], pd.DataFrame]) -> Callable[[RunSet], pd.DataFrame]:
+    """``build`` run once per RunSet and its runs, a copy returned each time after: notebook 06 shows a table,
+    then write_outputs writes them all, and the bootstraps behind them took half of 06's time twice."""
+    @functools.wraps(build)
+    def table(runset: RunSet) -> pd.DataFrame:
+        key = (build.__module__, build.__qualname__, *map(id, runset.runs))
+        if key not in runset.built:
+            runset.built[key] = build(runset)
+        return runset.built[key].copy()
+    return table
 
 
 def order_langs(langs: Iterable[str]) -> list[str]:

@@ -18,7 +18,7 @@ import pandas as pd
 from helpers import paper_values as paper
 from helpers.claims import seed_t_interval
 from pipeline.layout import CONTROL_MODEL
-from pipeline.results import Run, RunSet, SeedGroup, comparison_groups
+from pipeline.results import Run, RunSet, SeedGroup, built_once, comparison_groups
 
 LOSS_LEVELS = (7.0, 6.5, 6.0, 5.5, 5.0, 4.5, 4.0)  # nats; the unigram floor of the embedded text lies near 7.2
 COLUMNS = ["lang", "label", "model", "level", "n_seeds", "reached", "tiny_step", "model_step", "steps_saved",
@@ -49,6 +49,7 @@ def _row(group: SeedGroup, name: str, level: float) -> dict[str, Any] | None:
             "seed_ci_low": low, "seed_ci_high": high, "steps_saved_per_seed": " ".join(str(s) for s in saved)}
 
 
+@built_once
 def steps_saved_table(runset: RunSet) -> pd.DataFrame:
     """One row per language group, model (BERT_FT, and the control over the seeds that trained it) and level.
 

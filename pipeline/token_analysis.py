@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.position_scores import RunPositions, paired_difference, rows_by_group
-from pipeline.results import RunSet, SeedGroup, comparison_groups
+from pipeline.results import RunSet, SeedGroup, built_once, comparison_groups
 
 # Training-text count of the true token: rare (< 10) to very frequent (>= 10,000); log-spaced, so a bucket
 # holds tokens of one order of magnitude.
@@ -76,6 +76,7 @@ def _group_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[
     return rows
 
 
+@built_once
 def token_groups_table(runset: RunSet) -> pd.DataFrame:
     """BERT_FT minus BERT_TINY at [MASK] positions, by frequency, word or piece, and initial row."""
     rows = rows_by_group(comparison_groups(runset), _group_rows, lambda why: {"grouping": None, "group": why})
@@ -101,6 +102,7 @@ def _prediction_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> 
                              ("BERT_FT", first.top1["bert_ft"]))]
 
 
+@built_once
 def prediction_kinds_table(runset: RunSet) -> pd.DataFrame:
     """At [MASK] positions: the share of each model's top-1 predictions (and of the true tokens) that are
     punctuation, or one of the FREQUENT_WORDS most frequent whole words of the training text.

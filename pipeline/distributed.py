@@ -12,6 +12,7 @@ import contextlib
 import datetime
 import gc
 import os
+import traceback
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -103,6 +104,9 @@ def process_group(device: torch.device, world: World) -> Iterator[World]:
     dist.init_process_group("nccl" if cuda else "gloo", timeout=TIMEOUT, device_id=device if cuda else None)
     try:
         yield world
+    except BaseException as error:
+        traceback.clear_frames(error.__traceback__)  # the failed calls' frames, which hold the model, let it go
+        raise
     finally:
         gc.collect()  # the last references to DDP's buckets, so no gloo thread still holds a tensor to free
         dist.destroy_process_group()

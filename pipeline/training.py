@@ -31,7 +31,7 @@ from helpers.pretrain import (
 from helpers.static_vectors import Alignment, vocab_fingerprint
 from pipeline import checkpoints as ck
 from pipeline import distributed
-from pipeline.layout import CONTROL_MODEL, TRAINABLE_MODELS, ModelFiles, PretrainFiles
+from pipeline.layout import CONTROL_MODEL, METRIC_COLUMNS, TRAINABLE_MODELS, ModelFiles, PretrainFiles, read_metrics
 from pipeline.prepare import PreparedData, load_data, load_data_tokenizer
 from pipeline.runinfo import environment, pick_device
 from pipeline.static_files import load_aligned
@@ -43,7 +43,6 @@ except ImportError:  # pragma: no cover
 
 # train_loss: mean over the steps since the previous row (NaN at step 0); lr: the rate the *next* step
 # uses (read after the scheduler stepped), so it is 0.0 on the last row of a finished run.
-METRIC_COLUMNS = ("step", "train_loss", "eval_loss", "eval_accuracy", "lr", "elapsed_s")
 
 
 def check_model_init(model_name: str, init: InitSpec) -> None:
@@ -104,31 +103,36 @@ def train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Pat
         torch.set_num_threads(cfg.cpu_threads)
     try:
         with distributed.process_group(dev, world):
-            data, tokenizer = load_training_data(data_dir, cfg, tokenizer, init)
-            overrides = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id,
-                         **(model_overrides or {})}
-            start, permutation = starting_embeddings(model_name, init, seed)
-            ctx = make_run_context(start, cfg, tokenizer, dev, world, seed, overrides)
-            record = run_record(model_name, start, ctx, seed, data, tokenizer)
-            if permutation is not None:
-                record["init"].update(source=ck.init_record(init)["source"], permutation=permutation)
-            key = {"model_name": model_name, "identity": record["identity"], "init": record["init"],
-                   "model_overrides": overrides, "world_size": world.world_size}
-            run = RunFiles(PretrainFiles(Path(out_dir)).model(model_name), record, key, world, resume, progress)
-            try:
-                step = train_loop(ctx, data, run, seed, cfg.steps if stop_at is None else min(cfg.steps, stop_at))
-            except TrainingDiverged as err:
-                run.stopped(err)
-                raise
-            finally:
-                run.close()
-            finished = run.finish(step, ctx)
-            # Free the model (DDP holds the process group) before the group goes: freed after it, gloo's
-            # threads were joined while they waited for the GIL, and torchrun never ended.
-            del ctx, run
-            return finished
+            return _train_in_group(model_name, init, cfg, data_dir, out_dir, tokenizer, dev, world, seed, resume,
+                                   stop_at, progress, model_overrides)
     finally:
         torch.set_num_threads(threads)
+
+
+def _train_in_group(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Path, out_dir: str | Path,
+                    tokenizer: Any, dev: torch.device, world: distributed.World, seed: int, resume: bool,
+                    stop_at: int | None, progress: bool, model_overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    """:func:`train` inside the process group. The model lives in this frame only, so it is freed before the group
+    goes, also after an error (distributed.process_group): freed after it, gloo's threads were joined while they
+    waited for the GIL, and torchrun never ended."""
+    data, tokenizer = load_training_data(data_dir, cfg, tokenizer, init)
+    overrides = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id, **(model_overrides or {})}
+    start, permutation = starting_embeddings(model_name, init, seed)
+    ctx = make_run_context(start, cfg, tokenizer, dev, world, seed, overrides)
+    record = run_record(model_name, start, ctx, seed, data, tokenizer)
+    if permutation is not None:
+        record["init"].update(source=ck.init_record(init)["source"], permutation=permutation)
+    key = {"model_name": model_name, "identity": record["identity"], "init": record["init"],
+           "model_overrides": overrides, "world_size": world.world_size}
+    run = RunFiles(PretrainFiles(Path(out_dir)).model(model_name), record, key, world, resume, progress)
+    try:
+        step = train_loop(ctx, data, run, seed, cfg.steps if stop_at is None else min(cfg.steps, stop_at))
+    except TrainingDiverged as err:
+        run.stopped(err)
+        raise
+    finally:
+        run.close()
+    return run.finish(step, ctx)
 
 
 def starting_embeddings(model_name: str, init: InitSpec, seed: int) -> tuple[InitSpec, dict[str, Any] | None]:
@@ -300,16 +304,6 @@ def write_metrics(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
         writer = csv.DictWriter(handle, fieldnames=METRIC_COLUMNS)
         writer.writeheader()
         writer.writerows({k: row[k] for k in METRIC_COLUMNS} for row in rows)
-
-
-def read_metrics(path: str | Path) -> list[dict[str, float]]:
-    """metrics.csv as a list of rows (numbers as float, NaN where empty, step as int), without pandas."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no metrics file at {path}; train the model first (pipeline.training.train)")
-    with open(path, newline="") as handle:
-        rows = [{k: float(v or "nan") for k, v in row.items()} for row in csv.DictReader(handle)]
-    return [{**row, "step": int(row["step"])} for row in rows]
 
 
 def _rows_and_identity(metrics: Any, identity: Mapping[str, Any] | None) -> tuple[list[Mapping[str, Any]], Any]:

@@ -19,7 +19,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 import torch
 
-from pipeline.fingerprints import input_kind
+from pipeline.fingerprints import comparable, differences, input_kind
 from pipeline.layout import StaticFiles
 
 RESUME_HINT = ("to start this model again, delete the file (the job and the notebooks resume from it; "
@@ -75,13 +75,6 @@ def init_record(init: Any) -> dict[str, Any]:
             "source": source, "manifest": manifest}
 
 
-def comparable(identity: Any) -> Any:
-    """An identity as runs are compared: a files corpus by its kind, whether older code wrote its path or not."""
-    if not isinstance(identity, Mapping) or "corpus" not in identity:
-        return identity
-    return {**identity, "corpus": input_kind(identity["corpus"])}
-
-
 def where_free(key: Mapping[str, Any]) -> dict[str, Any]:
     """A run key without where its inputs lie (the init's folder, a files corpus' path), so a run folder moved
     whole still resumes; content digests (init.embeddings_sha256, identity.data_fingerprint) say what they are."""
@@ -99,23 +92,6 @@ def run_identity(lang: str | None, seed: int, cfg: Any, corpus: str | None, data
     return {"lang": lang, "seed": seed, "preset": config.get("name"), "corpus": input_kind(corpus),
             "max_steps": config.get("max_steps"), "data_fingerprint": data_fingerprint,
             "tokenizer_fingerprint": tokenizer_fingerprint, "train_config_hash": sha256_json(config)}
-
-
-def _short(value: Any) -> str:
-    text = json.dumps(value, default=str)
-    return text[:12] + "..." if isinstance(value, str) and len(value) == 64 else text
-
-
-def differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
-    """'key: old -> new' for every key whose value differs (nested records are compared key by key)."""
-    found = []
-    for key in sorted(set(before) | set(after)):
-        old, new = before.get(key), after.get(key)
-        if isinstance(old, Mapping) and isinstance(new, Mapping):
-            found += [f"{key}.{d}" for d in differences(old, new)]
-        elif old != new:
-            found.append(f"{key}: {_short(old)} -> {_short(new)}")
-    return found
 
 
 def check_same_experiment(tiny: Mapping[str, Any] | None, ft: Mapping[str, Any] | None, where: str = "") -> None:

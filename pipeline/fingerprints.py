@@ -46,6 +46,30 @@ def input_kind(value: Any) -> Any:
     return value.split(":", 1)[0] if isinstance(value, str) and value.startswith(PATH_KINDS) else value
 
 
+def comparable(identity: Any) -> Any:
+    """An identity as runs are compared: a files corpus by its kind, whether older code wrote its path or not."""
+    if not isinstance(identity, Mapping) or "corpus" not in identity:
+        return identity
+    return {**identity, "corpus": input_kind(identity["corpus"])}
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text[:12] + "..." if isinstance(value, str) and len(value) == 64 else text
+
+
+def differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """'key: old -> new' for every key whose value differs (nested records are compared key by key)."""
+    found = []
+    for key in sorted(set(before) | set(after)):
+        old, new = before.get(key), after.get(key)
+        if isinstance(old, Mapping) and isinstance(new, Mapping):
+            found += [f"{key}.{d}" for d in differences(old, new)]
+        elif old != new:
+            found.append(f"{key}: {_short(old)} -> {_short(new)}")
+    return found
+
+
 def input_files(params: Mapping[str, Any]) -> dict[str, Path]:
     """The files or folders a step's parameters name as inputs: a ``files:`` corpus, a vectors file, a labelled set
     (``files:PATH``, or ``sib200:PATH``, a local copy of SIB-200)."""

@@ -58,10 +58,17 @@ def worker_command(settings: RunSettings, out: Path, force: bool) -> list[str]:
     command = [sys.executable, "-m", "pipeline.job", "--preset", settings.preset, "--lang", settings.lang,
                "--seeds", str(settings.seed), "--corpus", str(settings.corpus), "--out", str(out),
                "--device", "cuda", "--no-figures"]
-    given = {"--vectors": settings.vectors, "--max-steps": settings.max_steps or None,
-             "--labelled": None if settings.labelled.kind == "auto" else settings.labelled}
-    command += [part for option, value in given.items() if value is not None for part in (option, str(value))]
-    return command + [flag for flag, on in (("--control", settings.control), ("--force", force)) if on]
+    if settings.vectors is not None:
+        command += ["--vectors", str(settings.vectors)]
+    if settings.max_steps:
+        command += ["--max-steps", str(settings.max_steps)]
+    if settings.labelled.kind != "auto":
+        command += ["--labelled", str(settings.labelled)]
+    if settings.control:
+        command.append("--control")
+    if force:
+        command.append("--force")
+    return command
 
 
 def launch_on_gpu(command: list[str], gpu: int, log_path: Path) -> int:
@@ -90,9 +97,12 @@ def check_runs(options: JobOptions) -> int:
     for run in options.runs():
         run_dir = run.run_dir(options.out)
         conflict = None if options.force else identity_conflict(RunLayout(run_dir), run.identity())
-        steps = [conflict] if conflict else stale_steps(run, options.out)
-        said = f"would be refused: {conflict}" if conflict else f"would rerun {', '.join(steps)}" if steps else ""
-        print(f"{run_dir.name}: {said or 'up to date'}")
+        if conflict:
+            print(f"{run_dir.name}: would be refused: {conflict}")
+            stale.append(conflict)
+            continue
+        steps = stale_steps(run, options.out)
+        print(f"{run_dir.name}: {'would rerun ' + ', '.join(steps) if steps else 'up to date'}")
         stale += steps
     if not options.no_figures:  # notebook 06 too: a kill during it, or an edited record, leaves old figures
         figures = bool(stale) or figures_stale([run.run_dir(options.out) for run in options.runs()],

@@ -22,6 +22,7 @@ No other module spells out one of these names: each asks this module for the pat
 
 from __future__ import annotations
 
+import csv
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -272,3 +273,17 @@ class ShardFiles:
 
     def lengths(self, index: int) -> Path:
         return self.folder / f"shard_{index:05d}_lengths.npy"
+
+
+# A model's metrics.csv: one row per evaluation.
+METRIC_COLUMNS = ("step", "train_loss", "eval_loss", "eval_accuracy", "lr", "elapsed_s")
+
+
+def read_metrics(path: str | Path) -> list[dict[str, float]]:
+    """metrics.csv as a list of rows (numbers as float, NaN where empty, step as int), without pandas."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no metrics file at {path}; train the model first (pipeline.training.train)")
+    with open(path, newline="") as handle:
+        rows = [{k: float(v or "nan") for k, v in row.items()} for row in csv.DictReader(handle)]
+    return [{**row, "step": int(row["step"])} for row in rows]

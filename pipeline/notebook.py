@@ -153,8 +153,7 @@ def train_model(setup: Setup, model_name: str, init: Any, cfg: Any, tokenizer: A
 
 def pretraining_metrics(setup: Setup) -> dict[str, list[dict[str, float]]]:
     """The metrics rows (metrics.csv) of each model trained so far, by model name."""
-    from pipeline.layout import TRAINABLE_MODELS
-    from pipeline.training import read_metrics
+    from pipeline.layout import TRAINABLE_MODELS, read_metrics
 
     files = {name: setup.layout.model(name).metrics for name in TRAINABLE_MODELS}
     return {name: read_metrics(path) for name, path in files.items() if path.exists()}

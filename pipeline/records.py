@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from pipeline.baseline_files import compute_baseline, compute_token_facts, save_baseline, save_token_facts
-from pipeline.checkpoints import comparable
-from pipeline.fingerprints import copy_fingerprint
+from pipeline.fingerprints import comparable, copy_fingerprint
 from pipeline.layout import CONTROL_MODEL, FIGURES_DIR, MODEL_NAMES, STEP_FOLDERS, PretrainFiles, RunLayout
 from pipeline.staging import move_into, staged
 

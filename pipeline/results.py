@@ -23,10 +23,16 @@ import pandas as pd
 from helpers import paper_values as paper
 from helpers.baselines import Baseline
 from pipeline.baseline_files import load_baseline
-from pipeline.checkpoints import comparable, differences
-from pipeline.fingerprints import input_kind
-from pipeline.layout import CONTROL_MODEL, REPO_ROOT, ModelFiles, RunLayout, split_run_folder_name
-from pipeline.training import METRIC_COLUMNS, read_metrics
+from pipeline.fingerprints import comparable, differences, input_kind
+from pipeline.layout import (
+    CONTROL_MODEL,
+    METRIC_COLUMNS,
+    REPO_ROOT,
+    ModelFiles,
+    RunLayout,
+    read_metrics,
+    split_run_folder_name,
+)
 
 REQUIRED_METRIC_COLUMNS = ("step", "eval_loss", "eval_accuracy")
 # What must agree between the two runs of one comparison (run.json "identity"), and the older fallback.
@@ -42,7 +48,7 @@ INIT_RECIPE = ("source", "vectors_sha256", "url", "dim", "normalisation", "fallb
 
 
 def metrics_frame(path: str | Path) -> pd.DataFrame:
-    """A metrics.csv (read by the canonical :func:`pipeline.training.read_metrics`) as a DataFrame sorted by step."""
+    """A metrics.csv (read by the canonical :func:`pipeline.layout.read_metrics`) as a DataFrame sorted by step."""
     try:
         table = pd.DataFrame(read_metrics(path))
     except (TypeError, KeyError) as err:

@@ -21,7 +21,7 @@ from helpers import presets
 from helpers.presets import PRESET_HELP, PRESET_NAMES, TrainConfig
 from helpers.pretrain import TrainingDiverged, cap_steps
 from pipeline import training
-from pipeline.layout import MODEL_NAMES, TRAINABLE_MODELS, PretrainFiles
+from pipeline.layout import MODEL_NAMES, TRAINABLE_MODELS, PretrainFiles, read_metrics
 from pipeline.run_identity import hold_step
 from pipeline.runinfo import device_argument
 
@@ -120,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not is_main_process():
             return 0  # process 0 wrote the files and reports
         folder = PretrainFiles(Path(args.out))
-        rows = training.read_metrics(folder.model(args.model).metrics)
+        rows = read_metrics(folder.model(args.model).metrics)
         print(json.dumps({"model": args.model, "steps_done": info["steps_done"], "final": rows[-1]}))
         if args.compare and all(folder.model(m).metrics.exists() for m in MODEL_NAMES):
             print(json.dumps(training.write_comparison(args.out), indent=2))

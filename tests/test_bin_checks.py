@@ -15,10 +15,11 @@ from pipeline.vector_files import check_bin_complete, read_bin
 
 @pytest.fixture(scope="module")
 def model_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real fastText .bin trained here on 300 embedded articles (8 dimensions; about 67 MB of n-gram rows)."""
+    """A real fastText .bin trained here on 300 embedded articles (8 dimensions; about 6 MB of n-gram rows, so the
+    issue's cut to 1 MB falls inside them)."""
     folder = tmp_path_factory.mktemp("bin")
     texts = load_corpus(CorpusSpec("embedded"), "en", "train", max_docs=300).texts
-    model = train_fasttext(texts, FastTextSettings(dim=8, epochs=2, min_count=2, bucket=1000), progress=False)
+    model = train_fasttext(texts, FastTextSettings(dim=8, epochs=2, min_count=2, bucket=200_000), progress=False)
     model.save_model(str(folder / "model.bin"))
     return folder / "model.bin"
 

@@ -14,7 +14,6 @@ from helpers import presets
 from helpers import pretrain as P
 from helpers.masking import IGNORE_INDEX
 from helpers.model import build_model
-from helpers.tokenizer import train_wordpiece
 from pipeline import prepare, training
 from pipeline import train_cli as cli
 from pipeline.data import EMBEDDED, load_corpus
@@ -34,15 +33,13 @@ def corpus():
 
 
 @pytest.fixture(scope="module")
-def tokenizer(corpus):
-    return train_wordpiece(corpus[0], vocab_size=400, show_progress=False)
+def tokenizer(small_tokenizer):
+    return small_tokenizer  # conftest's: the same 400 tokens of the same 150 articles as ``corpus``
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory, tokenizer, corpus):
-    out = tmp_path_factory.mktemp("pretrain")
-    prepare.prepare_data(tokenizer, corpus[0], corpus[1], out, seq_len=CFG.seq_len, packing=False, lang="en")
-    return out
+def data_dir(small_prepared):
+    return small_prepared(CFG.seq_len)  # conftest's: ``corpus`` prepared once for every module that trains
 
 
 def _train(tokenizer, data_dir, out, **kw):
@@ -366,7 +363,7 @@ def sharded_dir(tmp_path_factory, tokenizer, corpus):
     out = tmp_path_factory.mktemp("sharded")
     # A generator, and shards of 37 rows: the 150 documents span several shards, the last one partial.
     prepare.prepare_data(tokenizer, (text for text in corpus[0]), corpus[1], out, seq_len=CFG.seq_len, lang="en",
-                   shards=True, shard_size=37, progress=False)
+                         corpus="embedded", shards=True, shard_size=37, progress=False)
     return out
 
 

@@ -181,7 +181,7 @@ class RunSet:
     """All run folders given to notebook 06, in the paper's language order."""
 
     runs: list[Run]
-    built: dict[tuple, pd.DataFrame] = field(default_factory=dict, repr=False, compare=False)  # see built_once
+    built: dict[tuple, tuple] = field(default_factory=dict, repr=False, compare=False)  # see built_once
 
     def langs(self) -> list[str]:
         """Languages of all runs (with or without metrics), paper order first."""
@@ -206,13 +206,15 @@ class RunSet:
 
 def built_once(build: Callable[[RunSet], pd.DataFrame]) -> Callable[[RunSet], pd.DataFrame]:
     """``build`` run once per RunSet and its runs, a copy returned each time after: notebook 06 shows a table,
-    then write_outputs writes them all, and the bootstraps behind them took half of 06's time twice."""
+    then write_outputs writes them all, and the bootstraps behind them took half of 06's time twice. The runs
+    are kept beside the table, so a changed list of runs (even at reused addresses) builds it again."""
     @functools.wraps(build)
     def table(runset: RunSet) -> pd.DataFrame:
-        key = (build.__module__, build.__qualname__, *map(id, runset.runs))
-        if key not in runset.built:
-            runset.built[key] = build(runset)
-        return runset.built[key].copy()
+        key = (build.__module__, build.__qualname__)
+        runs, built = runset.built.get(key, ((), None))
+        if built is None or len(runs) != len(runset.runs) or any(a is not b for a, b in zip(runs, runset.runs)):
+            runset.built[key] = tuple(runset.runs), build(runset)
+        return runset.built[key][1].copy()
     return table
 
 

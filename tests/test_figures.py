@@ -706,3 +706,19 @@ def test_each_model_reports_its_passes_over_the_text_and_whether_its_loss_still_
     assert row["from step"] == earlier["step"] and row["eval_loss change from that step"] == pytest.approx(change,
                                                                                                            abs=1e-12)
     assert row["still falling at the end"] == ("yes" if change < 0 else "no")
+
+
+def test_a_table_is_built_once_per_list_of_runs_and_handed_out_as_copies() -> None:
+    calls: list[int] = []
+
+    @results.built_once
+    def count(runset: results.RunSet) -> pd.DataFrame:
+        calls.append(1)
+        return pd.DataFrame({"runs": [len(runset.runs)]})
+
+    first, second = object(), object()
+    runset = results.RunSet([first, second])  # built_once looks only at which runs these are
+    count(runset).loc[0, "runs"] = 99  # a caller's change to its copy stays in its copy
+    assert count(runset)["runs"].tolist() == [2] and len(calls) == 1
+    runset.runs = [first, object()]  # as many runs, one of them another
+    assert count(runset)["runs"].tolist() == [2] and len(calls) == 2

@@ -237,3 +237,39 @@ def test_the_readmes_zero_row_sentence_takes_its_ranges_and_verdicts_from_the_co
     assert (f"there the permuted rows gain {gains[scale].min():.2f} to {gains[scale].max():.2f} nat and knowledge "
             f"{gains[knowledge].min():.2f} to {gains[knowledge].max():.2f}, both shown in every language") in readme
     assert set(zero["loss verdict"]) == {"shown"}
+
+
+def test_the_readmes_demo_mask_sentence_quotes_the_committed_position_kinds() -> None:
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    kinds = pd.read_csv(DEMO / "table_position_kinds.csv")
+    mask = kinds[kinds["kind"] == "mask"].set_index(["lang", "scorer"])["loss"]
+    langs = ("en", "fr", "es")
+    tiny = [mask[(lang, "BERT_TINY")] - mask[(lang, "unigram (no context)")] for lang in langs]
+    ft = [mask[(lang, "unigram (no context)")] - mask[(lang, "BERT_FT")] for lang in langs]
+    unigram = {lang: mask[(lang, "unigram (no context)")] for lang in langs}
+    pairs = ", ".join(f"{lang.upper()} {mask[(lang, 'BERT_TINY')]:.3f} against {unigram[lang]:.3f}" for lang in langs)
+    assert min(tiny) > 0 < min(ft), "the sentence says BERT_TINY is above the unigram and BERT_FT below it"
+    assert (f"BERT_TINY's loss is {min(tiny):.2f} to {max(tiny):.2f} nat *above* the unigram's ({pairs}), "
+            f"BERT_FT's {min(ft):.2f} to {max(ft):.2f} below it") in readme
+
+
+@pytest.mark.skipif(not (REFERENCE / "table_prediction_kinds.csv").is_file(), reason="no prediction kinds committed")
+def test_the_readmes_prediction_kinds_paragraph_quotes_the_committed_table() -> None:
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    table = pd.read_csv(REFERENCE / "table_prediction_kinds.csv").set_index(["lang", "who"])
+
+    def share(lang: str, who: str, column: str) -> str:
+        return f"{table.loc[(lang, who), column]:.0%}".replace("%", " %")
+
+    def distinct(lang: str, who: str) -> int:
+        return int(table.loc[(lang, who), "distinct tokens"])
+
+    assert (f"BERT_TINY's top prediction is one of only {distinct('en', 'BERT_TINY')} distinct tokens, punctuation "
+            f"{share('en', 'BERT_TINY', 'punctuation')} of the time (the true tokens: "
+            f"{share('en', 'true token', 'punctuation')}). BERT_FT uses {distinct('en', 'BERT_FT')} distinct tokens, "
+            f"{share('en', 'BERT_FT', 'punctuation')} of them punctuation. In French: {distinct('fr', 'BERT_TINY')} "
+            f"and {distinct('fr', 'BERT_FT')} tokens, {share('fr', 'BERT_TINY', 'punctuation')} and "
+            f"{share('fr', 'BERT_FT', 'punctuation')} punctuation, against {share('fr', 'true token', 'punctuation')}. "
+            f"In Spanish: {distinct('es', 'BERT_TINY')} and {distinct('es', 'BERT_FT')} tokens; BERT_TINY's top "
+            f"prediction is one of the 50 most frequent words {share('es', 'BERT_TINY', 'top 50 words')} of the time "
+            f"(the true tokens: {share('es', 'true token', 'top 50 words')})") in readme

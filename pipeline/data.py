@@ -26,7 +26,7 @@ from pipeline.documents import (
     check_choice,
     check_max_docs,
     hash_order,
-    split_by_key,
+    stable_fraction,
     stratified_split,
     take,
 )
@@ -227,9 +227,9 @@ def embedded_partition(lang: str, seed: int = 0) -> Partition:
     labels = [topics.index(a["topic"]) for a in articles]
     rest, test = stratified_split(keys, labels, EMBEDDED_TEST_FRACTION, seed)
     share = EVAL_FRACTION / (1 - EMBEDDED_TEST_FRACTION)  # of the rest, so 5 % of all articles
-    kept, held = split_by_key([keys[i] for i in rest], share, seed, purpose="eval:")
-    return Partition(lang, seed, train=tuple(hash_order([rest[i] for i in kept], keys, seed)),
-                     eval=tuple(hash_order([rest[i] for i in held], keys, seed)),
+    held = {i for i in rest if stable_fraction(keys[i], seed, purpose="eval:") < share}
+    return Partition(lang, seed, train=tuple(hash_order([i for i in rest if i not in held], keys, seed)),
+                     eval=tuple(hash_order(held, keys, seed)),
                      probe_test=tuple(hash_order(test, keys, seed)))
 
 

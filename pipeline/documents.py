@@ -78,15 +78,6 @@ def stable_fraction(key: str, seed: int, purpose: str = "") -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def split_by_key(keys: Sequence[str], held_out: float, seed: int, purpose: str = "") -> tuple[list[int], list[int]]:
-    """Indices of (kept, held-out) items; an item is held out when its stable fraction < held_out."""
-    check_fraction("the held-out fraction", held_out)
-    kept, held = [], []
-    for i, key in enumerate(keys):
-        (held if stable_fraction(key, seed, purpose) < held_out else kept).append(i)
-    return kept, held
-
-
 def stratified_split(keys: Sequence[str], labels: Sequence[int], held_out: float,
                      seed: int) -> tuple[list[int], list[int]]:
     """Per-class hash ranking: each class gives round(held_out * size) items (at least one, when it

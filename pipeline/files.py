@@ -195,12 +195,11 @@ def _split_lines(chunks: Iterable[bytes], path: Path) -> Iterator[bytes]:
         yield from parts
 
 
-def read_records(path: Path, csv_header: bool = True) -> tuple[list[str], Iterator[tuple[int, dict[str, Any]]]]:
+def read_records(path: Path) -> tuple[list[str], Iterator[tuple[int, dict[str, Any]]]]:
     """(column names, lazy (line or row number, record) pairs) of one file.
 
     A .txt file gives one record {'text': line} per non-empty line. JSON lines (plain or gzipped) report the first
-    record's fields as the columns (later records may differ). Headerless CSV rows are keyed '0', '1', ..., and
-    no column names are given.
+    record's fields as the columns (later records may differ); a CSV file's header names its columns.
     """
     kind = file_kind(path)
     if kind == ".txt":
@@ -210,11 +209,7 @@ def read_records(path: Path, csv_header: bool = True) -> tuple[list[str], Iterat
         first = next(records, None)
         return ([], iter(())) if first is None else (list(first[1]), itertools.chain([first], records))
     if kind == ".csv":
-        lines = (line for _, line in text_lines(path))
-        if not csv_header:
-            return [], ((n, {str(i): v for i, v in enumerate(row)}) for n, row in enumerate(csv.reader(lines), 1)
-                        if row)
-        reader = csv.DictReader(lines)
+        reader = csv.DictReader(line for _, line in text_lines(path))
         return list(reader.fieldnames or []), ((n, row) for n, row in enumerate(reader, 2))
     if kind == ".parquet":
         import pyarrow.parquet as pq
@@ -317,14 +312,16 @@ def files_labelled(path: Path, lang: str, split: str, text_column: str = "text",
 
 def _ag_news_rows(path: Path) -> Iterator[tuple[str, int]]:
     """(text, label) of rows 'label (1-4), title, description' without a header, as in the original AG News files."""
-    for n, row in read_records(path, csv_header=False)[1]:
+    for n, row in enumerate(csv.reader(line for _, line in text_lines(path)), 1):
+        if not row:
+            continue
         if len(row) != 3:
             raise ValueError(f"{path}:{n}: an AG News row has 3 fields (label, title, description), got {len(row)}")
-        label = row["0"].strip()
+        label = row[0].strip()
         if label not in ("1", "2", "3", "4"):
             raise ValueError(f"{path}:{n}: AG News labels are 1-4, got {label!r}; "
                              "is this file headerless (csv_format='ag_news') or does it have a header?")
-        yield f"{row['1']} {row['2']}".strip(), int(label) - 1
+        yield f"{row[1]} {row[2]}".strip(), int(label) - 1
 
 
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
@@ -340,14 +337,12 @@ def _as_number(value: Any) -> float | int | None:
 
 def encode_labels(raw: Sequence[Any], names: Sequence[str] | None = None,
                   where: str = "the labelled set") -> tuple[list[int], list[str], list[Any]]:
-    """(classes 0..k-1, their names, the raw value of each class) from a column of labels.
+    """(classes 0..k-1, their names, the raw value of each class) from a non-empty column of labels.
 
     Numbers: equal numbers are one label (2 and 2.0), and the values present become classes in
     numeric order, so labels {0, 1, 1000000} give 3 classes, not a million. ``names[v]`` names value
     ``v`` when given. Strings: the distinct names in sorted order. A column mixing both is refused.
     """
-    if not raw:
-        raise ValueError(f"{where} holds no labelled rows")
     if any(v is None or (isinstance(v, str) and not v.strip()) for v in raw):
         raise ValueError(f"some rows of {where} have no label; fill or drop them")
     numbers = [_as_number(v) for v in raw]

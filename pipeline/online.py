@@ -130,8 +130,8 @@ def from_hub(dataset: str, read: Callable[[], Any], instead: str | None = None) 
     raise error from None
 
 
-def _dataset(path: str, config: str | None, split: str, streaming: bool) -> Any:
-    return import_datasets().load_dataset(path, config, split=split, streaming=streaming)
+def _dataset(path: str, config: str | None, split: str, streaming: bool, **options: Any) -> Any:
+    return import_datasets().load_dataset(path, config, split=split, streaming=streaming, **options)
 
 
 def _read(records: Iterable[dict[str, Any]], fields: Sequence[str], what: str, max_docs: int | None,
@@ -242,8 +242,7 @@ def hub_labelled(lang: str, split: str, name: str = "ag_news", max_docs: int | N
     config = SIB200_CONFIGS[lang]
 
     def read() -> tuple[list[str], list[int]]:  # a lazy stream, nothing cached; every cell is text, 'NA' included
-        rows = import_datasets().load_dataset("csv", data_files=file, split="train", streaming=True, delimiter="\t",
-                                              keep_default_na=False)
+        rows = _dataset("csv", None, "train", True, data_files=file, delimiter="\t", keep_default_na=False)
         return sib200_records(rows, file, max_docs)
 
     if root is None:

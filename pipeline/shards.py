@@ -51,15 +51,8 @@ class TokenizedCorpus:
         return len(self.offsets) - 1
 
 
-def id_dtype(vocab_size: int) -> np.dtype:
-    """uint16 halves the files and the host memory of int32 whenever the vocabulary allows it."""
-    return ID_DTYPE if vocab_size <= MAX_VOCAB else np.dtype(np.int32)
-
-
 def offsets_of(docs: Sequence[Sequence[int]]) -> np.ndarray:
-    offsets = np.zeros(len(docs) + 1, dtype=np.int64)
-    np.cumsum([len(d) for d in docs], out=offsets[1:])
-    return offsets
+    return np.cumsum([0, *map(len, docs)], dtype=np.int64)
 
 
 def encoded_batches(tokenizer: Any, docs: Iterator[str], batch_size: int) -> Iterator[list[list[int]]]:
@@ -80,7 +73,7 @@ def tokenize_corpus(tokenizer: Any, texts: Sequence[str], batch_size: int = 1_00
     texts = [t for t in texts if t and t.strip()]
     if not texts:
         raise ValueError(NO_DOCUMENTS)
-    dtype = id_dtype(len(tokenizer))
+    dtype = ID_DTYPE if len(tokenizer) <= MAX_VOCAB else np.dtype(np.int32)  # uint16 halves files and memory
     chunks = [np.asarray(ids, dtype=dtype) for batch in encoded_batches(tokenizer, iter(texts), batch_size)
               for ids in batch if ids]
     if not chunks:
@@ -177,14 +170,6 @@ def _start(out_dir: Path, tokenizer: Any, seq_len: int, shard_size: int, n_seque
     return manifest
 
 
-def sequence_rows(docs: Sequence[Sequence[int]], seq_len: int, cls_id: int, sep_id: int,
-                  pad_id: int) -> tuple[np.ndarray, np.ndarray]:
-    """Documents' ids into ``prepare_data``'s rows: [CLS] doc[:seq_len-2] [SEP] padding, and their lengths."""
-    offsets = offsets_of(docs)
-    flat = np.fromiter(itertools.chain.from_iterable(docs), dtype=ID_DTYPE, count=int(offsets[-1]))
-    return truncate_sequences(TokenizedCorpus(flat, offsets), seq_len, cls_id, sep_id, pad_id)
-
-
 def _kept_rows(batches: Iterable[list[list[int]]], seq_len: int, counts: dict[str, int]) -> Iterator[list[int]]:
     """The non-empty documents (prepare_data drops empty ones too) cut to the seq_len - 2 tokens ever used; counts
     the documents read and the kept ones' tokens and cuts in ``counts``, up to the document last given."""
@@ -246,8 +231,10 @@ def write_shards(tokenizer: Any, documents: Iterable[str], out_dir: str | Path, 
         while manifest["sequences"] < wanted:  # one shard (all the memory used) a turn, filled a batch at a time
             room, filled = min(shard_size, wanted - manifest["sequences"]), 0
             while filled < room and (batch := list(itertools.islice(rows, min(batch_size, room - filled)))):
-                end = filled + len(batch)
-                ids[filled:end], lengths[filled:end] = sequence_rows(batch, seq_len, *specials)
+                end, offsets = filled + len(batch), offsets_of(batch)  # the rows prepare_data makes of the documents
+                flat = np.fromiter(itertools.chain.from_iterable(batch), dtype=ID_DTYPE, count=int(offsets[-1]))
+                ids[filled:end], lengths[filled:end] = truncate_sequences(TokenizedCorpus(flat, offsets), seq_len,
+                                                                          *specials)
                 filled = end
                 bar.update(len(batch))
             if filled:

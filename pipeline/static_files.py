@@ -42,11 +42,10 @@ def save_aligned(out_dir: str | Path, alignment: Alignment, manifest: Mapping[st
     """
     matrix = np.asarray(alignment.matrix)
     found = np.asarray(alignment.found)
-    _check_pair(matrix, found, "the alignment")
+    derived = _counts(matrix, found, "the alignment")
     if not np.isfinite(matrix).all():
         raise ValueError("the aligned matrix holds nan or inf values; check the vector file (vector_files.read_vec "
                          "refuses such files) and the normalisation")
-    derived = {"vocab_size": int(matrix.shape[0]), "dim": int(matrix.shape[1]), "n_found": int(found.sum())}
     for key, value in derived.items():
         if key in manifest and manifest[key] != value:
             raise ValueError(f"manifest says {key}={manifest[key]!r} but the alignment has {value}")
@@ -59,11 +58,13 @@ def save_aligned(out_dir: str | Path, alignment: Alignment, manifest: Mapping[st
     return files.folder
 
 
-def _check_pair(matrix: np.ndarray, found: np.ndarray, where: str) -> None:
+def _counts(matrix: np.ndarray, found: np.ndarray, where: str) -> dict[str, int]:
+    """What the manifest says of the arrays (vocab_size, dim, n_found), once their shapes are checked."""
     if matrix.ndim != 2:
         raise ValueError(f"{where}: the embedding matrix must be 2-D (vocab_size x dim), got shape {matrix.shape}")
     if found.ndim != 1 or found.shape[0] != matrix.shape[0]:
         raise ValueError(f"{where}: the found mask has shape {found.shape} but the matrix has {matrix.shape[0]} rows")
+    return {"vocab_size": int(matrix.shape[0]), "dim": int(matrix.shape[1]), "n_found": int(found.sum())}
 
 
 def load_aligned(directory: str | Path) -> Alignment:
@@ -77,11 +78,10 @@ def load_aligned(directory: str | Path) -> Alignment:
     matrix = np.load(files.embeddings, allow_pickle=False)
     found = np.load(files.found, allow_pickle=False)
     manifest = json.loads(files.manifest.read_text(encoding="utf-8"))
-    _check_pair(matrix, found, str(files.folder))
+    actual = _counts(matrix, found, str(files.folder))
     if matrix.dtype != np.float32 or found.dtype != bool:
         raise ValueError(f"{files.folder}: expected float32 embeddings and a bool mask, got {matrix.dtype} and "
                          f"{found.dtype}")
-    actual = {"vocab_size": matrix.shape[0], "dim": matrix.shape[1], "n_found": int(found.sum())}
     for key, value in actual.items():
         if manifest.get(key) != value:
             raise ValueError(f"{files.manifest} says {key}={manifest.get(key)!r} but the arrays give {value}; "

@@ -158,23 +158,19 @@ def save_prefix(source: IO[bytes], dest: Path, top_n: int, where: str, progress:
     """
     from tqdm.auto import tqdm
 
-    part = dest.with_name(dest.name + ".part")
+    from pipeline.checkpoints import written_whole  # imports torch: only when a download is cached
+
     dest.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with tqdm(unit="B", unit_scale=True, desc=f"download {dest.name}", disable=not progress) as bar:
         counting = _CountingReader(source, bar)
-        try:
-            with (_gzip_checked(where), gzip.open(counting, "rt", **TEXT) as fh,
-                  gzip.open(part, "wt", encoding="utf-8") as out):
-                lines = iter_vec(fh, where, top_n)
-                n_words, dim = next(lines)
-                kept = min(n_words, top_n)  # iter_vec refuses a file with fewer lines
-                out.write(f"{kept} {dim}\n")  # the lines kept: the copy is itself a valid .vec.gz
-                out.writelines(line for _, line in lines)
-        except BaseException:
-            part.unlink(missing_ok=True)
-            raise
-    part.replace(dest)
+        with (written_whole(dest, tmp=dest.with_name(dest.name + ".part")) as part, _gzip_checked(where),
+              gzip.open(counting, "rt", **TEXT) as fh, gzip.open(part, "wt", encoding="utf-8") as out):
+            lines = iter_vec(fh, where, top_n)
+            n_words, dim = next(lines)
+            kept = min(n_words, top_n)  # iter_vec refuses a file with fewer lines
+            out.write(f"{kept} {dim}\n")  # the lines kept: the copy is itself a valid .vec.gz
+            out.writelines(line for _, line in lines)
     info = {"source": where, "header_words": n_words, "dim": dim, "lines_kept": kept, "top_n": top_n,
             "complete": kept == n_words, "compressed_bytes_read": counting.bytes_read,
             "bytes_cached": dest.stat().st_size, "seconds": round(time.perf_counter() - started, 1)}

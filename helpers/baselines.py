@@ -28,8 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from helpers.masking import IGNORE_INDEX
-
 SMOOTHING = 1.0  # add-one (Laplace)
 POSITION_KINDS = ("mask", "random", "unchanged")  # what the model saw at a scored position
 # Of the scored positions that show a token (not [MASK]), the share showing their own token: 0.1 / (0.1 + 0.1).
@@ -78,6 +76,8 @@ def unigram_log_probs(counts: np.ndarray, special: list[int], smoothing: float =
 
 def score_labels(log_probs: np.ndarray, labels: np.ndarray) -> tuple[float, float, int]:
     """Mean loss and accuracy of the context-free prediction at every labelled position, and their count."""
+    from helpers.masking import IGNORE_INDEX  # here: masking loads torch, which reading baselines does not need
+
     targets = labels[labels != IGNORE_INDEX].astype(np.int64)
     if targets.size == 0:
         raise ValueError("the evaluation labels hold no masked position; prepare more evaluation documents")

@@ -16,11 +16,12 @@ import numpy as np
 
 from helpers.baselines import Baseline, unigram_baseline, unigram_counts
 from pipeline.layout import PretrainFiles
-from pipeline.prepare import load_data, prepared_files
 
 
 def _tokenizer(data_dir: str | Path) -> tuple[dict, list[int]]:
     """The tokenizer.json saved beside the prepared data, and its special ids."""
+    from pipeline.prepare import prepared_files
+
     path = prepared_files(data_dir).tokenizer / "tokenizer.json"
     if not path.is_file():
         raise FileNotFoundError(f"no {path}; rerun pipeline.prepare.prepare_data (notebook 04) to save the tokenizer")
@@ -30,6 +31,8 @@ def _tokenizer(data_dir: str | Path) -> tuple[dict, list[int]]:
 
 def compute_baseline(data_dir: str | Path, eval_sequences: int | None = None) -> Baseline:
     """Unigram and most-frequent-token baselines from the prepared data at ``data_dir`` (or its parent)."""
+    from pipeline.prepare import load_data  # here: reading saved baselines (notebook 06) needs no torch
+
     data = load_data(data_dir)
     return unigram_baseline(data.train_ids, data.train_lengths, data.eval_labels, int(data.meta["vocab_size"]),
                             _tokenizer(data.directory)[1], eval_sequences)
@@ -65,6 +68,8 @@ def _is_punctuation(token: str) -> bool:
 
 def compute_token_facts(pretrain_dir: str | Path, found_path: str | Path | None) -> dict[str, np.ndarray]:
     """Per vocabulary id what the analyses of issue 22 need; ``found_path``: the static step's found.npy."""
+    from pipeline.prepare import load_data
+
     data = load_data(pretrain_dir)
     tokenizer, special = _tokenizer(data.directory)
     vocab: dict[str, int] = {**(tokenizer.get("model") or {}).get("vocab", {}),

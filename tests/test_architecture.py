@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -49,3 +51,14 @@ def test_the_measurement_finds_an_import_against_the_direction_and_a_long_functi
     modules = arch.read_modules(tmp_path, ("helpers", "pipeline"))
     assert arch.wrong_direction(modules) == [("helpers.a", "pipeline.job")]
     assert modules["helpers.a"].long_functions == [("long", arch.FUNCTION_LINE_LIMIT + 1)]
+
+
+def test_reading_runs_and_records_loads_neither_torch_nor_transformers() -> None:
+    # Notebook 06, make reference-figures and the series read saved numbers: importing torch and transformers cost
+    # its kernel about 10 s of a loaded 2-core machine before this was held (baselines and the prepared data load
+    # them only where they compute).
+    code = ("import sys; from pipeline import figures, job, records, series; "
+            "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=arch.REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

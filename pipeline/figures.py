@@ -19,8 +19,7 @@ import pandas as pd
 
 from helpers import paper_values as paper
 from helpers.claims import BOOTSTRAP_DRAWS, TESTABLE_MARGIN, Estimate
-from pipeline.claims_table import gain_estimate, verify_claims
-from pipeline.control import control_table, knowledge_or_scale
+from pipeline.claims_table import gain_estimate, steps_saved_figure, steps_saved_table, verify_claims
 from pipeline.figure_plots import (
     FIGURE_FORMATS,
     draw_figures,
@@ -46,8 +45,13 @@ from pipeline.results import (
     sort_runs,
 )
 from pipeline.runinfo import RECORDED_PACKAGES, code_version, package_versions
-from pipeline.speed import steps_saved_figure, steps_saved_table
-from pipeline.token_analysis import prediction_kinds_table, token_groups_figure, token_groups_table
+from pipeline.token_analysis import (
+    control_table,
+    knowledge_or_scale,
+    prediction_kinds_table,
+    token_groups_figure,
+    token_groups_table,
+)
 
 __all__ = [  # notebook 06's set-up, tables and outputs, and what it calls from the other machinery modules
     "FiguresSetup", "start", "setting_comparison", "table1_vectors_found", "table2_loss", "table3_accuracy",

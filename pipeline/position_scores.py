@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -63,20 +62,12 @@ def positions_of(run: Run, name: str) -> dict[str, np.ndarray] | str:
     return found
 
 
-_CACHE: dict[tuple[Any, ...], RunPositions | str] = {}
-
-
 def run_positions(run: Run) -> RunPositions | str:
-    """Every scorer on the run's positions, or why they cannot be scored by kind; cached per run folder and the
-    size and time of every file the scores read, so a rewritten run is scored again."""
-    layout = RunLayout(run.run_dir)
-    paths = [*(layout.model(name).positions for name in (*paper.MODELS, CONTROL_MODEL)), layout.token_facts,
-             layout.static.found, layout.step("pretrain") / "data" / "meta.json"]
-    key = (str(Path(run.run_dir).resolve()),
-           *((p.stat().st_mtime_ns, p.stat().st_size) if p.is_file() else None for p in paths))
-    if key not in _CACHE:
-        _CACHE[key] = _score_run(run)
-    return _CACHE[key]
+    """Every scorer on the run's positions, or why they cannot be scored by kind; scored once per loaded run, so
+    a run folder rewritten and loaded again is scored again."""
+    if "positions" not in run.scored:
+        run.scored["positions"] = _score_run(run)
+    return run.scored["positions"]
 
 
 def _score_run(run: Run) -> RunPositions | str:
@@ -141,24 +132,31 @@ def paired_difference(runs: list[RunPositions], chosen: list[np.ndarray], same: 
     return seed_estimate([float(d.mean()) for d in diffs], lambda: (diffs, same), seed=zlib.crc32(salt.encode()))
 
 
+def estimate_columns(est: Estimate, mean: str = "ours", prefix: str = "") -> dict[str, Any]:
+    """An estimate as table columns: its mean (column ``mean``), the two-level interval's and the seed-level
+    t-interval's ends (``prefix`` + 'ci_low' and so on), and how the interval was made."""
+    return {mean: est.mean, f"{prefix}ci_low": est.low, f"{prefix}ci_high": est.high, "interval": est.interval,
+            f"{prefix}seed_ci_low": est.seed_low, f"{prefix}seed_ci_high": est.seed_high}
+
+
 def kind_mean(group: SeedGroup, scorer: str, key: str, kind: str) -> float:
     """A scorer's mean loss or accuracy at one kind of position, averaged over the group's seeds."""
     found = group_positions(group)
     return math.nan if isinstance(found, str) else float(np.mean([r.mean(scorer, key, kind) for r in found[0]]))
 
 
-def rows_by_group(groups: Iterable[SeedGroup], build: Callable[[SeedGroup, list[RunPositions], bool], list[dict]],
-                  problem: Callable[[str], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """``build``'s rows for every group with runs; for a group whose positions cannot be scored, ``problem``'s
-    row saying why (after the group's language and label), or none when ``problem`` is None."""
+def group_table(groups: Iterable[SeedGroup], build: Callable[[SeedGroup, list[RunPositions], bool], list[dict]],
+                why: str | None = None, columns: list[str] | None = None) -> pd.DataFrame:
+    """``build``'s rows for every group with runs; for a group whose positions cannot be scored, a row with the
+    group's language and label that says why in column ``why`` (none when ``why`` is None)."""
     rows: list[dict[str, Any]] = []
     for group in (g for g in groups if g.runs):
         found = group_positions(group)
         if not isinstance(found, str):
             rows += build(group, *found)
-        elif problem is not None:
-            rows.append({"lang": group.lang, "label": group.label, **problem(found)})
-    return rows
+        elif why is not None:
+            rows.append({"lang": group.lang, "label": group.label, why: found})
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _kind_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[str, Any]]:
@@ -172,7 +170,5 @@ def _kind_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[d
 @built_once
 def position_kinds_table(runset: RunSet) -> pd.DataFrame:
     """One row per language, scorer and kind of position: loss, accuracy and how many positions, mean over seeds."""
-    rows = rows_by_group(comparison_groups(runset), _kind_rows,
-                         lambda why: {"scorer": None, "kind": None, "status": why})
-    return pd.DataFrame(rows, columns=["lang", "label", "scorer", "kind", "positions", "share", "loss", "accuracy",
-                                       "status"])
+    return group_table(comparison_groups(runset), _kind_rows, "status",
+                       ["lang", "label", "scorer", "kind", "positions", "share", "loss", "accuracy", "status"])

@@ -128,6 +128,7 @@ class Run:
     missing: list[str] = field(default_factory=list)
     baseline: Baseline | None = None
     baseline_problem: str | None = None
+    scored: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # see position_scores.run_positions
 
     @property
     def has_metrics(self) -> bool:

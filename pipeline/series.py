@@ -17,14 +17,13 @@ from typing import Any, Sequence
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from pipeline.claims_table import gain_estimate, run_crossing
+from pipeline.claims_table import gain_estimate, run_crossing, steps_saved_table
 from pipeline.figure_plots import lang_name, save_figure
 from pipeline.figures import write_table
 from pipeline.layout import CONTROL_MODEL, MODEL_NAMES, PretrainFiles, RunLayout
 from pipeline.position_scores import kind_mean
 from pipeline.records import copy_into, model_record_files, read_info, save_control, save_facts, trained_commit
 from pipeline.results import RunSet, SeedGroup, comparison_groups, load_runs
-from pipeline.speed import steps_saved_table
 
 TABLE_NAME = "series_training_length"
 NOTE = ("One pair of models per length and seed ({seeds}), each with its own warm-up and decay; 1,200 steps is "

@@ -1,10 +1,17 @@
-"""Beyond the paper: which tokens BERT_FT's head start helps, and what each model predicts, from the records alone.
+"""Beyond the paper: which tokens BERT_FT's head start helps, what each model predicts, and whether the head start
+is the vectors' knowledge of words or the scale of BERT_FT's first rows; from the records alone.
 
 Every number here comes from the per-position records of the final evaluation (no new training), at the
 ``[MASK]`` positions only, where a model must use context. Positions are grouped by their true token:
 how often it occurs in the training text (:data:`FREQUENCY_EDGES`), whether it is a whole word or a ``##``
 piece, and whether BERT_FT's embedding row started from a fastText vector or from zero. Each group gets
 BERT_FT minus BERT_TINY with the two-level interval of :func:`helpers.claims.two_level_estimate`.
+
+Knowledge or scale: the control BERT_FT_PERM starts from BERT_FT's vector rows permuted among themselves
+(:func:`helpers.model.permute_vector_rows`): the same norms and spread, each on another token. BERT_FT minus the
+control is what knowing *which* word a row belongs to adds; the control minus BERT_TINY is what rows of that scale
+and spread add without it. Both come overall and by the true token's group, each with the two-level interval and a
+seed-level t-interval.
 """
 
 from __future__ import annotations
@@ -15,7 +22,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from pipeline.position_scores import RunPositions, paired_difference, rows_by_group
+from helpers.claims import verdict
+from pipeline.layout import CONTROL_MODEL
+from pipeline.position_scores import RunPositions, estimate_columns, group_table, paired_difference
 from pipeline.results import RunSet, SeedGroup, built_once, comparison_groups
 
 # Training-text count of the true token: rare (< 10) to very frequent (>= 10,000); log-spaced, so a bucket
@@ -59,6 +68,20 @@ def token_splits(runs: list[RunPositions]) -> list[tuple[str, str, list[np.ndarr
     return splits
 
 
+def difference_columns(runs: list[RunPositions], chosen: list[np.ndarray], same: bool, first: str, second: str,
+                       salt: str, mean: str = "{}") -> dict[str, Any]:
+    """``first`` minus ``second`` in loss and in accuracy at each seed's ``chosen`` positions (the draws seeded by
+    ``salt`` and the key): per metric its mean (column ``mean`` filled with the metric), both intervals and its
+    verdict ('shown' when both exclude 0 with ``first`` better), and how the interval was made."""
+    row: dict[str, Any] = {}
+    for key, short, lower in (("loss", "loss", True), ("correct", "accuracy", False)):
+        est = paired_difference(runs, chosen, same, first, second, key, f"{salt}{key}")
+        row.update(estimate_columns(est, mean.format(short), f"{short} "))
+        shown = verdict(est, lower).replace("holds", "shown").replace("does not hold", "shown, the other way")
+        row[f"{short} verdict"] = shown
+    return row
+
+
 def _group_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[str, Any]]:
     rows = []
     for grouping, name, chosen in token_splits(runs):
@@ -68,10 +91,8 @@ def _group_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[
             for model, label in (("bert_tiny", "TINY"), ("bert_ft", "FT")):
                 row[f"{short} {label}"] = float(np.mean([r.scores[model][key][c].mean()
                                                          for r, c in zip(runs, chosen)]))
-            salt = f"{group.lang}{grouping}{name}{key}"
-            est = paired_difference(runs, chosen, same, "bert_ft", "bert_tiny", key, salt)
-            row.update({f"{short} FT - TINY": est.mean, f"{short} ci_low": est.low, f"{short} ci_high": est.high})
-        row["interval"] = est.interval
+        row.update(difference_columns(runs, chosen, same, "bert_ft", "bert_tiny", f"{group.lang}{grouping}{name}",
+                                      "{} FT - TINY"))
         rows.append(row)
     return rows
 
@@ -79,11 +100,10 @@ def _group_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[
 @built_once
 def token_groups_table(runset: RunSet) -> pd.DataFrame:
     """BERT_FT minus BERT_TINY at [MASK] positions, by frequency, word or piece, and initial row."""
-    rows = rows_by_group(comparison_groups(runset), _group_rows, lambda why: {"grouping": None, "group": why})
-    return pd.DataFrame(rows, columns=["lang", "label", "grouping", "group", "positions", "accuracy TINY",
-                                       "accuracy FT", "accuracy FT - TINY", "accuracy ci_low", "accuracy ci_high",
-                                       "loss TINY", "loss FT", "loss FT - TINY", "loss ci_low", "loss ci_high",
-                                       "interval"])
+    return group_table(comparison_groups(runset), _group_rows, "group",
+                       ["lang", "label", "grouping", "group", "positions", "accuracy TINY", "accuracy FT",
+                        "accuracy FT - TINY", "accuracy ci_low", "accuracy ci_high", "loss TINY", "loss FT",
+                        "loss FT - TINY", "loss ci_low", "loss ci_high", "interval"])
 
 
 def _prediction_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[str, Any]]:
@@ -108,7 +128,7 @@ def prediction_kinds_table(runset: RunSet) -> pd.DataFrame:
     punctuation, or one of the FREQUENT_WORDS most frequent whole words of the training text.
 
     One seed per language (the group's first): each row's label names it, never the group's seed count."""
-    return pd.DataFrame(rows_by_group(comparison_groups(runset), _prediction_rows))
+    return group_table(comparison_groups(runset), _prediction_rows)
 
 
 def token_groups_figure(table: pd.DataFrame) -> plt.Figure:
@@ -128,3 +148,56 @@ def token_groups_figure(table: pd.DataFrame) -> plt.Figure:
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+# --------------------------------------------------------------------------- knowledge or scale (the control)
+
+
+COMPARISONS = (("bert_ft", CONTROL_MODEL, "FT - PERM (which word: knowledge)"),
+               (CONTROL_MODEL, "bert_tiny", "PERM - TINY (rows of that scale, no knowledge)"),
+               ("bert_ft", "bert_tiny", "FT - TINY (the whole head start)"))
+CONTROL_COLUMNS = ["lang", "label", "comparison", "grouping", "group", "positions", "n_seeds", "loss", "loss ci_low",
+                   "loss ci_high", "loss seed_ci_low", "loss seed_ci_high", "loss verdict", "accuracy",
+                   "accuracy ci_low", "accuracy ci_high", "accuracy seed_ci_low", "accuracy seed_ci_high",
+                   "accuracy verdict", "interval"]
+
+
+def _control_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[str, Any]]:
+    """Every comparison, overall at [MASK] and in each token group that holds [MASK] positions."""
+    splits = [("all", "[MASK] positions", [r.select("mask") for r in runs]), *token_splits(runs)]
+    return [{"lang": group.lang, "label": group.label, "comparison": comparison, "grouping": grouping, "group": name,
+             "positions": int(chosen[0].sum()), "n_seeds": len(runs),
+             **difference_columns(runs, chosen, same, first, second, f"{group.lang}{comparison}{name}")}
+            for first, second, comparison in COMPARISONS for grouping, name, chosen in splits]
+
+
+@built_once
+def control_table(runset: RunSet) -> pd.DataFrame:
+    """The comparisons in every language group, over the seeds that trained the control (empty when none did).
+
+    The label says how many seeds that is. A verdict 'shown' means both intervals exclude 0 with the first
+    model better (lower loss, higher accuracy).
+    """
+    return group_table((g.with_control() for g in comparison_groups(runset)), _control_rows, "group", CONTROL_COLUMNS)
+
+
+def _interval(row: pd.Series, key: str) -> str:
+    seeds = (f"; seeds {row[f'{key} seed_ci_low']:+.3f} to {row[f'{key} seed_ci_high']:+.3f}"
+             if np.isfinite(row[f"{key} seed_ci_low"]) else "")
+    return f"{row[key]:+.3f} [{row[f'{key} ci_low']:+.3f}, {row[f'{key} ci_high']:+.3f}{seeds}]"
+
+
+def knowledge_or_scale(table: pd.DataFrame) -> list[str]:
+    """One sentence per language, built from the table's overall [MASK] rows, whichever way the numbers fall."""
+    sentences = []
+    for (lang, label), part in table[table["grouping"] == "all"].groupby(["lang", "label"], sort=False):
+        rows = part.set_index("comparison")
+        knowledge, scale, whole = (rows.loc[c] for _, _, c in COMPARISONS)
+        share = knowledge["loss"] / whole["loss"] if whole["loss"] else float("nan")
+        sentences.append(
+            f"{lang.upper()} ({label}), at the [MASK] positions: of BERT_FT's loss difference to BERT_TINY, "
+            f"{_interval(whole, 'loss')} nat, the vectors' knowledge (BERT_FT − BERT_FT_PERM) is "
+            f"{_interval(knowledge, 'loss')} ({knowledge['loss verdict']}) and the rows' scale (BERT_FT_PERM − "
+            f"BERT_TINY) {_interval(scale, 'loss')} ({scale['loss verdict']}): knowledge makes {share:.0%} of it. "
+            f"Accuracy: knowledge {_interval(knowledge, 'accuracy')}, scale {_interval(scale, 'accuracy')}.")
+    return sentences

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from helpers import presets
-from pipeline import control, records, results, training
+from pipeline import records, results, training
+from pipeline import token_analysis as control
 from pipeline.layout import CONTROL_MODEL, RunLayout
 
 

@@ -672,7 +672,7 @@ def test_scores_by_kind_follow_a_rewritten_run_in_the_same_process(tmp_path: Pat
 
 
 def test_steps_saved_count_the_evaluations_each_model_needs_to_reach_a_loss(tmp_path: Path) -> None:
-    from pipeline.speed import steps_saved_table
+    from pipeline.claims_table import steps_saved_table
 
     dirs = []
     for seed, lag in enumerate((1, 2, 2)):  # BERT_TINY's curve is BERT_FT's one or two evaluations later, above 5.8

@@ -34,6 +34,7 @@ from helpers import static_vectors as sv
 from helpers.claims import seed_estimate
 from helpers.presets import VectorsConfig
 from helpers.pretrain import cap_steps
+from pipeline.checkpoints import written_whole
 from pipeline.data import CorpusSpec
 from pipeline.fasttext_training import FastTextSettings
 from pipeline.figure_plots import FIGURE_FORMATS, save_figure
@@ -115,9 +116,8 @@ def _raw_vectors(manifest: dict[str, Any], config: VectorsConfig, cache_dir: Pat
                                progress=False)
     cache_dir.mkdir(parents=True, exist_ok=True)
     # Written whole, then renamed: two processes ablating one run never read each other's half-written file.
-    partial = cached.with_name(f".{cached.stem}.{os.getpid()}.npz")
-    np.savez(partial, words=np.array(source.vectors.words), matrix=source.vectors.matrix)
-    os.replace(partial, cached)
+    with written_whole(cached, tmp=cached.with_name(f".{cached.stem}.{os.getpid()}.npz")) as partial:
+        np.savez(partial, words=np.array(source.vectors.words), matrix=source.vectors.matrix)
     return source.vectors
 
 

@@ -94,13 +94,13 @@ def run_identity(lang: str | None, seed: int, cfg: Any, corpus: str | None, data
             "tokenizer_fingerprint": tokenizer_fingerprint, "train_config_hash": sha256_json(config)}
 
 
-def check_same_experiment(tiny: Mapping[str, Any] | None, ft: Mapping[str, Any] | None, where: str = "") -> None:
+def check_same_experiment(tiny: Mapping[str, Any] | None, ft: Mapping[str, Any] | None) -> None:
     """Refuse to compare BERT_TINY and BERT_FT runs whose identities differ (the init may differ)."""
     if tiny is None or ft is None:
         return
     changed = differences(comparable(tiny), comparable(ft))
     if changed:
-        raise ValueError(f"BERT_TINY and BERT_FT {where}belong to different experiments ({'; '.join(changed)}); "
+        raise ValueError(f"BERT_TINY and BERT_FT belong to different experiments ({'; '.join(changed)}); "
                          "train both with the same data, tokenizer, seed, preset and settings before comparing")
 
 

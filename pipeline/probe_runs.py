@@ -97,7 +97,7 @@ def load_encoders(layout: RunLayout, seed: int = 0) -> dict[str, BertModel]:
             raise FileNotFoundError(f"no saved model in {model_dir}; run 04_pretraining first")
         trained[name] = BertForMaskedLM.from_pretrained(model_dir).bert
     control = build_model(init="random", seed=seed, config=trained["BERT_TINY"].config)
-    return {"random init": getattr(control, "bert", control), **trained}
+    return {"random init": control.bert, **trained}
 
 
 def save_probe_results(table: pd.DataFrame, paired: pd.DataFrame, layout: RunLayout,
@@ -156,10 +156,8 @@ def skip_remaining_cells(reason: str) -> None:
     of constant assignments (the parameters cell), and a cell that calls ``start(...)``, which ends the skipping.
     Outside IPython (a plain script) there are no later cells, and nothing happens.
     """
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython comes with the kernel
-        return
+    from IPython import get_ipython  # installed with ipykernel
+
     shell = get_ipython()
     if shell is None:
         return

@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 from helpers import presets
 from helpers.presets import PRESET_HELP, PRESET_NAMES, TrainConfig
 from helpers.pretrain import TrainingDiverged, cap_steps
-from pipeline import training
+from pipeline import distributed, training
 from pipeline.layout import MODEL_NAMES, TRAINABLE_MODELS, PretrainFiles, read_metrics
 from pipeline.run_identity import hold_step
 from pipeline.runinfo import device_argument
@@ -98,12 +98,6 @@ def model_overrides(args: argparse.Namespace) -> dict[str, float] | None:
     return {"hidden_dropout_prob": args.model_dropout, "attention_probs_dropout_prob": args.model_dropout}
 
 
-def is_main_process() -> bool:
-    from pipeline.distributed import from_environment
-
-    return from_environment().is_main
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # exits with status 2 and one message on a bad option
@@ -113,11 +107,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:
         parser.error(str(err))
     try:
-        if is_main_process():  # one holder of the step, however many processes train
+        main_process = distributed.from_environment().is_main
+        if main_process:  # one holder of the step, however many processes train
             hold_step(Path(args.out), "train_cli")
         info = training.train(args.model, args.init, cfg, args.data, args.out, device=args.device, seed=args.seed,
                               resume=not args.no_resume, stop_at=args.stop_at, model_overrides=model_overrides(args))
-        if not is_main_process():
+        if not main_process:
             return 0  # process 0 wrote the files and reports
         folder = PretrainFiles(Path(args.out))
         rows = read_metrics(folder.model(args.model).metrics)

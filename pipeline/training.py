@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from helpers.crossing import crossing_step, fraction_of
 from helpers.model import InitSpec, build_model, count_parameters, permute_vector_rows, use_attention
@@ -35,11 +36,6 @@ from pipeline.layout import CONTROL_MODEL, METRIC_COLUMNS, TRAINABLE_MODELS, Mod
 from pipeline.prepare import PreparedData, load_data, load_data_tokenizer
 from pipeline.runinfo import environment, pick_device
 from pipeline.static_files import load_aligned
-
-try:  # tqdm is on every machine we know of, but a bar is not worth a crash
-    from tqdm.auto import tqdm
-except ImportError:  # pragma: no cover
-    tqdm = None
 
 # train_loss: mean over the steps since the previous row (NaN at step 0); lr: the rate the *next* step
 # uses (read after the scheduler stepped), so it is 0.0 on the last row of a finished run.
@@ -98,41 +94,32 @@ def train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Pat
         check_count("stop_at", stop_at)
     world = distributed.from_environment()
     dev = distributed.process_device(pick_device(device), world)
+
+    def train_in_group() -> dict[str, Any]:
+        # The model lives in this frame only, so it is freed before the process group goes, also after an error
+        # (distributed.process_group): freed after it, gloo's threads were joined while they waited for the GIL,
+        # and torchrun never ended.
+        data, tokens = load_training_data(data_dir, cfg, tokenizer, init)
+        overrides = {"vocab_size": len(tokens), "pad_token_id": tokens.pad_token_id, **(model_overrides or {})}
+        start, permutation = starting_embeddings(model_name, init, seed)
+        ctx = make_run_context(start, cfg, tokens, dev, world, seed, overrides)
+        record = run_record(model_name, start, ctx, seed, data, tokens)
+        if permutation is not None:
+            record["init"].update(source=ck.init_record(init)["source"], permutation=permutation)
+        key = {"model_name": model_name, "identity": record["identity"], "init": record["init"],
+               "model_overrides": overrides, "world_size": world.world_size}
+        with RunFiles(PretrainFiles(Path(out_dir)).model(model_name), record, key, world, resume, progress) as run:
+            step = train_loop(ctx, data, run, seed, cfg.steps if stop_at is None else min(cfg.steps, stop_at))
+        return run.finish(step, ctx)
+
     threads = torch.get_num_threads()
     if cfg.cpu_threads and dev.type == "cpu":
         torch.set_num_threads(cfg.cpu_threads)
     try:
         with distributed.process_group(dev, world):
-            return _train_in_group(model_name, init, cfg, data_dir, out_dir, tokenizer, dev, world, seed, resume,
-                                   stop_at, progress, model_overrides)
+            return train_in_group()
     finally:
         torch.set_num_threads(threads)
-
-
-def _train_in_group(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Path, out_dir: str | Path,
-                    tokenizer: Any, dev: torch.device, world: distributed.World, seed: int, resume: bool,
-                    stop_at: int | None, progress: bool, model_overrides: Mapping[str, Any] | None) -> dict[str, Any]:
-    """:func:`train` inside the process group. The model lives in this frame only, so it is freed before the group
-    goes, also after an error (distributed.process_group): freed after it, gloo's threads were joined while they
-    waited for the GIL, and torchrun never ended."""
-    data, tokenizer = load_training_data(data_dir, cfg, tokenizer, init)
-    overrides = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id, **(model_overrides or {})}
-    start, permutation = starting_embeddings(model_name, init, seed)
-    ctx = make_run_context(start, cfg, tokenizer, dev, world, seed, overrides)
-    record = run_record(model_name, start, ctx, seed, data, tokenizer)
-    if permutation is not None:
-        record["init"].update(source=ck.init_record(init)["source"], permutation=permutation)
-    key = {"model_name": model_name, "identity": record["identity"], "init": record["init"],
-           "model_overrides": overrides, "world_size": world.world_size}
-    run = RunFiles(PretrainFiles(Path(out_dir)).model(model_name), record, key, world, resume, progress)
-    try:
-        step = train_loop(ctx, data, run, seed, cfg.steps if stop_at is None else min(cfg.steps, stop_at))
-    except TrainingDiverged as err:
-        run.stopped(err)
-        raise
-    finally:
-        run.close()
-    return run.finish(step, ctx)
 
 
 def starting_embeddings(model_name: str, init: InitSpec, seed: int) -> tuple[InitSpec, dict[str, Any] | None]:
@@ -207,12 +194,22 @@ class RunFiles:
                  resume: bool, progress: bool) -> None:
         self.files, self.record, self.key, self.world = files, record, key, world
         self.may_resume = resume
-        self.show_progress = progress and world.is_main and tqdm is not None
+        self.show_progress = progress and world.is_main
         self.rows: list[dict[str, Any]] = []
         self.started = time.perf_counter()
         self.bar: Any = None
         if world.is_main:
             files.folder.mkdir(parents=True, exist_ok=True)
+
+    def __enter__(self) -> RunFiles:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: Any) -> None:
+        """The progress bar closes whatever happened; a diverged run records its step and why in run.json."""
+        if self.bar is not None:
+            self.bar.close()
+        if isinstance(error, TrainingDiverged):
+            self.write_record(finished=False, steps_done=error.step, stopped=str(error))
 
     def resume(self, ctx: StepContext) -> tuple[int, RunningLoss]:
         """Where this run's checkpoint stopped (weights, optimiser, schedule, random streams, metrics), or step 0.
@@ -274,13 +271,6 @@ class RunFiles:
                 "sampler": batches, "running_loss": train_loss.state(), "elapsed_s": time.perf_counter() - self.started,
                 "model": ctx.model.state_dict(), "optimizer": ctx.optimizer.state_dict(),
                 "scheduler": ctx.scheduler.state_dict(), "rng": rng, "process_rng": process_rng})
-
-    def stopped(self, err: TrainingDiverged) -> None:
-        self.write_record(finished=False, steps_done=err.step, stopped=str(err))
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
 
     def finish(self, step: int, ctx: StepContext) -> dict[str, Any]:
         """Record how far the run got; a finished run also saves its model. Returns run.json's content."""

@@ -16,7 +16,7 @@ from helpers import pretrain as P
 from pipeline import checkpoints as ck
 from pipeline import prepare, training
 from pipeline import train_cli as cli
-from pipeline.layout import ModelFiles
+from pipeline.layout import ModelFiles, read_metrics
 
 SMALL_MODEL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48)
 CFG = presets.TrainConfig(name="test", steps=4, batch_size=4, seq_len=32, eval_every=2, checkpoint_every=2,
@@ -152,7 +152,7 @@ def test_a_non_finite_loss_stops_training_and_is_recorded(tokenizer, data_dir, t
     assert err.value.step == 3
     run = json.loads((tmp_path / "bert_tiny" / "run.json").read_text())
     assert run["finished"] is False and run["steps_done"] == 3 and "diverged" in run["stopped"]
-    rows = training.read_metrics(tmp_path / "bert_tiny" / "metrics.csv")
+    rows = read_metrics(tmp_path / "bert_tiny" / "metrics.csv")
     assert [r["step"] for r in rows] == [0, 2]  # nothing non-finite was logged
     assert not (tmp_path / "bert_tiny" / "model").exists()
     saved = ck.load_checkpoint(ModelFiles(tmp_path / "bert_tiny").checkpoint)
@@ -220,7 +220,7 @@ def test_a_run_folder_moved_whole_resumes_bit_for_bit(tokenizer, data_dir, tmp_p
     _train(tokenizer, data_dir, after, model="bert_ft", init=str(after / "static"))
     read = {run: json.loads((run / "bert_ft" / "run.json").read_text()) for run in (straight, after)}
     assert read[after]["finished"] and read[after]["init"]["source"] == str(after / "static")
-    metrics = {run: training.read_metrics(run / "bert_ft" / "metrics.csv") for run in (straight, after)}
+    metrics = {run: read_metrics(run / "bert_ft" / "metrics.csv") for run in (straight, after)}
     untimed = {run: [{k: (None if v != v else v) for k, v in row.items() if k != "elapsed_s"} for row in rows]
                for run, rows in metrics.items()}  # NaN (step 0's training loss) as None, so == compares it
     assert untimed[straight] == untimed[after]
@@ -280,7 +280,7 @@ def test_compare_runs_checks_given_identities():
 def test_final_evaluation_saves_per_position_results(tokenizer, data_dir, tmp_path):
     _train(tokenizer, data_dir, tmp_path)
     saved = np.load(ModelFiles(tmp_path / "bert_tiny").positions)
-    final = training.read_metrics(tmp_path / "bert_tiny" / "metrics.csv")[-1]
+    final = read_metrics(tmp_path / "bert_tiny" / "metrics.csv")[-1]
     data = prepare.load_data(data_dir)
     labels = data.eval_labels
     assert saved["correct"].dtype == bool and saved["loss"].dtype == np.float32

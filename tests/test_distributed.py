@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from helpers import presets
-from pipeline import distributed, training
+from pipeline import distributed
 from pipeline import train_cli as cli
+from pipeline.layout import read_metrics
 
 REPO = Path(__file__).resolve().parent.parent
 STEPS = ["--preset", "smoke", "--device", "cpu", "--steps", "12", "--batch-size", "8", "--eval-every", "4",
@@ -52,7 +53,7 @@ def _torchrun(data_dir: Path, out: Path, *extra: str) -> str:
 
 
 def _metrics(out: Path) -> list[dict]:
-    rows = training.read_metrics(out / "bert_tiny" / "metrics.csv")
+    rows = read_metrics(out / "bert_tiny" / "metrics.csv")
     # NaN (step 0 has no training loss yet) as None, so that == compares rows
     return [{k: (None if v != v else v) for k, v in row.items() if k != "elapsed_s"} for row in rows]
 

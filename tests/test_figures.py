@@ -336,9 +336,10 @@ def flat_curves(tiny_loss: list[float], ft_loss: list[float], tiny_acc: list[flo
 
 def test_one_metrics_reader_and_one_crossing_rule_are_used() -> None:
     from helpers import crossing
-    from pipeline import training
+    from pipeline import layout, training
 
-    assert results.METRIC_COLUMNS is training.METRIC_COLUMNS and results.read_metrics is training.read_metrics
+    assert results.read_metrics is layout.read_metrics is training.read_metrics
+    assert results.METRIC_COLUMNS is layout.METRIC_COLUMNS is training.METRIC_COLUMNS
     assert claims_table.crossing_step is crossing.crossing_step
 
 

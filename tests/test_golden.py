@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pipeline.layout import MODEL_NAMES, ModelFiles
-from pipeline.training import read_metrics
+from pipeline.layout import MODEL_NAMES, ModelFiles, read_metrics
 
 pytestmark = pytest.mark.notebook
 

@@ -29,6 +29,7 @@ from helpers.masking import IGNORE_INDEX
 from helpers.model import MaskedLMLoss, build_model, mlm_loss, use_attention
 from pipeline import prepare, training
 from pipeline import train_cli as cli
+from pipeline.layout import read_metrics
 
 # Hidden 60 over 4 heads: head dim 15, which sdpa_padded pads to 16 (a real padding, as 75 -> 80 on a GPU).
 # Dropout off: with it, compiled and eager runs draw different random masks and nothing would compare.
@@ -54,7 +55,7 @@ def data_dir(small_prepared):
 def _run(tokenizer, data_dir, out, cfg):
     info = training.train("bert_tiny", "random", cfg, data_dir, out, tokenizer=tokenizer, device="cpu", progress=False,
                    model_overrides=SMALL_MODEL)
-    return info, training.read_metrics(out / "bert_tiny" / "metrics.csv")
+    return info, read_metrics(out / "bert_tiny" / "metrics.csv")
 
 
 def _batch(tokenizer, data_dir, rows=8):

@@ -10,7 +10,7 @@ import pytest
 
 from helpers import presets
 from pipeline import prepare, training
-from pipeline.layout import CONTROL_MODEL, MODEL_NAMES, ModelFiles
+from pipeline.layout import CONTROL_MODEL, METRIC_COLUMNS, MODEL_NAMES, ModelFiles, read_metrics
 
 pytestmark = pytest.mark.notebook
 
@@ -24,8 +24,8 @@ def pretrain_dir(smoke_step):
 def test_metrics_have_the_contract_columns_and_finite_values(pretrain_dir, name):
     path = pretrain_dir / name / "metrics.csv"
     header = path.read_text().splitlines()[0].split(",")
-    assert header == list(training.METRIC_COLUMNS)
-    rows = training.read_metrics(path)
+    assert header == list(METRIC_COLUMNS)
+    rows = read_metrics(path)
     cfg = presets.get("smoke").train
     assert [r["step"] for r in rows] == list(range(0, cfg.steps + 1, cfg.eval_every))
     assert math.isnan(rows[0]["train_loss"])  # nothing trained at step 0
@@ -71,7 +71,7 @@ def test_final_evaluation_positions_match_the_last_metrics_row(pretrain_dir, nam
     import numpy as np
 
     saved = np.load(ModelFiles(pretrain_dir / name).positions)
-    final = training.read_metrics(pretrain_dir / name / "metrics.csv")[-1]
+    final = read_metrics(pretrain_dir / name / "metrics.csv")[-1]
     assert saved["loss"].astype(np.float64).mean() == pytest.approx(final["eval_loss"], rel=1e-5)
     assert saved["correct"].mean() == pytest.approx(final["eval_accuracy"], abs=1e-12)
 
@@ -205,11 +205,11 @@ def test_the_verdict_follows_the_testability_rule_at_the_mask_positions(pretrain
 
 
 def test_exercise_3_quotes_the_step_0_losses_and_its_explanation_the_measured_excess(pretrain_dir):
-    rows = {name: training.read_metrics(pretrain_dir / name / "metrics.csv")[0] for name in MODEL_NAMES}
+    rows = {name: read_metrics(pretrain_dir / name / "metrics.csv")[0] for name in MODEL_NAMES}
     vocab_size = json.loads((pretrain_dir / "bert_tiny" / "run.json").read_text())["model_config"]["vocab_size"]
     printed = _printed(pretrain_dir)
     premise = printed[printed.index("log V = "):].splitlines()[0]
-    control = training.read_metrics(pretrain_dir / CONTROL_MODEL / "metrics.csv")[0]  # the smoke run trains it
+    control = read_metrics(pretrain_dir / CONTROL_MODEL / "metrics.csv")[0]  # the smoke run trains it
     assert premise == (f"log V = {math.log(vocab_size):.3f}; evaluation loss at step 0: "
                        f"BERT_TINY {rows['bert_tiny']['eval_loss']:.3f}, BERT_FT {rows['bert_ft']['eval_loss']:.3f}, "
                        f"BERT_FT_PERM {control['eval_loss']:.3f}")

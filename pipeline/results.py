@@ -208,7 +208,8 @@ class RunSet:
 def built_once(build: Callable[[RunSet], pd.DataFrame]) -> Callable[[RunSet], pd.DataFrame]:
     """``build`` run once per RunSet and its runs, a copy returned each time after: notebook 06 shows a table,
     then write_outputs writes them all, and the bootstraps behind them took half of 06's time twice. The runs
-    are kept beside the table, so a changed list of runs (even at reused addresses) builds it again."""
+    are kept beside the table, so a changed list of runs (even at reused addresses) builds it again; a run edited
+    in place (its metrics changed by hand) is the same run here: load the runs again to see the edit."""
     @functools.wraps(build)
     def table(runset: RunSet) -> pd.DataFrame:
         key = (build.__module__, build.__qualname__)

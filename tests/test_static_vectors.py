@@ -332,6 +332,12 @@ def test_vectors_without_subwords_do_not_depend_on_what_the_heap_held_before(tmp
         np.testing.assert_array_equal(vectors[0].matrix, other.matrix)
 
 
+def test_a_diverging_fasttext_names_its_learning_rate_and_says_to_lower_it(tmp_path: Path) -> None:
+    settings = ft.FastTextSettings(dim=20, epochs=30, min_count=1, maxn=0, lr=50.0)  # lr 0.05 to 2 train here
+    with pytest.raises(ValueError, match=r"diverged \(NaN\) at lr=50: lower lr"):
+        ft.train_fasttext(CORPUS * 10, settings, tmp_dir=tmp_path, progress=False)
+
+
 def test_the_seed_shuffles_documents_and_seed_zero_keeps_their_order(tmp_path: Path) -> None:
     docs = [f"doc{i} word" for i in range(30)]
     ft.write_training_text(docs, tmp_path / "a.txt", seed=0)

@@ -20,11 +20,10 @@ import functools
 import hashlib
 import json
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from pipeline.layout import INPUT_HASHES_NAME, PROJECT_PACKAGES, REPO_ROOT, stamp_of, started_of
+from pipeline.layout import INPUT_HASHES_NAME, PROJECT_PACKAGES, REPO_ROOT, read_json, stamp_of, started_of
 from pipeline.notebook_sync import cell_source, notebook_cells
 
 if TYPE_CHECKING:
@@ -47,10 +46,9 @@ def input_kind(value: Any) -> Any:
 
 
 def comparable(identity: Any) -> Any:
-    """An identity as runs are compared: a files corpus by its kind, whether older code wrote its path or not."""
-    if not isinstance(identity, Mapping) or "corpus" not in identity:
-        return identity
-    return {**identity, "corpus": input_kind(identity["corpus"])}
+    """An identity as runs are compared (:func:`portable`): a files corpus by its kind, whether older code wrote its
+    path or not."""
+    return portable(identity) if isinstance(identity, Mapping) else identity
 
 
 def _short(value: Any) -> str:
@@ -119,11 +117,7 @@ def input_digests(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """{name: {path, sha256[, files]}} for every input file or folder the parameters name, through the run folder's
     cache. The cache only saves time: a folder that cannot be written to (read-only, a full disk) keeps none."""
     cache_file = Path(params["run_dir"]) / INPUT_HASHES_NAME if params.get("run_dir") else None
-    try:
-        cache = json.loads(cache_file.read_text(encoding="utf-8")) if cache_file else {}
-    except (OSError, ValueError):
-        cache = {}  # no cache yet, or a damaged one: the files are read again
-    cache = cache if isinstance(cache, dict) else {}
+    cache = (read_json(cache_file) if cache_file else None) or {}  # none yet, or a damaged one: files read again
     before = json.dumps(cache, sort_keys=True)
     digests = {name: _digest_entry(path, cache) for name, path in sorted(input_files(params).items())}
     if cache_file and cache_file.parent.is_dir() and json.dumps(cache, sort_keys=True) != before:
@@ -161,11 +155,8 @@ def compare_inputs(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> l
 
 def changed_inputs(step_folder: Path, params: dict[str, Any]) -> list[str]:
     """Why a step would rerun because of its input files: one line per file whose content is not the one it ran on."""
-    try:
-        recorded = json.loads(stamp_of(step_folder).read_text(encoding="utf-8")).get("inputs", {})
-    except (OSError, ValueError):
-        return []
-    return compare_inputs(recorded, input_digests(params))
+    stamp = read_json(stamp_of(step_folder))
+    return [] if stamp is None else compare_inputs(stamp.get("inputs", {}), input_digests(params))
 
 
 # --------------------------------------------------------------------------- code, parameters and upstream steps
@@ -183,29 +174,20 @@ def module_file(module: str) -> Path | None:
 
 
 @functools.lru_cache(maxsize=1024)
-def _imports(source: str) -> tuple[tuple[str, ...], tuple[tuple[str, tuple[str, ...]], ...]]:
-    """The project names ``source`` imports: (``import a.b`` names, (``from m import x, y``: m, (x, y)) pairs).
+def imported_project_modules(source: str) -> frozenset[str]:
+    """The project names ``source`` imports, anywhere in it (lazy imports included): ``import a.b`` and ``from m
+    import x`` name a.b, m and m.x; m.x is a module only where its file exists (``from helpers import claims``),
+    which :func:`project_modules` checks of every name.
 
     A pure function of the text, kept per text: parsing every module again for each step and check took seconds.
     """
-    imports: list[str] = []
-    froms: list[tuple[str, tuple[str, ...]]] = []
+    found: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            imports.extend(alias.name for alias in node.names if alias.name.split(".")[0] in PROJECT_PACKAGES)
+            found.update(alias.name for alias in node.names if alias.name.split(".")[0] in PROJECT_PACKAGES)
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in PROJECT_PACKAGES:
-            froms.append((node.module, tuple(alias.name for alias in node.names)))
-    return tuple(imports), tuple(froms)
-
-
-def imported_project_modules(source: str) -> set[str]:
-    """Names of the project's modules that ``source`` imports, anywhere in it (lazy imports included)."""
-    imports, froms = _imports(source)
-    found = set(imports)
-    for module, names in froms:
-        found.add(module)
-        found.update(f"{module}.{name}" for name in names if module_file(f"{module}.{name}") is not None)
-    return found
+            found.update([node.module, *(f"{node.module}.{alias.name}" for alias in node.names)])
+    return frozenset(found)
 
 
 def project_modules(step: Step) -> list[str]:
@@ -217,7 +199,7 @@ def project_modules(step: Step) -> list[str]:
     while todo:
         module = todo.pop()
         if module in seen or module_file(module) is None:
-            continue
+            continue  # seen, or a name imported from a module, not a module
         seen.add(module)
         parents = [".".join(module.split(".")[:i]) for i in range(1, module.count(".") + 1)]
         todo.extend(parents)  # importing plots.x runs plots/__init__.py too
@@ -225,9 +207,10 @@ def project_modules(step: Step) -> list[str]:
     return sorted(seen)
 
 
-def portable(params: dict[str, Any]) -> dict[str, Any]:
-    """Parameters without absolute folders or input paths, so moving a runs folder or an input changes no
-    fingerprint (an input's content enters through its digest)."""
+def portable(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Parameters, or an identity, without absolute folders or input paths, so moving a runs folder or an input
+    changes no fingerprint and no identity (an input's content enters through its digest): the one place where
+    step fingerprints, identity.json and run.json's identity leave paths out."""
     kept = {k: v for k, v in params.items() if k not in FOLDER_PARAMETERS}
     for name in input_files(params):
         kept[name] = input_kind(params[name]) if name != "vectors" else "file"
@@ -265,27 +248,18 @@ def with_contents(key: str, files: Sequence[Path]) -> str:
 # --------------------------------------------------------------------------- the stamps
 
 
-def _read_fingerprint(path: Path) -> str | None:
-    """The fingerprint in a stamp; None if there is none, or if the stamp cannot be read (then the step reruns)."""
-    if not path.is_file():
-        return None
-    try:
-        stamp = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        print(f"warning: the stamp {path} cannot be read ({err}); the step counts as not finished and reruns",
-              file=sys.stderr)
-        return None
-    return stamp.get("fingerprint") if isinstance(stamp, dict) else None
+# A stamp that cannot be read (a write cut short) holds no fingerprint: the step reruns.
+UNREADABLE_STAMP = "the stamp {path} cannot be read ({err}); the step counts as not finished and reruns"
 
 
 def finished_with(step_folder: Path) -> str | None:
     """The fingerprint the step in ``step_folder`` last finished with (None if it never finished)."""
-    return _read_fingerprint(stamp_of(step_folder))
+    return (read_json(stamp_of(step_folder), UNREADABLE_STAMP) or {}).get("fingerprint")
 
 
 def started_with(step_folder: Path) -> str | None:
     """The fingerprint the step in ``step_folder`` was last started with (None if never, or unknown)."""
-    return _read_fingerprint(started_of(step_folder))
+    return (read_json(started_of(step_folder), UNREADABLE_STAMP) or {}).get("fingerprint")
 
 
 def is_up_to_date(step_folder: Path, key: str) -> bool:

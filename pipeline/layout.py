@@ -23,9 +23,12 @@ No other module spells out one of these names: each asks this module for the pat
 from __future__ import annotations
 
 import csv
+import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUNS_DIR = REPO_ROOT / "runs"
@@ -167,6 +170,22 @@ def stamp_of(step_folder: Path) -> Path:
 
 def started_of(step_folder: Path) -> Path:
     return Path(step_folder) / STARTED_NAME
+
+
+def read_json(path: Path, unreadable: str = "") -> dict[str, Any] | None:
+    """The JSON object in one of a run's small files (a stamp, identity.json, the input-hash cache, a lock's owner);
+    None if the file is absent, cannot be read (a write cut short, a damaged file) or holds no object: its reader
+    then goes on as if it were absent. ``unreadable`` (formatted with ``path`` and ``err``) is printed as a warning
+    when the file is there but cannot be read."""
+    try:
+        found = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as err:
+        if unreadable:
+            print(f"warning: {unreadable.format(path=path, err=err)}", file=sys.stderr)
+        return None
+    return found if isinstance(found, dict) else None
 
 
 # A language is a code, never a path: 2 or 3 lower-case letters (ISO 639), optionally a region after '_'.

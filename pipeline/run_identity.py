@@ -6,7 +6,7 @@ first notebook or job that uses the folder. A later one that asks for another id
 both named, so a French tokenizer never meets an English model and a cheap trial never empties a finished
 run. ``--force`` (the main job) replaces a run on purpose.
 
-Every way in takes the same locks (:class:`folder_lock`): the job holds ``.job.lock`` for the whole run and each
+Every way in takes the same locks (:func:`folder_lock`): the job holds ``.job.lock`` for the whole run and each
 step's ``.<step>.lock`` while it runs the step; a notebook run by hand (JupyterLab, papermill) or ``train_cli``
 holds the lock of the step it writes until its process ends, and marks that step started, never finished
 (:func:`hold_step`), so neither ``--check`` nor a record takes its files for the job's.
@@ -19,45 +19,34 @@ import os
 import socket
 import sys
 import time
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
-from pipeline.fingerprints import finished_with, input_kind, mark_started, started_with
-from pipeline.layout import STEP_FOLDERS, RunLayout, lock_of, stamp_of
+from pipeline.fingerprints import finished_with, mark_started, portable, started_with
+from pipeline.layout import STEP_FOLDERS, RunLayout, lock_of, read_json, stamp_of
 
 JOB_FOLDER_ENV = "PIPELINE_JOB_FOLDER"  # the run folder a job holds, told to the kernels it starts
 
-IDENTITY_KEYS = ("preset", "lang", "seed", "corpus")  # what every step's parameters hold
-STEP_IDENTITY_KEYS = {"static": ("vectors",), "pretrain": ("max_steps",)}  # and what one step's hold
+# What a step's parameters hold of the identity: every step's the first four, notebook 03's the vectors, 04's the cap.
+IDENTITY_KEYS = ("preset", "lang", "seed", "corpus", "vectors", "max_steps")
 
 
 class IdentityMismatch(ValueError):
     """The folder holds a run of another configuration; the message names both and the way out."""
 
 
-def read_identity(layout: RunLayout) -> dict[str, Any] | None:
-    """The identity the folder's first step wrote (None: a new folder, or one from before identities)."""
-    try:
-        found = json.loads(layout.identity.read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None  # a new folder, or a write cut short: the next claim writes it whole
-    return found if isinstance(found, dict) else None
-
-
 def recorded_identity(layout: RunLayout) -> dict[str, Any]:
     """What the folder holds: its ``identity.json``, else, for a folder from before ``identity.json``, the parameters
     its finished steps recorded in their stamps, so a run made by an older version is protected like any other."""
-    found = read_identity(layout)
+    found = read_json(layout.identity)  # None: a new folder, one from before identities, or a write cut short
     if found:
         return found
     found = {}
-    for step in STEP_FOLDERS:
-        try:
-            params = json.loads(stamp_of(layout.step(step)).read_text(encoding="utf-8")).get("params")
-        except (OSError, ValueError, AttributeError):
-            continue  # not finished, or a stamp cut short: it says nothing about the run
+    for step in STEP_FOLDERS:  # a step not finished, or a stamp cut short, says nothing about the run
+        params = (read_json(stamp_of(layout.step(step))) or {}).get("params")
         if isinstance(params, dict):
-            for key in (*IDENTITY_KEYS, *STEP_IDENTITY_KEYS.get(step, ())):
+            for key in IDENTITY_KEYS:
                 if key in params:
                     found.setdefault(key, params[key])
     return _strings(found)
@@ -67,21 +56,13 @@ def _strings(identity: Mapping[str, Any]) -> dict[str, str | None]:
     return {key: (None if value is None else str(value)) for key, value in identity.items()}
 
 
-def _where_free(identity: Mapping[str, Any]) -> dict[str, Any]:
-    """What a folder's run is, not where its inputs lie: a files corpus by its kind, a vectors file by being one.
-    Their content is the step fingerprints' business (pipeline.fingerprints): a changed input reruns its steps."""
-    free = {**identity, "corpus": input_kind(identity.get("corpus"))}
-    if free.get("vectors") not in (None, "None"):
-        free["vectors"] = "a file"
-    return free
-
-
 def identity_conflict(layout: RunLayout, identity: Mapping[str, Any]) -> str | None:
     """Why a run of ``identity`` may not use this folder (None: it may). Only the keys both sides name are compared
     (a notebook run by hand knows preset, language, seed and corpus; the main job also the step cap and vectors),
-    and paths never: a corpus or vectors file at a new path is compared by content, step by step."""
+    and paths never (:func:`pipeline.fingerprints.portable`: a files corpus by its kind, a vectors file by being
+    one): a corpus or vectors file at a new path is compared by content, step by step, in the step fingerprints."""
     wanted, found = _strings(identity), recorded_identity(layout)
-    free_wanted, free_found = _where_free(wanted), _where_free(found)
+    free_wanted, free_found = portable(wanted), portable(found)
     differing = sorted(key for key in wanted.keys() & found.keys() if free_wanted[key] != free_found[key])
     if not differing:
         return None
@@ -97,7 +78,7 @@ def claim_identity(layout: RunLayout, identity: Mapping[str, Any], force: bool =
     conflict = None if force else identity_conflict(layout, identity)
     if conflict:
         raise IdentityMismatch(conflict)
-    wanted, found = _strings(identity), read_identity(layout) or {}
+    wanted, found = _strings(identity), read_json(layout.identity) or {}  # a write cut short: written whole again
     merged = dict(wanted) if force else {**recorded_identity(layout), **wanted}
     if merged == found:
         return
@@ -111,47 +92,40 @@ class FolderInUse(ValueError):
     """Another process holds the folder's lock; the message names it (pid, host, since, command)."""
 
 
-class folder_lock:  # noqa: N801 - used as a context manager, reads like `with folder_lock(path):`
+@contextmanager
+def folder_lock(folder: Path, name: str = "job") -> Iterator[None]:
     """Hold ``folder/.<name>.lock`` for the duration; a second holder stops at once, told who holds it.
 
     An OS file lock (``filelock``), released when the process ends, even by ``kill -9``, so no stale lock outlives
     its holder. The holder writes who it is beside the lock for the message.
     """
+    from filelock import FileLock, Timeout
 
-    def __init__(self, folder: Path, name: str = "job") -> None:
-        self.folder, self.name = Path(folder), name
-        self.file, self.owner = lock_of(folder, name)
-
-    def __enter__(self) -> "folder_lock":
-        from filelock import FileLock, Timeout
-
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self._lock = FileLock(str(self.file))
+    folder = Path(folder)
+    file, owner = lock_of(folder, name)
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(file))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        holder = read_json(owner) or {}
         try:
-            self._lock.acquire(timeout=0)
-        except Timeout:
-            where = self.folder if self.name == "job" else self.folder / self.name
-            raise FolderInUse(f"another job is using {where} ({self._holder()}); wait for it to finish (a "
-                              "notebook's kernel: shut it down), or use another folder (--out, or run_dir in a "
-                              "notebook)") from None
-        owner = {"pid": os.getpid(), "host": socket.gethostname(), "argv": sys.argv,
-                 "since": time.strftime("%Y-%m-%d %H:%M:%S")}
-        self.owner.write_text(json.dumps(owner))
-        return self
-
-    def _holder(self) -> str:
-        try:
-            owner = json.loads(self.owner.read_text())
-            return f"pid {owner['pid']} on {owner['host']} since {owner['since']}: {' '.join(owner['argv'])}"
-        except (OSError, ValueError, KeyError):
-            return "holder unknown"
-
-    def __exit__(self, *exc: Any) -> None:
-        self.owner.unlink(missing_ok=True)
-        self._lock.release()
+            who = f"pid {holder['pid']} on {holder['host']} since {holder['since']}: {' '.join(holder['argv'])}"
+        except KeyError:
+            who = "holder unknown"
+        where = folder if name == "job" else folder / name
+        raise FolderInUse(f"another job is using {where} ({who}); wait for it to finish (a notebook's kernel: shut "
+                          "it down), or use another folder (--out, or run_dir in a notebook)") from None
+    owner.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "argv": sys.argv,
+                                 "since": time.strftime("%Y-%m-%d %H:%M:%S")}))
+    try:
+        yield
+    finally:
+        owner.unlink(missing_ok=True)
+        lock.release()
 
 
-_HELD: dict[Path, folder_lock] = {}  # the step locks this process holds until it ends
+_HELD: dict[Path, AbstractContextManager[None]] = {}  # the step locks this process holds until it ends
 
 
 def hold_step(step_folder: Path, who: str) -> None:
@@ -163,7 +137,9 @@ def hold_step(step_folder: Path, who: str) -> None:
     run = step_folder.parent
     if step_folder in _HELD or not RunLayout(run).identity.is_file() or refuse_while_a_job_runs(run):
         return
-    _HELD[step_folder] = folder_lock(run, step_folder.name).__enter__()
+    lock = folder_lock(run, step_folder.name)
+    lock.__enter__()
+    _HELD[step_folder] = lock
     step_folder.mkdir(parents=True, exist_ok=True)
     # Started with the fingerprint it last finished (or started) with: the job reruns the step, but in place, so a
     # pretraining step resumes from its identity-checked checkpoints instead of starting from an empty folder.

@@ -2,14 +2,13 @@
 
 A step whose fingerprint (:mod:`pipeline.fingerprints`) is unchanged since its last successful run
 is skipped, so a rerun after a failure resumes where it stopped. One job at a time holds a run
-folder (:class:`folder_lock`). The tests run the same steps with ``preset='smoke'`` through
+folder (:func:`folder_lock`). The tests run the same steps with ``preset='smoke'`` through
 :func:`run_step`.
 """
 
 from __future__ import annotations
 
 import errno
-import json
 import os
 import shutil
 import time
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from pipeline import fingerprints as fp
-from pipeline.layout import DOCS_DIR, PROVENANCE_NAME, REPO_ROOT, RunLayout, inside, stamp_of
+from pipeline.layout import DOCS_DIR, PROVENANCE_NAME, REPO_ROOT, RunLayout, inside, read_json, stamp_of
 from pipeline.records import record_files
 from pipeline.render_tables import tables_as_markdown
 from pipeline.run_identity import JOB_FOLDER_ENV, claim_identity, folder_lock
@@ -158,12 +157,10 @@ def replace_figures(staging: Path, figures_dir: Path, log: Log = print) -> None:
     """
     figures_dir.mkdir(parents=True, exist_ok=True)
     stamp_of(figures_dir).unlink(missing_ok=True)
-    try:
-        provenance = json.loads((figures_dir / PROVENANCE_NAME).read_text(encoding="utf-8"))
-        listed = provenance.get("files", []) if str(provenance.get("generated_by")).startswith(WRITTEN_BY_06) else []
-    except (OSError, ValueError, AttributeError):
-        listed = []  # no set written by 06 here (or an unreadable one): nothing of 06's to replace
-    # a provenance.json that 06 did not write: its files are someone else's, never deleted
+    # No set written by 06 here (or an unreadable one): nothing of 06's to replace. A provenance.json that 06 did
+    # not write: its files are someone else's, never deleted.
+    provenance = read_json(figures_dir / PROVENANCE_NAME) or {}
+    listed = provenance.get("files", []) if str(provenance.get("generated_by")).startswith(WRITTEN_BY_06) else []
     previous = {name for name in listed if isinstance(name, str)} | ({PROVENANCE_NAME} if listed else set())
     removed = remove_files(figures_dir, previous - {p.name for p in staging.iterdir() if p.is_file()})
     if removed:

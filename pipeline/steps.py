@@ -7,7 +7,6 @@ A step's parameters derive from one :class:`RunSettings` and the run folder, not
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -15,7 +14,7 @@ from typing import Any, Sequence
 from pipeline import layout
 from pipeline.data import CorpusSpec
 from pipeline.labelled import LabelledSpec
-from pipeline.notebook_sync import cell_source, notebook_cells
+from pipeline.notebook_sync import cell_source, definitions, notebook_cells
 
 NOTEBOOKS_DIR = layout.NOTEBOOKS_DIR
 
@@ -117,8 +116,7 @@ def check_parameters(notebook: Path, params: dict[str, Any]) -> None:
     cell = next((c for c in notebook_cells(notebook) if "parameters" in c.get("metadata", {}).get("tags", [])), None)
     if cell is None:
         raise JobError(f"{Path(notebook).name} has no cell tagged 'parameters'")
-    declared = {t.id for node in ast.parse(cell_source(cell)).body if isinstance(node, (ast.Assign, ast.AnnAssign))
-                for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(t, ast.Name)}
+    declared = set(definitions(cell_source(cell)))  # the names it assigns (or defines) at its top level
     unknown = sorted(set(params) - declared)
     if unknown:
         raise JobError(f"{Path(notebook).name} does not take the parameter(s) {', '.join(unknown)}; "

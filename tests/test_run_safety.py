@@ -158,7 +158,7 @@ def test_force_replaces_the_recorded_identity_on_purpose(tmp_path: Path) -> None
     run_dir = _finished_run(tmp_path, RunSettings("smoke", "en"))
     other = RunSettings("smoke", "en", vectors=tmp_path / "v.vec")
     run_identity.claim_identity(RunLayout(run_dir), other.identity(), force=True)
-    assert run_identity.read_identity(RunLayout(run_dir))["vectors"] == str(tmp_path / "v.vec")
+    assert layout.read_json(RunLayout(run_dir).identity)["vectors"] == str(tmp_path / "v.vec")
 
 
 def test_a_notebook_run_by_hand_cannot_mix_languages_in_one_folder(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 STRIP_ARGS := --keep-id --extra-keys metadata.language_info
 STRIP := $(VENV)/bin/nbstripout $(STRIP_ARGS)
 
-.PHONY: figures docs reference reference-ablations reference-figures test venv strip lint clean-runs
+.PHONY: figures docs reference reference-record reference-ablations reference-figures test venv strip lint clean-runs
 
 venv: $(STAMP)
 
@@ -42,7 +42,8 @@ docs: $(STAMP)
 # 2-core CPU (two runs at once): some 50 hours in all. Every step resumes. Their small files are saved as records
 # under figures/reference/, so reference-figures needs no training. While issue 29's 4,800-step runs are being
 # trained, figures/reference/runs/ still holds the 1,200-step records (with their controls), and a 4,800-step run
-# is refused there (RecordConflict) until they move to series/.
+# is refused there (RecordConflict) until they move to series/: `make reference-record RUNS="runs/reference-fr-seed1"`
+# records each finished run into figures/reference/runs4800/ meanwhile.
 REFERENCE_RUNS := $(foreach lang,en fr es,reference-$(lang) reference-$(lang)-seed1 reference-$(lang)-seed2)
 REFERENCE_DIR := figures/reference
 REFERENCE_DOCS := docs/reference
@@ -70,6 +71,10 @@ reference: $(STAMP)
 	    $$( [ $$run = reference-en ] && echo $(SERIES_OUT)/reference-en-steps2400 ) \
 	    --records $(REFERENCE_DIR)/series --figures $(REFERENCE_DIR) || exit 1; \
 	done
+	$(PY) -m pipeline.records $(REFERENCE_DIR)
+
+reference-record: $(STAMP)
+	$(PY) -m pipeline.records --runs $(RUNS) $(REFERENCE_DIR)/runs4800
 	$(PY) -m pipeline.records $(REFERENCE_DIR)
 
 # The ablations of pipeline.ablations on English seeds 0 and 1 (needs runs/reference-en-seed1 too); their

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -92,6 +94,15 @@ def test_a_run_not_trained_at_one_clean_commit_is_refused_as_a_record(finished_r
     run = _with_commits(finished_run, tmp_path, tiny, ft)
     with pytest.raises(records.UncommittedRun, match=expected):
         records.save_records([run], tmp_path / "records")
+    assert not (tmp_path / "records").exists()
+
+
+def test_the_records_command_refuses_a_run_of_uncommitted_code_in_one_line(finished_run: Path,
+                                                                          tmp_path: Path) -> None:
+    run = _with_commits(finished_run, tmp_path, "a" * 40 + "+dirty", "a" * 40 + "+dirty")
+    done = subprocess.run([sys.executable, "-m", "pipeline.records", "--runs", str(run), str(tmp_path / "records")],
+                          cwd=layout.REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stderr.startswith("error: ") and "uncommitted code" in done.stderr
     assert not (tmp_path / "records").exists()
 
 

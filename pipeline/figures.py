@@ -46,6 +46,7 @@ from pipeline.results import (
 )
 from pipeline.runinfo import RECORDED_PACKAGES, code_version, package_versions
 from pipeline.token_analysis import (
+    cloze_table,
     control_table,
     knowledge_or_scale,
     prediction_kinds_table,
@@ -55,10 +56,11 @@ from pipeline.token_analysis import (
 
 __all__ = [  # notebook 06's set-up, tables and outputs, and what it calls from the other machinery modules
     "FiguresSetup", "start", "setting_comparison", "table1_vectors_found", "table2_loss", "table3_accuracy",
-    "position_kinds_table", "unchanged_sentences", "token_groups_table", "prediction_kinds_table", "control_table",
-    "knowledge_or_scale", "steps_saved_table", "steps_saved_figure", "training_progress_table", "format_table",
-    "narrow_views", "to_markdown", "featured_lang", "provenance", "write_outputs", "load_runs", "comparison_groups",
-    "verify_claims", "kind_mean", "figure1_loss", "figure2_accuracy", "figure3_accuracy_by_language", "FIGURE_FORMATS",
+    "position_kinds_table", "unchanged_sentences", "token_groups_table", "prediction_kinds_table", "cloze_table",
+    "control_table", "knowledge_or_scale", "steps_saved_table", "steps_saved_figure", "training_progress_table",
+    "format_table", "narrow_views", "to_markdown", "featured_lang", "provenance", "write_outputs", "load_runs",
+    "comparison_groups", "verify_claims", "kind_mean", "figure1_loss", "figure2_accuracy",
+    "figure3_accuracy_by_language", "FIGURE_FORMATS",
 ]
 
 FIGURE_NAMES = ("fig1a_train_loss", "fig1b_eval_loss", "fig2_eval_accuracy", "fig3_accuracy_by_language",

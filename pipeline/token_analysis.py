@@ -16,6 +16,7 @@ seed-level t-interval.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -23,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from helpers.claims import verdict
-from pipeline.layout import CONTROL_MODEL
+from pipeline.layout import CONTROL_MODEL, RunLayout
 from pipeline.position_scores import RunPositions, estimate_columns, group_table, paired_difference
 from pipeline.results import RunSet, SeedGroup, built_once, comparison_groups
 
@@ -129,6 +130,20 @@ def prediction_kinds_table(runset: RunSet) -> pd.DataFrame:
 
     One seed per language (the group's first): each row's label names it, never the group's seed count."""
     return group_table(comparison_groups(runset), _prediction_rows)
+
+
+def cloze_table(runset: RunSet) -> pd.DataFrame:
+    """Notebook 04's fill-mask answers, kept in each run's record: per language (the group's first seed, named in
+    the label), each masked word and each model's five most probable tokens. Runs recorded before notebook 04 kept
+    them give no rows."""
+    rows = []
+    for group in (g for g in comparison_groups(runset) if g.runs):
+        path = RunLayout(group.first.run_dir).cloze
+        if path.is_file():
+            label = f"{group.first.label[:-1]}, seed {group.first.seed})"
+            rows += [{"lang": group.lang, "label": label, **row}
+                     for row in json.loads(path.read_text(encoding="utf-8"))["rows"]]
+    return pd.DataFrame(rows)
 
 
 def token_groups_figure(table: pd.DataFrame) -> plt.Figure:

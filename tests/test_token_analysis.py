@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from pipeline import position_scores, results, token_analysis
+from pipeline import layout, position_scores, results, token_analysis
 
 
 def test_frequency_buckets_hold_one_order_of_magnitude_each() -> None:
@@ -62,3 +64,18 @@ def test_a_token_group_that_one_seed_lacks_is_left_out_not_averaged_over_the_oth
     groups = {name for grouping, name, _ in token_analysis.token_splits(both) if grouping == "training-text frequency"}
     assert groups == {"0-9", "10-99"}
     assert "100-999" in {name for _, name, _ in token_analysis.token_splits(both[:1])}
+
+
+def test_the_fill_mask_answers_are_each_models_five_guesses_at_each_recorded_sentence(
+        smoke_runset: results.RunSet, smoke_run_dir: Path, tmp_path: Path) -> None:
+    recorded = json.loads(layout.RunLayout(smoke_run_dir).cloze.read_text(encoding="utf-8"))
+    table = token_analysis.cloze_table(smoke_runset)
+    truths = [example["truth"] for example in recorded["examples"]]
+    assert truths and table["masked word"].drop_duplicates().tolist() == truths
+    assert set(table["model"]) >= {"BERT_TINY", "BERT_FT"} and table[[f"#{k}" for k in range(1, 6)]].notna().all().all()
+    # a record from before notebook 04 kept the answers gives no rows, not an error
+    older = tmp_path / smoke_run_dir.name
+    shutil.copytree(smoke_run_dir / "pretrain", older / "pretrain", ignore=shutil.ignore_patterns(
+        "data", "model", "checkpoint.pt", layout.RunLayout(smoke_run_dir).cloze.name))
+    shutil.copytree(smoke_run_dir / "static", older / "static")
+    assert token_analysis.cloze_table(results.load_runs([older])).empty

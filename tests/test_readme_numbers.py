@@ -7,6 +7,7 @@ CSV it quotes, so a rerun that changes a number fails until the README says the 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -273,3 +274,20 @@ def test_the_readmes_prediction_kinds_paragraph_quotes_the_committed_table() -> 
             f"In Spanish: {distinct('es', 'BERT_TINY')} and {distinct('es', 'BERT_FT')} tokens; BERT_TINY's top "
             f"prediction is one of the 50 most frequent words {share('es', 'BERT_TINY', 'top 50 words')} of the time "
             f"(the true tokens: {share('es', 'true token', 'top 50 words')})") in readme
+
+
+FR_4800 = REFERENCE / "runs4800" / "reference-fr-seed1" / "pretrain"
+
+
+@pytest.mark.skipif(not FR_4800.is_dir(), reason="no 4,800-step French record committed")
+def test_the_readmes_first_4800_step_run_quotes_its_record() -> None:
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    comparison = json.loads((FR_4800 / "comparison.json").read_text(encoding="utf-8"))
+    tiny, ft = comparison["bert_tiny_final"], comparison["bert_ft_final"]
+    seconds = {name: json.loads((FR_4800 / name / "run.json").read_text())["train_seconds"]
+               for name in ("bert_tiny", "bert_ft")}
+    assert (f"{seconds['bert_tiny']:,.0f} s for BERT_TINY and {seconds['bert_ft']:,.0f} s for BERT_FT") in readme
+    assert (f"BERT_TINY ends at evaluation loss {tiny['eval_loss']:.3f} (accuracy {tiny['eval_accuracy']:.3f}), "
+            f"BERT_FT at {ft['eval_loss']:.3f} ({ft['eval_accuracy']:.3f}); BERT_FT passes BERT_TINY's final loss at "
+            f"step {comparison['ft_steps_to_tiny_final_eval_loss']:,} and its final accuracy at step "
+            f"{comparison['ft_steps_to_tiny_final_eval_accuracy']:,} of {tiny['step']:,}") in readme

@@ -116,7 +116,8 @@ def _raw_vectors(manifest: dict[str, Any], config: VectorsConfig, cache_dir: Pat
                                progress=False)
     cache_dir.mkdir(parents=True, exist_ok=True)
     # Written whole, then renamed: two processes ablating one run never read each other's half-written file.
-    with written_whole(cached, tmp=cached.with_name(f".{cached.stem}.{os.getpid()}.npz")) as partial:
+    with written_whole(cached, tmp=cached.with_name(f".{cached.stem}.{os.getpid()}.npz"),
+                       rerun="the vectors are made again") as partial:
         np.savez(partial, words=np.array(source.vectors.words), matrix=source.vectors.matrix)
     return source.vectors
 

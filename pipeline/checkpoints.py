@@ -121,11 +121,12 @@ def set_rng_state(state: Mapping[str, Any], mask_generator: torch.Generator | No
 
 
 @contextmanager
-def written_whole(path: Path, what: str = "write", tmp: Path | None = None) -> Iterator[Path]:
+def written_whole(path: Path, what: str = "write", tmp: Path | None = None,
+                  rerun: str = "training resumes from the last checkpoint") -> Iterator[Path]:
     """A temporary path to write ``path``'s new content to; it replaces ``path`` only once written whole.
 
     Any failure (a full disk, Ctrl-C) removes the temporary file, so neither half a file nor a stray
-    temporary file is left for a rerun to trust; a full disk says which folder needs space.
+    temporary file is left for a rerun to trust; a full disk says which folder needs space and what a rerun does.
     """
     path = Path(path)
     tmp = tmp or path.with_name(f".{path.stem}.partial{path.suffix}")
@@ -136,8 +137,7 @@ def written_whole(path: Path, what: str = "write", tmp: Path | None = None) -> I
         tmp.unlink(missing_ok=True)
         if isinstance(err, OSError) and err.errno == errno.ENOSPC:
             raise OSError(err.errno, f"no space left to {what} {path}: free space on that disk (in {path.parent}), "
-                                     "then run the same command again; training resumes from the last checkpoint"
-                          ) from err
+                                     f"then run the same command again; {rerun}") from err
         raise
 
 

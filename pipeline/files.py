@@ -337,12 +337,14 @@ def _as_number(value: Any) -> float | int | None:
 
 def encode_labels(raw: Sequence[Any], names: Sequence[str] | None = None,
                   where: str = "the labelled set") -> tuple[list[int], list[str], list[Any]]:
-    """(classes 0..k-1, their names, the raw value of each class) from a non-empty column of labels.
+    """(classes 0..k-1, their names, the raw value of each class) from a column of labels.
 
     Numbers: equal numbers are one label (2 and 2.0), and the values present become classes in
     numeric order, so labels {0, 1, 1000000} give 3 classes, not a million. ``names[v]`` names value
     ``v`` when given. Strings: the distinct names in sorted order. A column mixing both is refused.
     """
+    if not raw:
+        raise ValueError(f"{where} holds no labelled rows")
     if any(v is None or (isinstance(v, str) and not v.strip()) for v in raw):
         raise ValueError(f"some rows of {where} have no label; fill or drop them")
     numbers = [_as_number(v) for v in raw]

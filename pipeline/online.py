@@ -242,7 +242,7 @@ def hub_labelled(lang: str, split: str, name: str = "ag_news", max_docs: int | N
     config = SIB200_CONFIGS[lang]
 
     def read() -> tuple[list[str], list[int]]:  # a lazy stream, nothing cached; every cell is text, 'NA' included
-        rows = _dataset("csv", None, "train", True, data_files=file, delimiter="\t", keep_default_na=False)
+        rows = _dataset("csv", None, "train", streaming=True, data_files=file, delimiter="\t", keep_default_na=False)
         return sib200_records(rows, file, max_docs)
 
     if root is None:

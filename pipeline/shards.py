@@ -170,6 +170,14 @@ def _start(out_dir: Path, tokenizer: Any, seq_len: int, shard_size: int, n_seque
     return manifest
 
 
+def sequence_rows(docs: Sequence[Sequence[int]], seq_len: int, cls_id: int, sep_id: int,
+                  pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Documents' ids into ``prepare_data``'s rows: [CLS] doc[:seq_len-2] [SEP] padding, and their lengths."""
+    offsets = offsets_of(docs)
+    flat = np.fromiter(itertools.chain.from_iterable(docs), dtype=ID_DTYPE, count=int(offsets[-1]))
+    return truncate_sequences(TokenizedCorpus(flat, offsets), seq_len, cls_id, sep_id, pad_id)
+
+
 def _kept_rows(batches: Iterable[list[list[int]]], seq_len: int, counts: dict[str, int]) -> Iterator[list[int]]:
     """The non-empty documents (prepare_data drops empty ones too) cut to the seq_len - 2 tokens ever used; counts
     the documents read and the kept ones' tokens and cuts in ``counts``, up to the document last given."""
@@ -231,10 +239,8 @@ def write_shards(tokenizer: Any, documents: Iterable[str], out_dir: str | Path, 
         while manifest["sequences"] < wanted:  # one shard (all the memory used) a turn, filled a batch at a time
             room, filled = min(shard_size, wanted - manifest["sequences"]), 0
             while filled < room and (batch := list(itertools.islice(rows, min(batch_size, room - filled)))):
-                end, offsets = filled + len(batch), offsets_of(batch)  # the rows prepare_data makes of the documents
-                flat = np.fromiter(itertools.chain.from_iterable(batch), dtype=ID_DTYPE, count=int(offsets[-1]))
-                ids[filled:end], lengths[filled:end] = truncate_sequences(TokenizedCorpus(flat, offsets), seq_len,
-                                                                          *specials)
+                end = filled + len(batch)
+                ids[filled:end], lengths[filled:end] = sequence_rows(batch, seq_len, *specials)
                 filled = end
                 bar.update(len(batch))
             if filled:

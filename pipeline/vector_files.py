@@ -164,7 +164,8 @@ def save_prefix(source: IO[bytes], dest: Path, top_n: int, where: str, progress:
     started = time.perf_counter()
     with tqdm(unit="B", unit_scale=True, desc=f"download {dest.name}", disable=not progress) as bar:
         counting = _CountingReader(source, bar)
-        with (written_whole(dest, tmp=dest.with_name(dest.name + ".part")) as part, _gzip_checked(where),
+        part_file = dest.with_name(dest.name + ".part")
+        with (written_whole(dest, tmp=part_file, rerun="the download starts again") as part, _gzip_checked(where),
               gzip.open(counting, "rt", **TEXT) as fh, gzip.open(part, "wt", encoding="utf-8") as out):
             lines = iter_vec(fh, where, top_n)
             n_words, dim = next(lines)

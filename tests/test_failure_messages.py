@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import gzip
+import io
 import json
 import os
 import subprocess
@@ -18,7 +19,7 @@ from pipeline import checkpoints, fasttext_training, fingerprints, runner, stagi
 from pipeline.data import CorpusSpec, load_corpus
 from pipeline.files import data_files, text_lines
 from pipeline.layout import stamp_of
-from pipeline.vector_files import read_vec
+from pipeline.vector_files import read_vec, save_prefix
 
 
 def test_an_empty_stamp_counts_as_not_finished_and_names_the_file(tmp_path: Path, capsys) -> None:
@@ -37,6 +38,18 @@ def test_a_full_disk_while_checkpointing_leaves_no_temporary_file_and_says_what_
     target = tmp_path / "checkpoint.pt"
     with pytest.raises(OSError, match=rf"no space left to save the checkpoint {target}: free space"):
         checkpoints.save_checkpoint(target, {"step": 1})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_full_disk_while_caching_a_vectors_download_says_the_download_starts_again(tmp_path: Path,
+                                                                                     monkeypatch) -> None:
+    def full_disk(source: str, target: str) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(checkpoints.os, "replace", full_disk)
+    stream = io.BytesIO(gzip.compress("2 3\nun 0.1 0.2 0.3\ndeux 0.4 0.5 0.6\n".encode()))
+    with pytest.raises(OSError, match="then run the same command again; the download starts again"):
+        save_prefix(stream, tmp_path / "cc.fr.300.vec.gz", top_n=2, where="cc.fr.300.vec.gz")
     assert list(tmp_path.iterdir()) == []
 
 

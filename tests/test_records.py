@@ -103,6 +103,7 @@ def test_the_records_command_refuses_a_run_of_uncommitted_code_in_one_line(finis
     done = subprocess.run([sys.executable, "-m", "pipeline.records", "--runs", str(run), str(tmp_path / "records")],
                           cwd=layout.REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and done.stderr.startswith("error: ") and "uncommitted code" in done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
     assert not (tmp_path / "records").exists()
 
 

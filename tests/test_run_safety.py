@@ -154,6 +154,20 @@ def test_a_job_over_several_languages_is_refused_before_its_first_step(tmp_path:
     assert _untouched(french)
 
 
+@pytest.mark.parametrize("first_vectors, then_vectors", [(None, "v.vec"), ("v.vec", None)])
+def test_a_run_with_its_own_vectors_and_one_with_a_vectors_file_are_different_runs(
+        tmp_path: Path, first_vectors: str | None, then_vectors: str | None) -> None:
+    folder = RunLayout(tmp_path / "run")
+    run_identity.claim_identity(folder, RunSettings("smoke", "en", vectors=first_vectors and tmp_path / first_vectors,
+                                                    ).identity())
+    other = RunSettings("smoke", "en", vectors=then_vectors and tmp_path / then_vectors).identity()
+    with pytest.raises(run_identity.IdentityMismatch, match="asks for vectors="):
+        run_identity.claim_identity(folder, other)
+    # the same file at another path is the same run (content is each step's check, not the folder's)
+    moved = RunSettings("smoke", "en", vectors=first_vectors and tmp_path / "elsewhere" / first_vectors).identity()
+    run_identity.claim_identity(folder, moved)
+
+
 def test_force_replaces_the_recorded_identity_on_purpose(tmp_path: Path) -> None:
     run_dir = _finished_run(tmp_path, RunSettings("smoke", "en"))
     other = RunSettings("smoke", "en", vectors=tmp_path / "v.vec")

@@ -282,15 +282,14 @@ def training_progress_table(runset: RunSet) -> pd.DataFrame:
         for name, model in run.models.items():
             if model.metrics is None or model.metrics.empty:
                 continue
-            info, last, evaluated = model.info or {}, model.last_step, model.metrics["step"]
-            sequences, batch = ((info.get("data") or {}).get("train") or {}).get("sequences"), info.get("batch_size")
+            last, evaluated = model.last_step, model.metrics["step"]
             since = int(evaluated[evaluated <= last - round(LATE_FRACTION * last)].iloc[-1])
             change = model.final("eval_loss") - model.final("eval_loss", upto=since)
             falling = MISSING_MARK if math.isnan(change) else "yes" if change < 0 else "no"
-            passes = last * batch / sequences if sequences and batch else math.nan
             rows.append({"lang": run.lang, "seed": run.seed, "model": paper.MODEL_LABELS.get(name, name),
-                         "steps": last, "passes over the training text": passes, "eval_loss": model.final("eval_loss"),
-                         "from step": since, "eval_loss change from that step": change,
+                         "steps": last, "passes over the training text": model.passes(last),
+                         "eval_loss": model.final("eval_loss"), "from step": since,
+                         "eval_loss change from that step": change,
                          "still falling at the end": falling})
     return pd.DataFrame(rows)
 

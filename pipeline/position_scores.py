@@ -65,9 +65,9 @@ def positions_of(run: Run, name: str) -> dict[str, np.ndarray] | str:
 def run_positions(run: Run) -> RunPositions | str:
     """Every scorer on the run's positions, or why they cannot be scored by kind; scored once per loaded run, so
     a run folder rewritten and loaded again is scored again."""
-    if "positions" not in run.scored:
-        run.scored["positions"] = _score_run(run)
-    return run.scored["positions"]
+    if run.positions is None:
+        run.positions = _score_run(run)
+    return run.positions
 
 
 def _score_run(run: Run) -> RunPositions | str:

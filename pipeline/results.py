@@ -94,6 +94,12 @@ class ModelRun:
         steps, last = self.steps, self.last_step
         return (self.info or {}).get("finished") is False or (steps is not None and last is not None and last < steps)
 
+    def passes(self, steps: int | None) -> float:
+        """How many times ``steps`` of this model's batches go over its training sequences (NaN when unknown)."""
+        info = self.info or {}
+        sequences, batch = ((info.get("data") or {}).get("train") or {}).get("sequences"), info.get("batch_size")
+        return steps * batch / sequences if steps and sequences and batch else math.nan
+
     def _rows(self, column: str, upto: int | None) -> pd.DataFrame:
         """The evaluation rows at or before step ``upto`` (none when ``column`` was not recorded)."""
         if self.metrics is None or column not in self.metrics:
@@ -128,7 +134,9 @@ class Run:
     missing: list[str] = field(default_factory=list)
     baseline: Baseline | None = None
     baseline_problem: str | None = None
-    scored: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # see position_scores.run_positions
+    # position_scores.run_positions' result (a RunPositions, or why none; not imported here, since position_scores
+    # reads this module), scored once per loaded run; None until then
+    positions: Any = field(default=None, repr=False, compare=False)
 
     @property
     def has_metrics(self) -> bool:
@@ -394,6 +402,11 @@ class SeedGroup:
         """'ours (demo, 300 steps)' for one seed, 'ours (demo, 300 steps, 3 seeds)' for several."""
         text = self.first.label
         return text if len(self.runs) == 1 else f"{text[:-1]}, {len(self.runs)} seeds)"
+
+    @property
+    def first_seed_label(self) -> str:
+        """'ours (demo, 300 steps, seed 1)': for a table that shows the first seed alone, never the seed count."""
+        return f"{self.first.label[:-1]}, seed {self.first.seed})"
 
     @property
     def total_steps(self) -> int | None:

@@ -19,7 +19,7 @@ import os
 import socket
 import sys
 import time
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -125,7 +125,7 @@ def folder_lock(folder: Path, name: str = "job") -> Iterator[None]:
         lock.release()
 
 
-_HELD: dict[Path, AbstractContextManager[None]] = {}  # the step locks this process holds until it ends
+_HELD_LOCKS, _HELD = ExitStack(), set[Path]()  # the step locks this process holds until it ends, and their folders
 
 
 def hold_step(step_folder: Path, who: str) -> None:
@@ -137,9 +137,8 @@ def hold_step(step_folder: Path, who: str) -> None:
     run = step_folder.parent
     if step_folder in _HELD or not RunLayout(run).identity.is_file() or refuse_while_a_job_runs(run):
         return
-    lock = folder_lock(run, step_folder.name)
-    lock.__enter__()
-    _HELD[step_folder] = lock
+    _HELD_LOCKS.enter_context(folder_lock(run, step_folder.name))
+    _HELD.add(step_folder)
     step_folder.mkdir(parents=True, exist_ok=True)
     # Started with the fingerprint it last finished (or started) with: the job reruns the step, but in place, so a
     # pretraining step resumes from its identity-checked checkpoints instead of starting from an empty folder.

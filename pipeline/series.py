@@ -62,10 +62,7 @@ def save_series_record(base_run: Path, trained: Path, records_dir: Path) -> Path
 def series_row(group: SeedGroup) -> dict[str, Any]:
     """One length: the final differences (all and [MASK] positions), crossings, overfitting and epochs."""
     run, steps = group.first, group.total_steps
-    sequences = ((run.model("bert_tiny").info or {}).get("data") or {}).get("train", {}).get("sequences")
-    batch = (run.model("bert_tiny").info or {}).get("batch_size")
-    row: dict[str, Any] = {"steps": steps, "epochs": steps * batch / sequences if sequences and batch else None,
-                           "n_seeds": len(group.runs)}
+    row: dict[str, Any] = {"steps": steps, "epochs": run.model("bert_tiny").passes(steps), "n_seeds": len(group.runs)}
     for column, short in (("eval_loss", "loss"), ("eval_accuracy", "accuracy")):
         for kind, prefix in (("all", ""), ("mask", "[MASK] ")):
             est = gain_estimate(group, column, kind)

@@ -70,14 +70,14 @@ def token_splits(runs: list[RunPositions]) -> list[tuple[str, str, list[np.ndarr
 
 
 def difference_columns(runs: list[RunPositions], chosen: list[np.ndarray], same: bool, first: str, second: str,
-                       salt: str, mean: str = "{}") -> dict[str, Any]:
+                       salt: str, suffix: str = "") -> dict[str, Any]:
     """``first`` minus ``second`` in loss and in accuracy at each seed's ``chosen`` positions (the draws seeded by
-    ``salt`` and the key): per metric its mean (column ``mean`` filled with the metric), both intervals and its
+    ``salt`` and the key): per metric its mean (column: the metric's name and ``suffix``), both intervals and its
     verdict ('shown' when both exclude 0 with ``first`` better), and how the interval was made."""
     row: dict[str, Any] = {}
     for key, short, lower in (("loss", "loss", True), ("correct", "accuracy", False)):
         est = paired_difference(runs, chosen, same, first, second, key, f"{salt}{key}")
-        row.update(estimate_columns(est, mean.format(short), f"{short} "))
+        row.update(estimate_columns(est, f"{short}{suffix}", f"{short} "))
         shown = verdict(est, lower).replace("holds", "shown").replace("does not hold", "shown, the other way")
         row[f"{short} verdict"] = shown
     return row
@@ -93,7 +93,7 @@ def _group_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[
                 row[f"{short} {label}"] = float(np.mean([r.scores[model][key][c].mean()
                                                          for r, c in zip(runs, chosen)]))
         row.update(difference_columns(runs, chosen, same, "bert_ft", "bert_tiny", f"{group.lang}{grouping}{name}",
-                                      "{} FT - TINY"))
+                                      " FT - TINY"))
         rows.append(row)
     return rows
 
@@ -109,7 +109,7 @@ def token_groups_table(runset: RunSet) -> pd.DataFrame:
 
 def _prediction_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[str, Any]]:
     # the first seed's predictions only (the shares vary little between seeds): the label names that seed
-    label = f"{group.first.label[:-1]}, seed {group.first.seed})"
+    label = group.first_seed_label
     first, facts = runs[0], runs[0].facts
     words = np.where(~facts["is_piece"] & ~facts["is_punctuation"], facts["train_count"], -1)
     frequent = np.zeros(len(words), bool)
@@ -140,8 +140,7 @@ def cloze_table(runset: RunSet) -> pd.DataFrame:
     for group in (g for g in comparison_groups(runset) if g.runs):
         path = RunLayout(group.first.run_dir).cloze
         if path.is_file():
-            label = f"{group.first.label[:-1]}, seed {group.first.seed})"
-            rows += [{"lang": group.lang, "label": label, **row}
+            rows += [{"lang": group.lang, "label": group.first_seed_label, **row}
                      for row in json.loads(path.read_text(encoding="utf-8"))["rows"]]
     return pd.DataFrame(rows)
 

@@ -660,8 +660,6 @@ def test_notebook_06_draws_the_interactive_demo_run_unless_given_folders(capsys:
 
 
 def test_scores_by_kind_follow_a_rewritten_run_in_the_same_process(tmp_path: Path) -> None:
-    import time
-
     from pipeline import position_scores
 
     run_dir = three_position_run(tmp_path)
@@ -669,7 +667,6 @@ def test_scores_by_kind_follow_a_rewritten_run_in_the_same_process(tmp_path: Pat
         write_three_positions(run_dir, loss)
         group = [g for g in results.comparison_groups(results.load_runs([run_dir])) if g.runs][0]
         assert position_scores.kind_mean(group, "bert_tiny", "loss", "mask") == pytest.approx(loss)
-        time.sleep(0.01)  # a new modification time even on coarse clocks
 
 
 def test_steps_saved_count_the_evaluations_each_model_needs_to_reach_a_loss(tmp_path: Path) -> None:

@@ -291,3 +291,20 @@ def test_the_readmes_first_4800_step_run_quotes_its_record() -> None:
             f"BERT_FT at {ft['eval_loss']:.3f} ({ft['eval_accuracy']:.3f}); BERT_FT passes BERT_TINY's final loss at "
             f"step {comparison['ft_steps_to_tiny_final_eval_loss']:,} and its final accuracy at step "
             f"{comparison['ft_steps_to_tiny_final_eval_accuracy']:,} of {tiny['step']:,}") in readme
+
+
+def test_the_readmes_time_per_4800_step_model_and_the_plans_estimate_come_from_the_records() -> None:
+    """Every model of every 4,800-step record (the series row and the runs recorded as they finish): the range and
+    mean of train_seconds, and the plan's estimate from that mean (21 models of 4,800 steps, 27 of 1,200 and 2 of
+    2,400, each in proportion to its steps)."""
+    records = [REFERENCE / "series" / "reference-en-steps4800", *sorted((REFERENCE / "runs4800").iterdir())]
+    seconds = [json.loads(info.read_text())["train_seconds"]
+               for record in records for info in sorted((record / "pretrain").glob("*/run.json"))]
+    mean = sum(seconds) / len(seconds)
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    low, high = min(seconds), max(seconds)
+    assert (f"({low / 3600:.1f} to {high / 3600:.1f} hours per model on one core, two runs sharing the 2-core CPU: "
+            f"`train_seconds` {low:,.0f} to {high:,.0f} s in the {len(seconds)} models of the 4,800-step records so "
+            f"far, {mean:,.0f} s on average)") in readme
+    plan_hours = (21 + (27 * 1_200 + 2 * 2_400) / 4_800) * mean / 3600
+    assert f"an estimate, not a measurement, of some {plan_hours:.0f} hours of one core" in readme

@@ -100,3 +100,12 @@ def test_no_lesson_takes_much_more_than_an_hour_to_read(path: Path) -> None:
         f"{path.name}: its lesson reads in about {minutes:.0f} minutes ({WORDS_PER_MINUTE} words and "
         f"{CODE_LINES_PER_MINUTE} code lines a minute), over {LESSON_MINUTES}; move material after '## Exercises' "
         "into an '## Appendix · ...' section, or into the package")
+
+
+def test_the_readme_states_each_lessons_reading_time_as_measured() -> None:
+    minutes = {path.stem: lesson_minutes(path) for path in NOTEBOOKS}
+    others = [m for stem, m in minutes.items() if not stem.startswith("04")]
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8").split())
+    assert (f"A test holds every lesson to {LESSON_MINUTES} minutes at {WORDS_PER_MINUTE} words and "
+            f"{CODE_LINES_PER_MINUTE} lines of code a minute (imports not counted); notebook 04's reads in "
+            f"{minutes['04_pretraining']:.0f}, the others in {min(others):.0f} to {max(others):.0f}.") in readme

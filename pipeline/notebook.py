@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from helpers.presets import check_preset
+from pipeline.claims_table import gain_estimate
 from pipeline.data import CorpusSpec, load_corpus, partition_record
 from pipeline.documents import Corpus
 from pipeline.fasttext_training import train_fasttext, vectors_from_model
 from pipeline.labelled import LabelledSpec, how_to_give_one, no_labelled_set
 from pipeline.layout import CONTROL_MODEL, INTERACTIVE_DIR, REPO_ROOT, RunLayout, RunsFolder, check_lang
+from pipeline.position_scores import kind_mean, run_positions
 from pipeline.probe_runs import (
     load_encoders,
     load_probe_data,
@@ -28,6 +30,7 @@ from pipeline.probe_runs import (
     save_probe_results,
     skip_remaining_cells,
 )
+from pipeline.results import SeedGroup, load_run
 from pipeline.run_identity import claim_identity, hold_step, refuse_while_a_job_runs
 from pipeline.runinfo import check_seed, environment, pick_device, set_seed
 from pipeline.static_files import load_aligned, save_aligned
@@ -120,8 +123,8 @@ def start(preset: str, lang: str, seed: int = 0, run_dir: str | Path | None = No
 # pipeline.prepare and pipeline.training are imported inside the functions: they bring torch, which notebooks
 # 01-03 do not load.
 
-__all__ += ["CONTROL_MODEL", "compare_pretraining", "load_pretraining_data", "prepare_pretraining_data",
-            "pretraining_metrics", "train_model"]
+__all__ += ["CONTROL_MODEL", "compare_pretraining", "gain_estimate", "kind_mean", "load_pretraining_data",
+            "prepare_pretraining_data", "pretraining_metrics", "scored_run", "train_model"]
 
 
 def prepare_pretraining_data(setup: Setup, tokenizer: Any, cfg: Any, train_texts: Iterable[str],
@@ -164,6 +167,15 @@ def compare_pretraining(setup: Setup) -> dict[str, Any]:
     from pipeline.training import write_comparison
 
     return write_comparison(setup.folder("pretrain"))
+
+
+def scored_run(setup: Setup) -> SeedGroup:
+    """This run alone, read as notebook 06 reads runs, so that 04's floors and verdict are 06's (``kind_mean``,
+    ``gain_estimate``); raises with the reason when its positions cannot be scored, where those would give NaN."""
+    run = SeedGroup(setup.lang, [load_run(setup.run_dir)])
+    if isinstance(problem := run_positions(run.first), str):
+        raise RuntimeError(f"{setup.run_dir}: its evaluation positions cannot be scored: {problem}")
+    return run
 
 
 # ============================================================================================ notebook 05

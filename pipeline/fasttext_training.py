@@ -1,10 +1,9 @@
 """Training fastText word vectors here, on the corpus the tokenizer saw (the offline stand-in for cc.LANG.300).
 
-Only fastText's public ``train_unsupervised`` is used. Its threads update the weights without locks, so only
-``thread=1`` gives the same vectors twice, and it takes no seed: our ``seed`` shuffles the order of the documents in
-the training file instead (seed 0 keeps the corpus order). With one thread fastText shows no progress until it has
-finished and offers no callback, so training prints the time to expect (:func:`estimate_seconds`) and the time it
-took. ``fasttext`` is imported only where a model is trained, so the rest of the package imports without it.
+fastText's threads update the weights without locks, so only ``thread=1`` gives the same vectors twice, and it takes
+no seed: our ``seed`` shuffles the order of the documents instead (0 keeps the corpus order). It shows no progress
+with one thread, so training prints the time to expect (:func:`estimate_seconds`). ``fasttext`` is imported only
+where a model is trained, so the rest of the package imports without it.
 """
 
 from __future__ import annotations
@@ -25,19 +24,16 @@ from helpers.static_vectors import WordVectors
 
 EOS = "</s>"  # fastText's line-end marker: not a word, so never a row of the vectors
 
-# Training speed (corpus words x epochs per second, one thread, dim 300, 5 negatives, window 5),
-# measured by benchmarks/fasttext_settings.py on the embedded English text; used only for the
-# time estimate printed before training. Subwords (maxn > 0) cost extra rows per word.
+# Corpus words x epochs per second (one thread, dim 300, 5 negatives, window 5), measured by
+# benchmarks/fasttext_settings.py on the embedded English text; only for the time estimate printed before training.
 WORDS_PER_SECOND = {("skipgram", True): 38_000.0, ("skipgram", False): 56_000.0,
                     ("cbow", True): 72_000.0, ("cbow", False): 290_000.0}
 
 
-# With one thread, fastText 0.9.3 initialises only the first tenth of its input matrix (DenseMatrix::uniform)
-# and trains the rest from whatever the allocation held. In a process that has done other work that memory
-# can be reused heap: leftover NaNs ended in 'Encountered NaN' (once in the demo's Spanish notebook 03), other
-# leftovers gave other vectors (test_static_vectors). While fastText trains, glibc fills each new allocation
-# with M_PERTURB's complement, 0xFF ^ 0xFF = 0, so those rows start at zero as fresh pages do. Other C
-# libraries give no such switch, and there the rows start as the allocator leaves them.
+# With one thread, fastText 0.9.3 initialises only the first tenth of its input matrix and trains the rest from
+# whatever the allocation held: reused heap gave 'Encountered NaN' or other vectors. While fastText trains, glibc
+# fills each new allocation with M_PERTURB's complement, 0xFF ^ 0xFF = 0, so those rows start at zero as fresh
+# pages do (other C libraries have no such switch).
 M_PERTURB = -6  # mallopt's parameter number (glibc malloc.h)
 
 
@@ -77,12 +73,8 @@ def estimate_seconds(n_words: int, settings: FastTextSettings, threads: int = 1)
 
 
 def pretokenize(text: str) -> list[str]:
-    """Split text into words the way the BERT tokenizer does before WordPiece.
-
-    BertNormalizer (cased, accents kept) plus BertPreTokenizer: whitespace and every punctuation
-    character separate words, so fastText learns vectors for exactly the strings a whole-word
-    WordPiece token can be ("Paris", ",", "1889"), which is what Equation 3 looks up.
-    """
+    """Split text into words as the BERT tokenizer does before WordPiece (cased, accents kept), so fastText learns
+    vectors for exactly the strings a whole-word token can be ("Paris", ",", "1889"): what Equation 3 looks up."""
     normalizer, pre_tokenizer = _bert_pretokenizer()
     return [w for piece in _pieces(text) for w, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(piece))]
 
@@ -92,12 +84,8 @@ _SPACE = re.compile(r"\s")
 
 
 def _pieces(text: str) -> Iterable[str]:
-    """``text`` cut at whitespace into pieces of about PIECE_CHARS characters.
-
-    The words are the same as the whole text's (the pre-tokenizer splits at whitespace anyway), but memory
-    stays bounded: one 100 MB line once took about 10 GB as (word, offsets) pairs. A run of PIECE_CHARS
-    characters without any whitespace is no word fastText could use, and is cut where it reaches the limit.
-    """
+    """``text`` cut at whitespace into pieces of about PIECE_CHARS characters: the same words, bounded memory (one
+    100 MB line took about 10 GB as (word, offsets) pairs). A longer run without whitespace is cut at the limit."""
     start = 0
     while len(text) - start > PIECE_CHARS:
         space = _SPACE.search(text, start + PIECE_CHARS, start + 2 * PIECE_CHARS)
@@ -116,17 +104,13 @@ def _bert_pretokenizer() -> tuple[Any, Any]:
             pre_tokenizers.BertPreTokenizer())
 
 
-# fastText reads a line of at most MAX_LINE_SIZE (1024) words and takes the next words as a new line anyway
-# (src/dictionary.h), so a longer document is written as lines of that many words: fastText trains on the same
-# windows, and one document of 100 MB never becomes one line of 100 MB.
+# fastText cuts lines at MAX_LINE_SIZE (1024) words anyway (src/dictionary.h): writing a long document as lines of
+# that many words trains on the same windows, and a 100 MB document never becomes one 100 MB line.
 MAX_LINE_WORDS = 1024
 
 
 def write_training_text(texts: Iterable[str], path: Path, seed: int = 0) -> tuple[int, int]:
-    """One pre-tokenised document per line, in an order shuffled by ``seed`` (0: as given). Returns (docs, words).
-
-    A document of more than MAX_LINE_WORDS words takes several lines, one after the other.
-    """
+    """One pre-tokenised document per line(s), in an order shuffled by ``seed`` (0: as given). Returns (docs, words)."""
     documents = [[" ".join(words[i:i + MAX_LINE_WORDS]) for i in range(0, len(words), MAX_LINE_WORDS)]
                  for words in map(pretokenize, texts) if words]
     if not documents:
@@ -178,11 +162,8 @@ def train_on_file(path: str | Path, settings: FastTextSettings, n_words: int, th
 
 
 def vectors_from_model(model: Any, top_n: int | None = None) -> WordVectors:
-    """The model's ``top_n`` most frequent words and their vectors, as the .vec fastText writes would hold them.
-
-    fastText's dictionary is sorted by count, so ``get_words`` is in frequency order; a word's
-    vector is ``get_word_vector`` (its own row averaged with its n-gram rows).
-    """
+    """The model's ``top_n`` most frequent words (its dictionary is sorted by count) and their vectors, as the .vec
+    fastText writes would hold them."""
     words = [w for w in model.get_words(on_unicode_error="replace") if w != EOS][:top_n]
     if not words:
         raise ValueError("the fastText model has no words")

@@ -28,14 +28,9 @@ def prepare_data(tokenizer: Any, train_texts: Iterable[str], eval_texts: Sequenc
                  mlm_probability: float = 0.15, eval_mask_seed: int = S.EVAL_MASK_SEED,
                  corpus: str = "unknown", shards: bool = False, shard_size: int | None = None,
                  progress: bool = True) -> dict[str, Any]:
-    """Write ``out_dir/data/``: train/eval sequences, the masked evaluation set, the tokenizer, meta.json.
-
-    Returns the meta dictionary (counts, formats, where the files are). ``lang`` and ``corpus`` are
-    recorded there and become part of every run's identity. With ``shards`` the training documents
-    (any iterable, read once and lazily) go to memory-mapped shards in ``data/train_shards`` instead of
-    ``train_ids.npy``: one sequence per document, as without shards; an interrupted run resumes there
-    when called again with the same documents. meta.json's ``storage`` says which was written.
-    """
+    """Write ``out_dir/data/``: train/eval sequences, the masked evaluation set, the tokenizer, meta.json (returned;
+    its ``lang`` and ``corpus`` become part of every run's identity). With ``shards`` the training documents (read
+    once, lazily) go to resumable memory-mapped shards instead of ``train_ids.npy``; meta's ``storage`` says which."""
     check_shards(shards, packing)
     files = PretrainFiles(Path(out_dir)).data
     files.folder.mkdir(parents=True, exist_ok=True)
@@ -107,15 +102,14 @@ def write_train_shards(tokenizer: Any, texts: Iterable[str], files: PreparedFile
 
 @dataclass
 class PreparedData(TrainingData):
-    """What :func:`prepare_data` wrote, loaded back: the arrays (moved to the device per batch), meta.json
-    and the folder they came from."""
+    """What :func:`prepare_data` wrote, loaded back: the arrays (moved to the device per batch), meta and folder."""
 
     meta: dict[str, Any]
     directory: Path
 
     def fingerprint(self) -> str:
-        """pipeline.checkpoints.arrays_fingerprint of every array and of meta.json (timings aside): the data part of a
-        run's identity. meta's ``storage`` (shards or .npy) is left out: the same rows give the same identity."""
+        """The data part of a run's identity: every array and meta.json, less timings and ``storage`` (the same rows
+        in shards or .npy are the same data)."""
         arrays = {name: getattr(self, name) for name in ("train_ids", "train_lengths", "eval_masked_ids",
                                                          "eval_lengths", "eval_labels")}
         return ck.arrays_fingerprint(arrays, {k: v for k, v in self.meta.items() if k != "storage"})

@@ -1,14 +1,10 @@
 """Pretraining text as fixed-length sequences, in memory or streamed into memory-mapped ``uint16`` shards.
 
-Tokenise once, cut per document (or pack), mask the evaluation once; ids are uint16 whenever the vocabulary fits.
-pipeline.prepare keeps the sequences in memory and saves them as arrays; for the paper's 12.8 million sequences
-:func:`write_shards` streams the same rows into shards, memory staying at one shard plus one batch. Each shard is
-renamed into place when complete, then the manifest records it with the number of documents read so far, so an
-interrupted :func:`write_shards` resumes at the next shard. Several files, not one pre-allocated ``np.memmap``: the
-number of sequences is unknown before the stream is read, so one file would need a counting pass (a second download
-of a Hub corpus) or re-mapping, and this manifest to resume all the same; files cost little (20,000 embedded English
-documents, 2-core CPU: write_shards 1.7-2.0 s with one shard, 1.8-2.2 s with twenty of 1,000, tokenising alone
-1.6 s; 6,400 random rows read in 2 ms from one shard, 6 ms from twenty).
+pipeline.prepare keeps the sequences in memory; for the paper's 12.8 million sequences :func:`write_shards` streams
+the same rows into shards, memory staying at one shard plus one batch. The manifest records each finished shard
+with the documents read so far, so an interrupted run resumes at the next shard. Several files, not one
+``np.memmap``: the number of sequences is unknown until the stream ends, and shards cost little (20,000 documents:
+1.8-2.2 s in twenty shards against 1.7-2.0 s in one; 6,400 random rows read in 6 ms against 2 ms).
 """
 
 from __future__ import annotations
@@ -170,14 +166,6 @@ def _start(out_dir: Path, tokenizer: Any, seq_len: int, shard_size: int, n_seque
     return manifest
 
 
-def sequence_rows(docs: Sequence[Sequence[int]], seq_len: int, cls_id: int, sep_id: int,
-                  pad_id: int) -> tuple[np.ndarray, np.ndarray]:
-    """Documents' ids into ``prepare_data``'s rows: [CLS] doc[:seq_len-2] [SEP] padding, and their lengths."""
-    offsets = offsets_of(docs)
-    flat = np.fromiter(itertools.chain.from_iterable(docs), dtype=ID_DTYPE, count=int(offsets[-1]))
-    return truncate_sequences(TokenizedCorpus(flat, offsets), seq_len, cls_id, sep_id, pad_id)
-
-
 def _kept_rows(batches: Iterable[list[list[int]]], seq_len: int, counts: dict[str, int]) -> Iterator[list[int]]:
     """The non-empty documents (prepare_data drops empty ones too) cut to the seq_len - 2 tokens ever used; counts
     the documents read and the kept ones' tokens and cuts in ``counts``, up to the document last given."""
@@ -207,13 +195,8 @@ def _save_shard(files: ShardFiles, manifest: dict[str, Any], ids: np.ndarray, le
 def write_shards(tokenizer: Any, documents: Iterable[str], out_dir: str | Path, n_sequences: int | None = None,
                  seq_len: int = 128, shard_size: int = DEFAULT_SHARD_SIZE, batch_size: int = 1_000,
                  progress: bool = True) -> dict[str, Any]:
-    """Write up to ``n_sequences`` sequences (None: the whole stream) into ``out_dir``; resume if started.
-
-    ``documents`` must give the same documents in the same order on every call (a file, a seeded
-    stream); the manifest's ``documents_read`` says how many of them the finished shards used.
-    Returns the manifest; besides the counts above it records ``tokens`` (all tokens of the kept documents,
-    before the cut) and ``docs_longer`` (documents longer than ``seq_len - 2`` tokens), as prepare_data reports.
-    """
+    """Write up to ``n_sequences`` sequences (None: the whole stream) into ``out_dir``; resume if started, so
+    ``documents`` must give the same documents in the same order on every call. Returns the manifest."""
     from tqdm.auto import tqdm
 
     check_vocab_fits(len(tokenizer))
@@ -239,8 +222,10 @@ def write_shards(tokenizer: Any, documents: Iterable[str], out_dir: str | Path, 
         while manifest["sequences"] < wanted:  # one shard (all the memory used) a turn, filled a batch at a time
             room, filled = min(shard_size, wanted - manifest["sequences"]), 0
             while filled < room and (batch := list(itertools.islice(rows, min(batch_size, room - filled)))):
-                end = filled + len(batch)
-                ids[filled:end], lengths[filled:end] = sequence_rows(batch, seq_len, *specials)
+                end, offsets = filled + len(batch), offsets_of(batch)
+                flat = np.fromiter(itertools.chain.from_iterable(batch), dtype=ID_DTYPE, count=int(offsets[-1]))
+                ids[filled:end], lengths[filled:end] = truncate_sequences(TokenizedCorpus(flat, offsets), seq_len,
+                                                                          *specials)
                 filled = end
                 bar.update(len(batch))
             if filled:
@@ -257,10 +242,8 @@ def write_shards(tokenizer: Any, documents: Iterable[str], out_dir: str | Path, 
 
 
 class ShardedArray:
-    """Equal-sized memory-mapped shards seen as one array: ``a[i]``, ``a[start:stop]``, ``a[index_array]``.
-
-    Only the rows asked for are read from disk; indexing returns an ordinary numpy array.
-    """
+    """Equal-sized memory-mapped shards seen as one array: ``a[i]``, ``a[start:stop]``, ``a[index_array]`` read only
+    those rows from disk, into an ordinary numpy array."""
 
     def __init__(self, parts: Sequence[np.ndarray], shard_size: int) -> None:
         if not parts:

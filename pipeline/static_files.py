@@ -1,7 +1,5 @@
-"""Notebook 03's result on disk: the aligned embedding matrix, its found mask and its manifest.
-
-Notebooks 04 and 05 read it back; only numpy and json are needed, so this runs on GPU machines without fasttext.
-"""
+"""Notebook 03's result on disk: the aligned matrix, its found mask and its manifest (numpy and json only, so
+notebooks 04 and 05 read it back on GPU machines without fasttext)."""
 
 from __future__ import annotations
 
@@ -34,12 +32,8 @@ def jsonable(value: Any) -> Any:
 
 
 def save_aligned(out_dir: str | Path, alignment: Alignment, manifest: Mapping[str, Any]) -> Path:
-    """Write the embeddings (float32), the found mask (bool) and the manifest into ``out_dir``; return it.
-
-    The manifest gets the alignment's report merged in (counts, shape, options); a caller's value
-    that contradicts the matrix (vocab_size, dim, n_found) is refused rather than saved, and so is
-    a matrix with a non-finite value (it would train to NaN).
-    """
+    """Write the embeddings (float32), the found mask (bool) and the manifest (with the alignment's report) into
+    ``out_dir``; return it. A manifest count that contradicts the matrix, or a non-finite value, is refused."""
     matrix = np.asarray(alignment.matrix)
     found = np.asarray(alignment.found)
     derived = _counts(matrix, found, "the alignment")

@@ -1,9 +1,8 @@
 """Where notebook 03's vectors come from: .vec/.vec.gz/.bin files, the published cc.LANG.300 download, or training here.
 
-The paper uses only the 300,000 most frequent words, the first lines of a fastText ``.vec`` file, so every reader
-here stops after ``top_n`` lines, and the published ``cc.LANG.300.vec.gz`` (1.2-1.3 GB) is downloaded only that
-far, decompressed on the fly, and that prefix cached. A damaged file is refused naming the file and line: one
-``nan`` row would spread to every aligned row through centring.
+The paper uses only the 300,000 most frequent words (a .vec file's first lines), so every reader stops after ``top_n``
+lines and the 1.2-1.3 GB cc.LANG.300.vec.gz is downloaded only that far. A damaged file is refused naming the file
+and line: one ``nan`` row would spread to every aligned row through centring.
 """
 
 from __future__ import annotations
@@ -34,8 +33,7 @@ CC_URL = "https://dl.fbaipublicfiles.com/fasttext/vectors-crawl/cc.{lang}.300.ve
 CC_PAGE = "https://fasttext.cc/docs/en/crawl-vectors.html"
 DEFAULT_CACHE = Path(".cache/fasttext")  # obtain_vectors puts it under the repository root
 BOM = "\ufeff"  # some editors write a UTF-8 byte-order mark before the header
-# Lines end at '\n' only (what fastText writes): universal newlines would also end one at a stray '\r', shifting
-# every line number after it.
+# Lines end at '\n' only (as fastText writes): a stray '\r' must not shift every line number after it.
 TEXT = {"encoding": "utf-8", "errors": "replace", "newline": "\n"}
 
 
@@ -56,9 +54,7 @@ def iter_vec(fh: IO[str], where: str, top_n: int | None = PAPER_TOP_N,
              expected_dim: int | None = None) -> Iterator[Any]:
     """Yield the header ``(n_words, dim)``, then ``(fields, line)`` for the first ``top_n`` words, checked.
 
-    Lines are split on single ASCII spaces (how fastText writes them): a word never contains an
-    ASCII space but may contain other odd characters (no-break space, U+2028) that ``str.split()``
-    would wrongly split on. The trailing space fastText writes is ignored.
+    Split on single ASCII spaces as fastText writes them: ``str.split()`` would also split a word at a no-break space.
     """
     if top_n is not None and top_n < 1:
         raise ValueError(f"top_n must be a positive number of words, got {top_n}")
@@ -134,7 +130,7 @@ def read_vec(path: str | Path, top_n: int | None = PAPER_TOP_N, expected_dim: in
 
 
 class _CountingReader:
-    """A byte stream that counts what was read from it (the compressed bytes downloaded) onto a progress bar."""
+    """Counts the compressed bytes downloaded, onto a progress bar (a disabled tqdm bar would count nothing)."""
 
     def __init__(self, raw: IO[bytes], bar: Any) -> None:
         self.raw, self.bar, self.bytes_read = raw, bar, 0
@@ -153,8 +149,7 @@ def prefix_path(lang: str, top_n: int, cache_dir: str | Path = DEFAULT_CACHE) ->
 def save_prefix(source: IO[bytes], dest: Path, top_n: int, where: str, progress: bool = False) -> dict[str, Any]:
     """Copy the header and first ``top_n`` word lines of a gzipped .vec stream into ``dest`` (gzipped).
 
-    The copy's header counts the lines kept, so it is itself a valid .vec.gz; the original header's
-    counts and the bytes read go to ``dest`` + '.json'. Written to a '.part' file, renamed when complete.
+    The original header's counts and the bytes read go to ``dest`` + '.json'.
     """
     from tqdm.auto import tqdm
 
@@ -181,10 +176,7 @@ def save_prefix(source: IO[bytes], dest: Path, top_n: int, where: str, progress:
 
 def download_vectors(lang: str, cache_dir: str | Path = DEFAULT_CACHE, top_n: int = PAPER_TOP_N,
                      progress: bool = True, url: str | None = None, timeout: float = 60.0) -> Path:
-    """The first ``top_n`` words of cc.LANG.300.vec.gz, streamed from ``url`` once and cached; returns the cache file.
-
-    Only the prefix is downloaded (300,000 of 2,000,000 words: about a sixth of the file).
-    """
+    """The first ``top_n`` words of cc.LANG.300.vec.gz (about a sixth of the file), streamed once and cached."""
     if not re.fullmatch(r"[a-z]{2,3}", lang):
         raise ValueError(f"lang must be a fastText language code such as 'en' or 'cs', got {lang!r}")
     url = url or CC_URL.format(lang=lang)
@@ -194,9 +186,9 @@ def download_vectors(lang: str, cache_dir: str | Path = DEFAULT_CACHE, top_n: in
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:
             save_prefix(response, dest, top_n, url, progress)
+    except ValueError:
+        raise
     except Exception as err:
-        if isinstance(err, ValueError):
-            raise
         raise ConnectionError(
             f"could not download {url} ({type(err).__name__}: {err}). Offline alternatives: copy "
             f"cc.{lang}.300.vec.gz (from {CC_PAGE}) here and pass vectors=PATH (it is read only up to "
@@ -266,8 +258,7 @@ def _dictionary_end(data: mmap.mmap, words: int, size: int) -> int:
 def _matrices_end(data: mmap.mmap, position: int, size: int, path: Path) -> int:
     """Where the input and output matrices starting at ``position`` end, as their headers give their shapes.
 
-    A quantised matrix (its flag set: a model squeezed by ``fasttext quantize``) is laid out otherwise and is not
-    walked: the file's size then counts as right.
+    A quantised matrix (``fasttext quantize``) is laid out otherwise and not walked: the file's size counts as right.
     """
     for _ in range(2):
         if position + 17 > size:
@@ -320,14 +311,11 @@ class VectorsSource:
 def obtain_vectors(config: VectorsConfig, lang: str, corpus: CorpusSpec, seed: int = 0,
                    vectors_path: str | Path | None = None, cache_dir: str | Path | None = None,
                    progress: bool = True) -> VectorsSource:
-    """Vectors for notebook 03: from ``vectors_path`` if given, else per ``config.source``.
-
-    A ``.bin`` path gives a model (so the 'subword' option works); a ``.vec``/``.vec.gz`` gives words only.
-    ``corpus`` is the text fastText trains on when the preset trains its own vectors.
-    """
+    """Vectors for notebook 03: from ``vectors_path`` if given (a ``.bin`` also gives the model), else per
+    ``config.source``; fastText trains on ``corpus`` when the preset trains its own vectors."""
     if vectors_path is not None:
         path = Path(vectors_path).expanduser()
-        # The file's content, not only its path, goes into the manifest: a file replaced later is told apart.
+        # its content, not only its path: a file replaced later is told apart
         info = {"source": "file", "vectors_path": str(path), "vectors_sha256": content_digest(path, {}),
                 "top_n": config.top_n}
         if path.suffix == ".bin":
@@ -344,12 +332,10 @@ def obtain_vectors(config: VectorsConfig, lang: str, corpus: CorpusSpec, seed: i
     model = train_fasttext(texts.texts, config.fasttext, seed=seed, progress=progress)
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     vectors = vectors_from_model(model, config.top_n)
-    info = {
-        "source": "train", "corpus": texts.name, "corpus_source": texts.source, "corpus_docs": len(texts),
-        "corpus_words": texts.n_words(), "top_n": config.top_n, "n_model_words": len(vectors),
-        "fasttext": {**asdict(config.fasttext), "seed": seed, "thread": 1,
-                     "seed_means": "document order of the training file (fastText's own seed is fixed)"},
-        "train_seconds": round(seconds, 1),
-        "train_cpu_seconds": round(cpu_seconds, 1), "pretokenisation": "BertNormalizer(cased) + BertPreTokenizer",
-    }
+    info = {"source": "train", "corpus": texts.name, "corpus_source": texts.source, "corpus_docs": len(texts),
+            "corpus_words": texts.n_words(), "top_n": config.top_n, "n_model_words": len(vectors),
+            "fasttext": {**asdict(config.fasttext), "seed": seed, "thread": 1,
+                         "seed_means": "document order of the training file (fastText's own seed is fixed)"},
+            "train_seconds": round(seconds, 1), "train_cpu_seconds": round(cpu_seconds, 1),
+            "pretokenisation": "BertNormalizer(cased) + BertPreTokenizer"}
     return VectorsSource(vectors, model, info)

@@ -1,8 +1,7 @@
 """Word-similarity benchmarks: how well cosine similarity of word vectors ranks word pairs as people do.
 
-Two English sets, read from the data files the installed ``gensim`` package ships in ``gensim/test/test_data/``
-(found through ``importlib.metadata``, nothing of gensim imported, so they are there offline wherever the pinned
-dependencies are; gensim, LGPL-2.1, redistributes both unchanged apart from a comment header):
+Two English sets, read (offline, nothing of gensim imported) from the pinned ``gensim`` package's test data, which
+redistributes both unchanged apart from a comment header (gensim: LGPL-2.1):
 
 * **WordSim-353** (``wordsim353.tsv``): 353 pairs rated 0-10 for *relatedness* by 13-16 people. Source:
   L. Finkelstein, E. Gabrilovich, Y. Matias, E. Rivlin, Z. Solan, G. Wolfman, E. Ruppin, "Placing Search in
@@ -14,9 +13,8 @@ dependencies are; gensim, LGPL-2.1, redistributes both unchanged apart from a co
   with (Genuine) Similarity Estimation", Computational Linguistics 41(4), 2015; distributed by its authors
   (fh295.github.io/simlex.html) for free research use, without a named licence; please cite the paper.
 
-The score is Spearman's rank correlation between the human ratings and the cosines over the pairs whose two words
-both have a vector (the *coverage* says how many), with a bootstrap 95 % interval over those pairs
-(:mod:`helpers.stats`): how much the score would move with another draw of pairs of this kind.
+The score is Spearman's rho of human ratings against cosines over the pairs with both words found (the *coverage*),
+with a bootstrap 95 % interval: how much it would move with another draw of such pairs.
 """
 
 from __future__ import annotations
@@ -68,10 +66,8 @@ def load_pairs(name: str) -> list[Pair]:
 
 
 def word_index(words: Sequence[str]) -> dict[str, int]:
-    """word -> row for every word, plus each lower-cased word -> its most frequent case variant.
-
-    The benchmarks are lower-case ('paris' as well as some capitalised names) while our vectors keep case.
-    """
+    """word -> row, plus each lower-cased word -> its most frequent case variant: the benchmarks are lower-case
+    ('paris') while our vectors keep case."""
     index: dict[str, int] = {}
     for row, word in enumerate(words):
         index.setdefault(word, row)

@@ -77,11 +77,8 @@ def split_summary(documents: int, tokens: int, lengths: np.ndarray, seq_len: int
 
 def write_train_shards(tokenizer: Any, texts: Iterable[str], files: PreparedFiles, seq_len: int,
                        shard_size: int | None, progress: bool) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Stream the training documents into the shards folder; returns (meta's train counts, storage).
-
-    A finished folder belongs to an earlier preparation and is replaced (as the .npy files would be); an
-    unfinished one is continued, so the documents must be the same as in the interrupted call.
-    """
+    """Stream the training documents into the shards folder; returns (meta's train counts, storage). A finished
+    folder is replaced (as the .npy files would be); an unfinished one is continued with the same documents."""
     folder = files.shards
     if (S.read_manifest(folder) or {}).get("complete"):
         shutil.rmtree(folder)

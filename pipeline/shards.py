@@ -79,10 +79,8 @@ def tokenize_corpus(tokenizer: Any, texts: Sequence[str], batch_size: int = 1_00
 
 def truncate_sequences(corpus: TokenizedCorpus, seq_len: int, cls_id: int, sep_id: int,
                        pad_id: int) -> tuple[np.ndarray, np.ndarray]:
-    """The paper's format: one example per document, ``[CLS] doc[:seq_len-2] [SEP]``, then padding.
-
-    Returns (ids [n, seq_len], lengths [n]); the text after position 126 of a long document is lost.
-    """
+    """The paper's format: one example per document, ``[CLS] doc[:seq_len-2] [SEP]``, then padding (the rest of a
+    long document is lost). Returns (ids [n, seq_len], lengths [n])."""
     starts = corpus.offsets[:-1]
     lens = np.minimum(np.diff(corpus.offsets), seq_len - 2)
     n = len(lens)
@@ -96,11 +94,10 @@ def truncate_sequences(corpus: TokenizedCorpus, seq_len: int, cls_id: int, sep_i
 
 
 def pack_sequences(corpus: TokenizedCorpus, seq_len: int, cls_id: int, sep_id: int) -> tuple[np.ndarray, np.ndarray]:
-    """Packed format: documents joined with [SEP], cut into ``[CLS] + seq_len-1`` token blocks.
+    """Packed format: documents joined with [SEP], cut into ``[CLS] + seq_len-1`` token blocks (the tail dropped).
 
-    Every position is a real token (no padding, ~1.4x the text per step on the embedded corpus),
-    long documents are kept whole, but attention crosses document boundaries. The tail that does
-    not fill a block is dropped.
+    No padding (~1.4x the text per step on the embedded corpus) and long documents kept whole, but attention
+    crosses document boundaries.
     """
     stream = np.insert(corpus.ids, corpus.offsets[1:], sep_id)
     block = seq_len - 1

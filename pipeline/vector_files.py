@@ -52,10 +52,8 @@ def _gzip_checked(where: Any) -> Iterator[None]:
 
 def iter_vec(fh: IO[str], where: str, top_n: int | None = PAPER_TOP_N,
              expected_dim: int | None = None) -> Iterator[Any]:
-    """Yield the header ``(n_words, dim)``, then ``(fields, line)`` for the first ``top_n`` words, checked.
-
-    Split on single ASCII spaces as fastText writes them: ``str.split()`` would also split a word at a no-break space.
-    """
+    """Yield the header ``(n_words, dim)``, then ``(fields, line)`` for the first ``top_n`` words, checked. Split on
+    single ASCII spaces as fastText writes them: ``str.split()`` would also split a word at a no-break space."""
     if top_n is not None and top_n < 1:
         raise ValueError(f"top_n must be a positive number of words, got {top_n}")
     line = fh.readline()
@@ -147,10 +145,8 @@ def prefix_path(lang: str, top_n: int, cache_dir: str | Path = DEFAULT_CACHE) ->
 
 
 def save_prefix(source: IO[bytes], dest: Path, top_n: int, where: str, progress: bool = False) -> dict[str, Any]:
-    """Copy the header and first ``top_n`` word lines of a gzipped .vec stream into ``dest`` (gzipped).
-
-    The original header's counts and the bytes read go to ``dest`` + '.json'.
-    """
+    """Copy the header and first ``top_n`` word lines of a gzipped .vec stream into ``dest`` (gzipped); the original
+    header's counts and the bytes read go to ``dest`` + '.json'."""
     from tqdm.auto import tqdm
 
     from pipeline.checkpoints import written_whole  # imports torch: only when a download is cached
@@ -213,10 +209,9 @@ ARGS_END = 8 + 12 * 4 + 8  # magic and version, then Args: 12 int32 settings and
 def check_bin_complete(path: Path) -> None:
     """Refuse a .bin that is cut short or whose header cannot be true, before fastText reads it.
 
-    fasttext.load_model reads a truncated file without a word (the missing rows come back as zeros) and
-    turns an impossible dictionary size into std::bad_alloc. The layout walked here is fastText 0.9's
-    FastText::saveModel: header, Args, the dictionary (size, nwords, nlabels, ntokens, prune size, then
-    each entry as word, NUL, int64 count, int8 type), prune pairs, then the input and output matrices
+    fasttext.load_model reads a truncated file without a word (missing rows come back as zeros) and turns an impossible
+    dictionary size into std::bad_alloc. The layout is fastText 0.9's FastText::saveModel: header, Args, the dictionary
+    (size, nwords, nlabels, ntokens, prune size, then the entries), prune pairs, then the input and output matrices
     (a quantisation flag, int64 rows, int64 columns, float32 data).
     """
     size = path.stat().st_size
@@ -251,10 +246,8 @@ CUT_FIX = "download or save it again (fastText would load it with zero vectors, 
 
 
 def _matrices_end(data: mmap.mmap, position: int, size: int, path: Path) -> int:
-    """Where the input and output matrices starting at ``position`` end, as their headers give their shapes.
-
-    A quantised matrix (``fasttext quantize``) is laid out otherwise and not walked: the file's size counts as right.
-    """
+    """Where the input and output matrices starting at ``position`` end, as their headers give their shapes (a
+    quantised matrix, laid out otherwise, is not walked: the file's size counts as right)."""
     for _ in range(2):
         if position + 17 > size:
             return max(position + 17, size + 1)

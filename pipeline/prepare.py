@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -107,8 +107,7 @@ class PreparedData(TrainingData):
     def fingerprint(self) -> str:
         """The data part of a run's identity: every array and meta.json, less timings and ``storage`` (the same rows
         in shards or .npy are the same data)."""
-        arrays = {name: getattr(self, name) for name in ("train_ids", "train_lengths", "eval_masked_ids",
-                                                         "eval_lengths", "eval_labels")}
+        arrays = {field.name: getattr(self, field.name) for field in fields(TrainingData)}
         return ck.arrays_fingerprint(arrays, {k: v for k, v in self.meta.items() if k != "storage"})
 
 

@@ -185,11 +185,10 @@ def download_vectors(lang: str, cache_dir: str | Path = DEFAULT_CACHE, top_n: in
     except ValueError:
         raise
     except Exception as err:
-        raise ConnectionError(
-            f"could not download {url} ({type(err).__name__}: {err}). Offline alternatives: copy "
-            f"cc.{lang}.300.vec.gz (from {CC_PAGE}) here and pass vectors=PATH (it is read only up to "
-            f"{top_n:,} words), or use preset 'demo' / 'smoke', which train fastText vectors locally on the corpus"
-        ) from err
+        raise ConnectionError(f"could not download {url} ({type(err).__name__}: {err}). Offline alternatives: copy "
+                              f"cc.{lang}.300.vec.gz (from {CC_PAGE}) here and pass vectors=PATH (it is read only up "
+                              f"to {top_n:,} words), or use preset 'demo' / 'smoke', which train fastText vectors "
+                              "locally on the corpus") from err
     return dest
 
 

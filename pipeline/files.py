@@ -1,10 +1,8 @@
-"""Local files as a corpus or a labelled set: ``.txt`` (one document per line), ``.jsonl``, ``.csv``, ``.parquet``
-and gzipped JSON lines (C4's shards), or a folder of them. Every reader is lazy, so a folder of shards streams
-through, and every bad input is refused with its file and line.
+"""Local files as a corpus or a labelled set (``.txt``, one document a line; JSON lines, plain or gzipped as C4's
+shards; ``.csv``; ``.parquet``), or a folder of them: read lazily, every bad input refused with its file and line.
 
-Not ``datasets.load_dataset("json"/"csv"/...)``: measured with datasets 5.2.0, its errors name no file or line (a
-broken JSON line, a Latin-1 file, a truncated gzip), a record without the text field becomes a silently dropped
-None, a JSON array line becomes one row per element, and 200,000 C4 lines took 1.9-2.8 s against 0.36 s here.
+Not ``datasets.load_dataset("json"/"csv"/...)`` (datasets 5.2.0): its errors name no file or line, a record without
+the text field becomes a silently dropped None, and 200,000 C4 lines took 1.9-2.8 s against 0.36 s here.
 """
 
 from __future__ import annotations
@@ -35,11 +33,11 @@ from pipeline.documents import (
     take,
 )
 
-# File kinds, matched on the end of the name ('c4-train.00000-of-01024.json.gz' is gzipped JSON lines).
-# C4's shards come gzipped (.json.gz) or, unpacked, as .json: JSON lines either way.
+# File kinds, matched on the end of the name; C4's shards (.json.gz, or unpacked .json) are JSON lines.
 FILE_SUFFIXES = (".txt", ".jsonl", ".csv", ".parquet", ".json.gz", ".jsonl.gz", ".json")
 JSON_LINES = (".jsonl", ".json.gz", ".jsonl.gz", ".json")
 CSV_FORMATS = ("header", "ag_news")
+KINDS_READ = ", ".join(FILE_SUFFIXES)
 
 
 def file_kind(path: Path) -> str | None:
@@ -60,7 +58,7 @@ def data_files(path: str | Path) -> list[Path]:
         skipped = [f.relative_to(p).as_posix() for f in visible if not file_kind(f)]
         if skipped:  # never silently: a file the user meant as text would otherwise just be missing
             print(f"warning: {p}: {len(skipped)} file(s) of other kinds are not read ({', '.join(skipped[:5])}"
-                  f"{', ...' if len(skipped) > 5 else ''}); text is read from {', '.join(FILE_SUFFIXES)}",
+                  f"{', ...' if len(skipped) > 5 else ''}); text is read from {KINDS_READ}",
                   file=sys.stderr)
         if followed:
             print(f"note: {p}: symlinked folder(s) read too: {', '.join(followed)}", file=sys.stderr)
@@ -68,9 +66,9 @@ def data_files(path: str | Path) -> list[Path]:
             print(f"warning: {p}: {len(links)} symlinked folder(s) not read again, as they lead to a folder already "
                   f"read (a loop, or a second link to it): {', '.join(links)}", file=sys.stderr)
         if not files:
-            raise ValueError(f"the folder {p} holds no {', '.join(FILE_SUFFIXES)} files")
+            raise ValueError(f"the folder {p} holds no {KINDS_READ} files")
     elif file_kind(p) is None:
-        raise ValueError(f"{p} is not a supported file type; use one of {', '.join(FILE_SUFFIXES)}")
+        raise ValueError(f"{p} is not a supported file type; use one of {KINDS_READ}")
     for f in files:
         if f.stat().st_size == 0:
             raise ValueError(f"{f} is empty; put one document per line (.txt) or one record per row")
@@ -79,8 +77,7 @@ def data_files(path: str | Path) -> list[Path]:
 
 def walk_folder(root: Path) -> tuple[list[Path], list[str], list[str]]:
     """(the visible files under ``root`` sorted by path, the symlinked folders followed and those not followed, as
-    'link -> target'). Each real folder is read once, so a link back up (a loop) cannot recurse forever; hidden
-    files and folders (a name starting with '.') are left out."""
+    'link -> target'): each real folder read once, so a loop cannot recurse forever; hidden names left out."""
     seen, files, followed, links = {os.path.realpath(root)}, [], [], []
     for folder, subfolders, names in os.walk(root, followlinks=True):
         kept = []
@@ -107,11 +104,8 @@ MAGIC = ((b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"), (b"GIF8
 
 
 def wide_encoding(head: bytes) -> str | None:
-    """The UTF-16/32 encoding the first bytes of a file are in, as iconv names it; None for a byte encoding.
-
-    A byte-order mark names it; without one, NUL bytes do (text in UTF-8 or Latin-1 holds none), and where
-    they fall gives the byte order: 'A' is 'A\\0' in UTF-16LE and '\\0A' in UTF-16BE.
-    """
+    """The UTF-16/32 encoding (as iconv names it) of a file's first bytes, None for a byte encoding: named by a
+    byte-order mark, else by NUL bytes (UTF-8 and Latin-1 text holds none), whose place gives the byte order."""
     marked = next((encoding for mark, encoding in MARKS if head.startswith(mark)), None)
     if marked or b"\x00" not in head:
         return marked
@@ -126,12 +120,9 @@ def _open(path: Path) -> Any:
 
 
 def _not_text(path: Path, problem: str, nul: bool = False) -> ValueError:
-    """The error for a file that does not decode (``nul``: a line held a NUL byte), from its first bytes.
-
-    A known magic number names a binary file; so do NULs that UTF-16/32 text, read whole, would not hold (the
-    character U+0000, undecodable units). Text gets a conversion command, UTF-16 and UTF-32 told apart from
-    Latin-1, whose command would turn a UTF-16 file into garbage that loads without a word.
-    """
+    """The error for a file that does not decode (``nul``: a line held a NUL byte), judged from its first bytes:
+    a magic number, or NULs that UTF-16/32 text would not hold, say binary; text gets the command that converts it
+    from its encoding (Latin-1's command would turn a UTF-16 file into garbage that loads without a word)."""
     try:
         with _open(path) as fh:
             head = bytes(fh.read(4096))
@@ -163,11 +154,8 @@ def _iconv_command(path: Path, encoding: str) -> str:
 
 
 def text_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, line) of a UTF-8 text file, gunzipped on the fly when the name ends in .gz.
-
-    Lines end in \\n, \\r\\n or a lone \\r (old Mac files), as Python's universal newlines read them. Decoding
-    line by line lets an encoding error name the file and the line.
-    """
+    """(line number, line) of a UTF-8 text file (gunzipped when named .gz), lines ending in \\n, \\r\\n or a lone
+    \\r as universal newlines read them; decoded line by line, so an encoding error names the file and line."""
     try:
         with _open(path) as fh:
             for n, raw in enumerate(_split_lines(fh, path), 1):
@@ -196,11 +184,8 @@ def _split_lines(chunks: Iterable[bytes], path: Path) -> Iterator[bytes]:
 
 
 def read_records(path: Path) -> tuple[list[str], Iterator[tuple[int, dict[str, Any]]]]:
-    """(column names, lazy (line or row number, record) pairs) of one file.
-
-    A .txt file gives one record {'text': line} per non-empty line. JSON lines (plain or gzipped) report the first
-    record's fields as the columns (later records may differ); a CSV file's header names its columns.
-    """
+    """(column names, lazy (line or row number, record) pairs) of one file: {'text': line} per non-empty line of a
+    .txt file; JSON lines report the first record's fields (later records may differ); a CSV's header names them."""
     kind = file_kind(path)
     if kind == ".txt":
         return ["text"], ((n, {"text": line.rstrip("\r\n")}) for n, line in text_lines(path) if line.strip())
@@ -217,7 +202,7 @@ def read_records(path: Path) -> tuple[list[str], Iterator[tuple[int, dict[str, A
         table = pq.ParquetFile(path)
         batches = (row for batch in table.iter_batches() for row in batch.to_pylist())
         return list(table.schema_arrow.names), iter(enumerate(batches, 1))
-    raise ValueError(f"{path} is not a supported file type; use one of {', '.join(FILE_SUFFIXES)}")
+    raise ValueError(f"{path} is not a supported file type; use one of {KINDS_READ}")
 
 
 def _json_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -236,10 +221,7 @@ def _json_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 def read_columns(path: Path, **columns: str) -> Iterator[tuple[Any, ...]]:
     """The values of ``columns`` (option name: column, e.g. text_column='body') in every record of ``path``, lazily.
-
-    A missing column is refused, naming the option that chooses it. In JSON lines, whose fields may differ per
-    line, a later record without the field is refused with its line number, so no document goes missing unnoticed.
-    """
+    A missing column is refused naming its option; a later JSON record without it, naming its line."""
     names, records = read_records(path)  # a JSON-lines file reports the first record's fields
     for option, column in columns.items():
         if names and column not in names:
@@ -257,11 +239,8 @@ def read_columns(path: Path, **columns: str) -> Iterator[tuple[Any, ...]]:
 
 def files_corpus(path: Path, lang: str, split: str, text_column: str = "text", eval_fraction: float = EVAL_FRACTION,
                  seed: int = 0, max_docs: int | None = None) -> Corpus:
-    """The documents of ``path`` on one side of the split (what ``load_corpus`` of a files corpus returns).
-
-    The split hashes each document's text, so duplicates share a side and files may be reordered or
-    split into shards freely; within a split, documents keep the files' order.
-    """
+    """The documents of ``path`` on one side of the split, which hashes each text: duplicates share a side, and
+    files may be reordered or sharded freely; within a split, documents keep the files' order."""
     check_fraction("eval_fraction", eval_fraction)
     texts: list[str] = []
     total = 0
@@ -279,12 +258,9 @@ def files_corpus(path: Path, lang: str, split: str, text_column: str = "text", e
 def files_labelled(path: Path, lang: str, split: str, text_column: str = "text", label_column: str = "label",
                    csv_format: str = "header", test_fraction: float = 0.2, seed: int = 0,
                    label_names: Sequence[str] | None = None, max_docs: int | None = None) -> LabelledSet:
-    """One side of a stratified split of the labelled rows of ``path``.
-
-    Labels are numbers (2 and 2.0 are one label; sparse values become classes 0..k-1 in numeric
-    order, named by their value) or names (numbered in sorted order). ``csv_format='ag_news'`` reads
-    headerless rows (label 1-4, title, description) and joins title and description, as the Hub's AG News does.
-    """
+    """One side of a stratified split of the labelled rows of ``path`` (labels as :func:`encode_labels` reads them).
+    ``csv_format='ag_news'``: headerless rows (label 1-4, title, description), title and description joined as the
+    Hub's AG News does."""
     check_choice("csv_format", csv_format, CSV_FORMATS)
     check_fraction("test_fraction", test_fraction)
     if csv_format == "ag_news":
@@ -337,12 +313,9 @@ def _as_number(value: Any) -> float | int | None:
 
 def encode_labels(raw: Sequence[Any], names: Sequence[str] | None = None,
                   where: str = "the labelled set") -> tuple[list[int], list[str], list[Any]]:
-    """(classes 0..k-1, their names, the raw value of each class) from a column of labels.
-
-    Numbers: equal numbers are one label (2 and 2.0), and the values present become classes in
-    numeric order, so labels {0, 1, 1000000} give 3 classes, not a million. ``names[v]`` names value
-    ``v`` when given. Strings: the distinct names in sorted order. A column mixing both is refused.
-    """
+    """(classes 0..k-1, their names, the raw value of each class) from a column of labels: numbers (2 and 2.0 one
+    label; the values present become classes in numeric order, so {0, 1, 1000000} gives 3; ``names[v]`` names value
+    ``v``) or names, in sorted order; a column mixing both is refused."""
     if not raw:
         raise ValueError(f"{where} holds no labelled rows")
     if any(v is None or (isinstance(v, str) and not v.strip()) for v in raw):

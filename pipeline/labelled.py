@@ -1,9 +1,6 @@
 """Which labelled set notebook 05 probes (:data:`LABELLED_HELP`), parsed once from ``--labelled`` or the notebook's
-``labelled`` parameter.
-
-The probe is this collection's addition to the paper, so it must never stop the paper's experiment. A language
-without a labelled set gets ``none``: notebook 05 then records "no labelled set for <lang>" in its results file,
-says how to give one, and skips the probe (:func:`pipeline.probe_runs.record_no_labelled_set`).
+``labelled`` parameter. The probe is this collection's addition to the paper, so it never stops the paper's
+experiment: a language without a labelled set gets ``none``, recorded with how to give one, and the probe is skipped.
 """
 
 from __future__ import annotations
@@ -54,8 +51,8 @@ class LabelledSpec:
         return f"{self.kind}:{self.path}" if self.path is not None else self.kind
 
     def resolve(self, lang: str, corpus: CorpusSpec) -> LabelledSpec:
-        """``auto`` made concrete for one language and corpus (any other choice as it is), knowing the corpus, so
-        that loading the test split can warn when the models read part of it (:meth:`load`)."""
+        """``auto`` made concrete for one language and corpus, and the corpus kept, so that :meth:`load` can warn
+        when the models read part of the test split."""
         if self.kind != "auto":
             return replace(self, corpus=corpus)
         if corpus.source == "hub" and lang in SIB200_CONFIGS:
@@ -81,8 +78,7 @@ class LabelledSpec:
         else:
             raise ValueError(f"the labelled set {self}: there is nothing to load; resolve 'auto' first, and skip the "
                              "probe for 'none'")
-        # A warning when test documents occur word for word in the corpus' training text; not counted for the Hub's
-        # corpus (streamed) nor the embedded one's own topics (its partition keeps the test articles out).
+        # Not counted for the Hub's (streamed) corpus, nor the embedded one's topics (its partition keeps them out).
         corpus = self.corpus
         if (split == "test" and corpus is not None and corpus.source != "hub"
                 and not corpus.source == data.source == "embedded"):

@@ -1,8 +1,6 @@
-"""The Hub loaders (WikiText-103, ``allenai/c4`` per language, AG News, SIB-200) and what happens without a network.
-
-Without a network they fail at once with one :class:`HubUnavailableError` that names the offline default, instead
-of retrying for half a minute and ending in a chain of library errors. The record handling is plain Python, so it
-is tested on in-memory records.
+"""The Hub loaders (WikiText-103, ``allenai/c4`` per language, AG News, SIB-200). Without a network they fail at
+once with one :class:`HubUnavailableError` that names the offline default, instead of retrying for half a minute and
+ending in a chain of library errors. The record handling is plain Python, tested on records in memory.
 """
 
 from __future__ import annotations
@@ -16,11 +14,9 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from pipeline.documents import AG_NEWS_LABELS, Corpus, LabelledSet, as_text, check_choice, check_max_docs, take
 
-# Hub datasets, checked against their dataset cards on huggingface.co:
-# Salesforce/wikitext (configs wikitext-103-raw-v1 ...; splits train/validation/test; field text),
-# allenai/c4 (one config per language: en, de, cs, pl, it, es, fr ...; splits train/validation;
-# fields text, timestamp, url), fancyzhx/ag_news (the former "ag_news"; splits train/test;
-# fields text, label 0-3 = World, Sports, Business, Sci/Tech).
+# Checked against the dataset cards: Salesforce/wikitext (splits train/validation/test; field text), allenai/c4 (a
+# config per language; splits train/validation; fields text, timestamp, url), fancyzhx/ag_news (the former "ag_news";
+# splits train/test; fields text, label 0-3).
 WIKITEXT_ID, WIKITEXT_CONFIG = "Salesforce/wikitext", "wikitext-103-raw-v1"
 C4_ID = "allenai/c4"
 AG_NEWS_ID = "fancyzhx/ag_news"
@@ -35,10 +31,9 @@ PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PRO
 # Timeout), httpx's and huggingface_hub's. Matched by class name, so none of those libraries need be imported.
 NETWORK_ERRORS = {"ConnectionError", "TimeoutError", "Timeout", "TransportError", "gaierror", "LocalEntryNotFoundError"}
 
-# Davlan/sib200 (CC BY-SA 4.0; Adelani et al. 2023, arXiv 2309.07445): topic classification of Flores-200 sentences,
-# the same sentences and splits in every language. Its repository holds data/<FLORES code>/{train,dev,test}.tsv (701,
-# 99 and 204 rows; header index_id, category, text; CSV-style quoting). datasets >= 4 refuses its loading script,
-# which reads exactly these files, so datasets' csv builder reads them: from the Hub or a local copy.
+# Davlan/sib200 (Adelani et al. 2023, arXiv 2309.07445): topics of Flores-200 sentences, the same in every language,
+# in data/<FLORES code>/{train,dev,test}.tsv (701, 99, 204 rows). datasets >= 4 refuses its loading script, which
+# reads exactly these files, so datasets' csv builder reads them: from the Hub or a local copy.
 SIB200_ID = "Davlan/sib200"
 SIB200_HUB_ROOT = f"hf://datasets/{SIB200_ID}"
 SIB200_CONFIGS = {"en": "eng_Latn", "de": "deu_Latn", "cs": "ces_Latn", "pl": "pol_Latn", "it": "ita_Latn",
@@ -68,11 +63,8 @@ def offline_mode() -> bool:
 
 
 def hub_reachable(endpoint: str | None = None, timeout: float = HUB_PROBE_TIMEOUT_S) -> bool:
-    """One TCP connection to the Hub's host, a few seconds at most.
-
-    ``huggingface_hub`` retries a dead connection five times with backoff before ``datasets`` gives up; one quick
-    connection answers sooner. Behind a proxy a direct connection says nothing, so the answer is left to ``datasets``.
-    """
+    """One TCP connection to the Hub's host, answering sooner than ``huggingface_hub``'s five retries with backoff;
+    behind a proxy a direct connection says nothing, so the answer is left to ``datasets``."""
     if any(os.environ.get(v) for v in PROXY_VARS):
         return True
     if endpoint is None:
@@ -89,11 +81,8 @@ def hub_reachable(endpoint: str | None = None, timeout: float = HUB_PROBE_TIMEOU
 
 
 def is_hub_failure(err: BaseException | None, offline: bool) -> bool:
-    """Whether ``err``, or an error it was raised from or during, says the Hub failed us after the probe: the
-    connection broke, or the server failed (5xx, 429); in offline mode a missing file means 'not cached'.
-
-    A wrong dataset id or config while online is the user's to fix, so it reaches them unchanged.
-    """
+    """Whether ``err`` or an error in its chain says the Hub failed us: the connection broke, the server failed (5xx,
+    429), or, offline, a file is not cached. A wrong dataset id or config online is the user's to fix."""
     seen: set[int] = set()
     while err is not None and id(err) not in seen:
         seen.add(id(err))
@@ -106,12 +95,9 @@ def is_hub_failure(err: BaseException | None, offline: bool) -> bool:
 
 
 def from_hub(dataset: str, read: Callable[[], Any], instead: str | None = None) -> Any:
-    """``read()``: a ``datasets`` call and the reading of its records, after a quick probe of the Hub's host.
-
-    A Hub failure becomes one HubUnavailableError that names the offline way on (``instead`` for an always-streamed,
-    so never cached, dataset), its chain cut and the underlying error kept in its message; any other error passes
-    unchanged. Streaming writes no cache; a download is renamed by ``datasets`` only when complete.
-    """
+    """``read()`` (a ``datasets`` call and the reading of its records) after a quick probe of the Hub's host. A Hub
+    failure becomes one HubUnavailableError naming the offline way on (``instead`` for a never cached, streamed
+    dataset), its chain cut and the underlying error in its message; any other error passes unchanged."""
     offline = offline_mode()
     cache = ("HF_HUB_OFFLINE is set and no cached copy was found." if offline else
              "If you loaded this dataset before without streaming, set HF_HUB_OFFLINE=1 to use the cached copy.")
@@ -163,11 +149,8 @@ _WIKITEXT_MARKERS = (" @-@ ", "-"), (" @,@ ", ","), (" @.@ ", ".")
 
 
 def wikitext_articles(lines: Iterable[str]) -> Iterator[str]:
-    """WikiText-103 raw stores one line per paragraph, with ' = Title = ' headings; yield whole articles.
-
-    A top-level heading (one '=' on each side) starts a new article; section headings and blank
-    lines are dropped, and the '@-@'-style markers are undone. Lazy, so a stream stops early.
-    """
+    """Whole articles, lazily, from WikiText-103's lines (one per paragraph): a heading ' = Title = ' starts one;
+    section headings (' = = ') and blank lines are dropped, and the '@-@'-style markers undone."""
     parts: list[str] = []
     for line in itertools.chain(lines, [" = End = "]):  # a last heading closes the last article
         stripped = line.strip()

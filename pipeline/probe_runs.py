@@ -1,8 +1,6 @@
-"""Notebook 05's inputs and outputs: the labelled data it probes on, the encoders notebook 04 saved, its results.
-
-The probe itself works on arrays in memory (:mod:`helpers.probe`). A run without a labelled set records that
-in the same files (:func:`record_no_labelled_set`) and skips the rest of the notebook
-(:func:`skip_remaining_cells`), so the probe never stops the paper's experiment.
+"""Notebook 05's inputs and outputs: the labelled data it probes on, the encoders notebook 04 saved, its results
+(the probe itself is :mod:`helpers.probe`). A run without a labelled set records that in the same files and skips
+the rest of the notebook, so the probe never stops the paper's experiment.
 """
 
 from __future__ import annotations
@@ -49,11 +47,8 @@ class ProbeData:
 
 
 def stratified_subset(labels: Sequence[int], n: int | None, seed: int = 0) -> np.ndarray:
-    """Indices of ``n`` examples keeping the class proportions (all of them when ``n`` is None).
-
-    The embedded splits are ordered by article key, so simply taking the first ``n`` would
-    follow the alphabet, not the topics.
-    """
+    """Indices of ``n`` examples keeping the class proportions (all when ``n`` is None), not the first ``n``, which
+    could follow an order by key rather than the topics."""
     labels = np.asarray(labels)
     if n is None or n >= len(labels):
         return np.arange(len(labels))
@@ -71,10 +66,8 @@ def stratified_subset(labels: Sequence[int], n: int | None, seed: int = 0) -> np
 
 def load_probe_data(config: ProbeConfig, labelled: LabelledSpec, lang: str = "en", csv_format: str = "header",
                     seed: int = 0) -> ProbeData:
-    """The labelled train and test splits, cut to stratified subsets of the preset's sizes.
-
-    ``csv_format`` is read for a files set only ('ag_news' for AG News-style CSVs).
-    """
+    """The labelled train and test splits, cut to stratified subsets of the preset's sizes (``csv_format``: files
+    sets only)."""
     options = {"csv_format": csv_format} if labelled.kind == "files" else {}
     train, test = (labelled.load(lang, split, **options) for split in ("train", "test"))
     tr = stratified_subset(train.labels, config.max_train, seed)
@@ -101,7 +94,7 @@ def load_encoders(layout: RunLayout, seed: int = 0) -> dict[str, BertModel]:
 
 
 def save_probe_results(table: pd.DataFrame, paired: pd.DataFrame, layout: RunLayout,
-                 meta: Mapping[str, Any]) -> list[Path]:
+                       meta: Mapping[str, Any]) -> list[Path]:
     """The results table (csv), the table with preset, lang, sizes and environment (json), the paired differences."""
     layout.step("probe").mkdir(parents=True, exist_ok=True)
     table.to_csv(layout.probe_table, index=False)
@@ -112,11 +105,8 @@ def save_probe_results(table: pd.DataFrame, paired: pd.DataFrame, layout: RunLay
 
 
 def record_no_labelled_set(layout: RunLayout, meta: Mapping[str, Any], lang: str, how: str) -> list[Path]:
-    """A run without a labelled set: its results files say "no labelled set for <lang>" and how to give one.
-
-    The tables keep their columns and hold no row, so whatever reads a run's probe files (its record,
-    notebook 06) finds them, and finds them empty rather than stale.
-    """
+    """A run without a labelled set: its results files say "no labelled set for <lang>" and how to give one; the
+    tables keep their columns and hold no row, so whatever reads them finds them empty rather than stale."""
     import pandas as pd
 
     status = {**meta, "status": no_labelled_set(lang), "how_to_give_one": how}
@@ -148,14 +138,10 @@ def runs_anyway(source: str) -> str | None:
 
 
 def skip_remaining_cells(reason: str) -> None:
-    """Every later cell of this notebook only prints that it was skipped, and why.
-
-    Papermill runs every cell, and a notebook has no way to stop early other than an error, which would stop
-    the main job. An IPython input transformer sees each cell before it runs; this one replaces the cell with
-    one ``print``. Two kinds of cell still run, so that one can change the parameters and start again: a cell
-    of constant assignments (the parameters cell), and a cell that calls ``start(...)``, which ends the skipping.
-    Outside IPython (a plain script) there are no later cells, and nothing happens.
-    """
+    """Every later cell of this notebook only prints that it was skipped, and why: papermill runs every cell, and
+    only an error, which would stop the main job, stops a notebook early. An IPython input transformer replaces each
+    cell but the parameters cell and one that calls ``start(...)`` (which ends the skipping) by one ``print``, so
+    one can change the parameters and start again. Outside IPython there are no later cells."""
     from IPython import get_ipython  # installed with ipykernel
 
     shell = get_ipython()

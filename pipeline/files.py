@@ -41,7 +41,6 @@ KINDS_READ = ", ".join(FILE_SUFFIXES)
 
 
 def file_kind(path: Path) -> str | None:
-    """The entry of FILE_SUFFIXES that ``path``'s name ends with (case-insensitive), else None."""
     return next((kind for kind in FILE_SUFFIXES if path.name.lower().endswith(kind)), None)
 
 
@@ -58,8 +57,7 @@ def data_files(path: str | Path) -> list[Path]:
         skipped = [f.relative_to(p).as_posix() for f in visible if not file_kind(f)]
         if skipped:  # never silently: a file the user meant as text would otherwise just be missing
             print(f"warning: {p}: {len(skipped)} file(s) of other kinds are not read ({', '.join(skipped[:5])}"
-                  f"{', ...' if len(skipped) > 5 else ''}); text is read from {KINDS_READ}",
-                  file=sys.stderr)
+                  f"{', ...' if len(skipped) > 5 else ''}); text is read from {KINDS_READ}", file=sys.stderr)
         if followed:
             print(f"note: {p}: symlinked folder(s) read too: {', '.join(followed)}", file=sys.stderr)
         if links:
@@ -115,7 +113,6 @@ def wide_encoding(head: bytes) -> str | None:
 
 
 def _open(path: Path) -> Any:
-    """``path`` opened for reading bytes, gunzipped on the fly when its name ends in .gz."""
     return (gzip.open if path.name.lower().endswith(".gz") else open)(path, "rb")
 
 
@@ -146,7 +143,6 @@ def _not_text(path: Path, problem: str, nul: bool = False) -> ValueError:
 
 
 def _iconv_command(path: Path, encoding: str) -> str:
-    """The shell command that replaces ``path`` by its UTF-8 version (through gunzip and gzip for a .gz file)."""
     source, converted = shlex.quote(str(path)), shlex.quote(f"{path}.utf8")
     if path.name.lower().endswith(".gz"):
         return f"gunzip -c {source} | iconv -f {encoding} -t UTF-8 | gzip > {converted} && mv {converted} {source}"

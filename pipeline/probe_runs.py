@@ -122,19 +122,15 @@ def runs_anyway(source: str) -> str | None:
     assigns constants (the parameters cell), None for every other cell (skipped)."""
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+        if any(isinstance(node, ast.Call) and getattr(node.func, "id", None) == "start" for node in ast.walk(tree)):
+            return "start"
+        for node in tree.body:
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+                return None
+            ast.literal_eval(node.value)  # refuses anything computed
+        return "parameters" if tree.body else None
+    except (ValueError, TypeError, SyntaxError):  # not Python, or a value computed
         return None
-    if any(isinstance(node, ast.Call) and getattr(node.func, "id", None) == "start" for node in ast.walk(tree)):
-        return "start"
-    values = [node.value for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))]
-    if not tree.body or len(values) < len(tree.body) or None in values:
-        return None
-    try:
-        for value in values:
-            ast.literal_eval(value)  # refuses anything computed
-    except (ValueError, TypeError, SyntaxError):
-        return None
-    return "parameters"
 
 
 def skip_remaining_cells(reason: str) -> None:

@@ -131,10 +131,9 @@ def _load(loaders: dict[str, Callable[..., Any]], splits: Sequence[str], corpus:
     if not keep:
         raise ValueError(f"the {data.source} corpus {data.name!r} ({data.lang}, {data.split}) has no non-empty "
                          "documents; check the path, the text column or max_docs")
-    if len(keep) != len(data.texts):
-        data.texts = [data.texts[i] for i in keep]
-        if isinstance(data, LabelledSet):
-            data.labels = [data.labels[i] for i in keep]
+    data.texts = [data.texts[i] for i in keep]
+    if isinstance(data, LabelledSet):
+        data.labels = [data.labels[i] for i in keep]
     return data
 
 

@@ -312,8 +312,6 @@ def encode_labels(raw: Sequence[Any], names: Sequence[str] | None = None,
     """(classes 0..k-1, their names, the raw value of each class) from a column of labels: numbers (2 and 2.0 one
     label; the values present become classes in numeric order, so {0, 1, 1000000} gives 3; ``names[v]`` names value
     ``v``) or names, in sorted order; a column mixing both is refused."""
-    if not raw:
-        raise ValueError(f"{where} holds no labelled rows")
     if any(v is None or (isinstance(v, str) and not v.strip()) for v in raw):
         raise ValueError(f"some rows of {where} have no label; fill or drop them")
     numbers = [_as_number(v) for v in raw]

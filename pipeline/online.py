@@ -22,8 +22,6 @@ C4_ID = "allenai/c4"
 AG_NEWS_ID = "fancyzhx/ag_news"
 C4_LANGS = ("en", "de", "cs", "pl", "it", "es", "fr")  # the paper's languages (Mištera & Král)
 C4_EVAL_DOCS = 100_000  # the paper's evaluation set size (Czech's validation split is smaller)
-HUB_CORPORA = ("c4", "wikitext-103")
-HUB_LABELLED = ("ag_news", "sib200")
 HUB_SPLITS = {"train": "train", "eval": "validation", "test": "test"}
 HUB_PROBE_TIMEOUT_S = 3.0
 PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
@@ -180,7 +178,7 @@ def ag_news_records(records: Iterable[dict[str, Any]], max_docs: int | None = No
 def hub_corpus(lang: str, split: str, name: str = "c4", max_docs: int | None = None,
                eval_docs: int = C4_EVAL_DOCS, streaming: bool | None = None) -> Corpus:
     """C4 in ``lang`` (always streamed) or English WikiText-103, as a Corpus."""
-    check_choice("hub corpus", name, HUB_CORPORA)
+    check_choice("hub corpus", name, ("c4", "wikitext-103"))
     hub_split = HUB_SPLITS[split]
     if name == "wikitext-103":
         if lang != "en":
@@ -208,7 +206,7 @@ def hub_labelled(lang: str, split: str, name: str = "ag_news", max_docs: int | N
                  streaming: bool = False, root: str | Path | None = None) -> LabelledSet:
     """AG News (English, 4 classes) or SIB-200 (``name='sib200'``: 7 topics in the paper's seven languages), the
     latter from the Hub or from ``root``, a local copy of its repository (``data/<code>/train.tsv`` ...)."""
-    check_choice("hub labelled set", name, HUB_LABELLED)
+    check_choice("hub labelled set", name, ("ag_news", "sib200"))
     if name == "ag_news":
         if root is not None:
             raise ValueError("root (a local copy) is read for SIB-200 only; AG News from local files is the "

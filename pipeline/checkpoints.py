@@ -1,8 +1,7 @@
 """A pretraining run's identity (which experiment), checkpoints (where it stopped) and run.json (what it did).
 
-BERT_TINY and BERT_FT of one experiment share an identity and differ only in their init record; resume
-and comparisons refuse other identities, naming what changed. Only the standard library, numpy, torch
-and two pipeline modules: this runs on the GPU machines too.
+BERT_TINY and BERT_FT of one experiment share an identity and differ only in their init record. Only the standard
+library, numpy, torch and two pipeline modules: this runs on the GPU machines too.
 """
 
 from __future__ import annotations
@@ -41,10 +40,8 @@ def without_timings(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def arrays_fingerprint(arrays: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
-    """SHA-256 over named arrays (dtype, shape, bytes) and a metadata record without its timings.
-
-    Read a block of rows at a time, so memory-mapped shards (pipeline.shards.ShardedArray) are never loaded whole.
-    """
+    """SHA-256 over named arrays (dtype, shape, bytes, a block of rows at a time, so memory-mapped shards are never
+    loaded whole) and a metadata record without its timings."""
     digest = hashlib.sha256(sha256_json(without_timings(meta)).encode())
     for name in sorted(arrays):
         array, rows = arrays[name] if hasattr(arrays[name], "shape") else np.asarray(arrays[name]), 1 << 16
@@ -55,11 +52,8 @@ def arrays_fingerprint(arrays: Mapping[str, Any], meta: Mapping[str, Any]) -> st
 
 
 def init_record(init: Any) -> dict[str, Any]:
-    """How the token embeddings started: {'kind': 'random'|'static', 'manifest_sha256', 'embeddings_sha256', ...}.
-
-    ``init`` is 'random', a static-vector folder, or an Alignment-like object (``.matrix`` and
-    ``.report``). The manifest hash ignores timings, so retraining the same vectors keeps it.
-    """
+    """How the token embeddings started: {'kind': 'random'|'static', 'manifest_sha256', 'embeddings_sha256', ...},
+    from 'random', a static-vector folder or an Alignment (``.matrix``, ``.report``); timings hash to nothing."""
     if isinstance(init, str) and init == "random":
         return {"kind": "random", "manifest_sha256": None, "embeddings_sha256": None, "source": "random",
                 "manifest": None}
@@ -123,11 +117,8 @@ def set_rng_state(state: Mapping[str, Any], mask_generator: torch.Generator | No
 @contextmanager
 def written_whole(path: Path, what: str = "write", tmp: Path | None = None,
                   rerun: str = "training resumes from the last checkpoint") -> Iterator[Path]:
-    """A temporary path to write ``path``'s new content to; it replaces ``path`` only once written whole.
-
-    Any failure (a full disk, Ctrl-C) removes the temporary file, so neither half a file nor a stray
-    temporary file is left for a rerun to trust; a full disk says which folder needs space and what a rerun does.
-    """
+    """A temporary path to write ``path``'s new content to; it replaces ``path`` only once written whole. Any
+    failure (a full disk, Ctrl-C) removes it; a full disk says which folder needs space and what a rerun does."""
     path = Path(path)
     tmp = tmp or path.with_name(f".{path.stem}.partial{path.suffix}")
     try:

@@ -1,16 +1,9 @@
-"""What a step's result depends on, as one hash, and the stamps that record it in the step's folder.
+"""What a step's result depends on, as one hash, and the stamps (``.step.json``, ``.step-started.json``) that
+record it: cell sources (never outputs, so a notebook saved by JupyterLab reruns nothing), parameters without
+paths (so a moved runs folder reruns nothing), the project modules imported, inputs by content, upstream stamps.
 
-A step's fingerprint covers its notebook's cell sources (never outputs or metadata, so a notebook
-saved by JupyterLab reruns nothing), its parameters without absolute folders (so a moved runs folder
-reruns nothing), the code of every project module the notebook imports, followed through the
-imports of those modules, the content of the input files its parameters name, and the fingerprints of
-the steps it reads. A finished step leaves its fingerprint in ``.step.json``; one that started leaves it
-in ``.step-started.json``.
-
-Inputs count by content, never by path (``corpus='files:/data/c4'``, ``vectors='/v/cc.en.300.bin'``): their
-SHA-256, a file or a whole folder, is kept in ``<run>/.input-hashes.json`` under each file's size and
-modification time, and read again only when either changes. A finished step records the digests in its stamp
-(a folder's with one digest per file), so ``--check`` can name the input, and the file in a folder, that changed.
+Input digests are cached in ``<run>/.input-hashes.json`` by size and mtime; a finished step records them (a
+folder's one per file), so ``--check`` can name the input, and the file in a folder, that changed.
 """
 
 from __future__ import annotations
@@ -33,22 +26,10 @@ FOLDER_PARAMETERS = ("run_dir", "out_dir", "run_dirs")  # absolute folders: left
 PATH_KINDS = ("files:", "sib200:")  # an input named by where it lies: 'files:/data/c4', 'sib200:/copies/sib200'
 
 
-# --------------------------------------------------------------------------- the content of input files
-
-
 def input_kind(value: Any) -> Any:
-    """'files:/data/c4' -> 'files': what an input is, without where it lies (its digest says what it holds).
-
-    The one place a path is taken out of a run's description: the step fingerprints, identity.json and the
-    checkpoint key all call it, so a run folder or an input moved whole stays the same run. Other values pass.
-    """
+    """'files:/data/c4' -> 'files': what an input is, not where it lies; the one place a path leaves a run's
+    description (fingerprints, identity.json, run.json's identity), so a folder moved whole is the same run."""
     return value.split(":", 1)[0] if isinstance(value, str) and value.startswith(PATH_KINDS) else value
-
-
-def comparable(identity: Any) -> Any:
-    """An identity as runs are compared (:func:`portable`): a files corpus by its kind, whether older code wrote its
-    path or not."""
-    return portable(identity) if isinstance(identity, Mapping) else identity
 
 
 def _short(value: Any) -> str:
@@ -98,8 +79,7 @@ def folder_digests(path: Path, cache: dict[str, Any]) -> dict[str, str]:
 
 
 def _digest_entry(path: Path, cache: dict[str, Any]) -> dict[str, Any]:
-    """{path, sha256}, and for a folder {files: {name: sha256}} too, so a check can name the file that changed; a
-    folder's sha256 hashes its files' relative names and digests, in order; an absent input's is 'missing'."""
+    """{path, sha256}, and a folder's {files: {name: sha256}} (its sha256 hashes those), or sha256 'missing'."""
     path = Path(path)
     if not path.is_dir():
         return {"path": str(path), "sha256": _file_digest(path, cache) if path.is_file() else "missing"}
@@ -114,8 +94,8 @@ def content_digest(path: Path, cache: dict[str, Any]) -> str:
 
 
 def input_digests(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """{name: {path, sha256[, files]}} for every input file or folder the parameters name, through the run folder's
-    cache. The cache only saves time: a folder that cannot be written to (read-only, a full disk) keeps none."""
+    """{name: {path, sha256[, files]}} of every input the parameters name, through the run folder's cache, which
+    only saves time: a folder that cannot be written to (read-only, a full disk) keeps none."""
     cache_file = Path(params["run_dir"]) / INPUT_HASHES_NAME if params.get("run_dir") else None
     cache = (read_json(cache_file) if cache_file else None) or {}  # none yet, or a damaged one: files read again
     before = json.dumps(cache, sort_keys=True)
@@ -131,7 +111,7 @@ def input_digests(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _changed_files(then: Mapping[str, Any], now: Mapping[str, Any], shown: int = 3) -> str:
-    """': a.txt changed, b.txt added, c.txt removed' between two folder digests ('' when either has no file list)."""
+    """': a.txt changed, b.txt added, c.txt removed' between two folder digests ('' without both file lists)."""
     before, after = then.get("files"), now.get("files")
     if not isinstance(before, dict) or not isinstance(after, dict):
         return ""
@@ -159,9 +139,6 @@ def changed_inputs(step_folder: Path, params: dict[str, Any]) -> list[str]:
     return [] if stamp is None else compare_inputs(stamp.get("inputs", {}), input_digests(params))
 
 
-# --------------------------------------------------------------------------- code, parameters and upstream steps
-
-
 def notebook_sources(notebook: Path) -> list[tuple[str, str]]:
     """(cell type, source) of every cell: what a student edits, never outputs, counts or metadata."""
     return [(cell.get("cell_type", ""), cell_source(cell)) for cell in notebook_cells(notebook)]
@@ -175,12 +152,8 @@ def module_file(module: str) -> Path | None:
 
 @functools.lru_cache(maxsize=1024)
 def imported_project_modules(source: str) -> frozenset[str]:
-    """The project names ``source`` imports, anywhere in it (lazy imports included): ``import a.b`` and ``from m
-    import x`` name a.b, m and m.x; m.x is a module only where its file exists (``from helpers import claims``),
-    which :func:`project_modules` checks of every name.
-
-    A pure function of the text, kept per text: parsing every module again for each step and check took seconds.
-    """
+    """The project names ``source`` imports anywhere (lazy imports too): ``from m import x`` names m and m.x, a
+    module only if its file exists (:func:`project_modules` checks). Cached: parsing again per step took seconds."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -207,16 +180,21 @@ def project_modules(step: Step) -> list[str]:
     return sorted(seen)
 
 
-def portable(params: Mapping[str, Any]) -> dict[str, Any]:
-    """Parameters, or an identity, without absolute folders or input paths, so moving a runs folder or an input
-    changes no fingerprint and no identity (an input's content enters through its digest): the one place where
-    step fingerprints, identity.json and run.json's identity leave paths out."""
+def portable(params: Any) -> Any:
+    """Parameters, or an identity, without absolute folders or input paths (an input's content enters through its
+    digest): how step fingerprints, identity.json and run.json's identity (:data:`comparable`, where a files corpus
+    written by older code with its path reads as ``files``) are compared. Anything but a mapping passes."""
+    if not isinstance(params, Mapping):
+        return params
     kept = {k: v for k, v in params.items() if k not in FOLDER_PARAMETERS}
     for name in input_files(params):
         kept[name] = input_kind(params[name]) if name != "vectors" else "file"
     if "run_dirs" in params:
         kept["run_dirs"] = [Path(d).name for d in params["run_dirs"]]
     return kept
+
+
+comparable = portable  # the name the readers of run.json's identity use
 
 
 def fingerprint(step: Step, params: dict[str, Any], upstream: Sequence[Path] = ()) -> str:
@@ -245,9 +223,6 @@ def with_contents(key: str, files: Sequence[Path]) -> str:
     return digest.hexdigest()
 
 
-# --------------------------------------------------------------------------- the stamps
-
-
 # A stamp that cannot be read (a write cut short) holds no fingerprint: the step reruns.
 UNREADABLE_STAMP = "the stamp {path} cannot be read ({err}); the step counts as not finished and reruns"
 
@@ -258,7 +233,6 @@ def finished_with(step_folder: Path) -> str | None:
 
 
 def started_with(step_folder: Path) -> str | None:
-    """The fingerprint the step in ``step_folder`` was last started with (None if never, or unknown)."""
     return (read_json(started_of(step_folder), UNREADABLE_STAMP) or {}).get("fingerprint")
 
 
@@ -267,10 +241,8 @@ def is_up_to_date(step_folder: Path, key: str) -> bool:
 
 
 def mark_started(step_folder: Path, key: str | None, **more: Any) -> None:
-    """Record that the step starts with fingerprint ``key``, and remove its finished stamp.
-
-    A step that fails now must not look finished later.
-    """
+    """Record that the step starts with fingerprint ``key``, and remove its finished stamp: a step that fails now
+    must not look finished later."""
     stamp_of(step_folder).unlink(missing_ok=True)
     started_of(step_folder).write_text(json.dumps({"fingerprint": key, **more}))
 

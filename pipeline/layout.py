@@ -7,15 +7,13 @@ A run folder (``runs/<preset>-<lang>[-seed<N>]``) holds one folder per notebook 
       tokenizer/    02: the trained tokenizer (tokenizer.json and the files save_pretrained writes), report.json
       static/       03: embeddings.npy, found.npy, manifest.json
       pretrain/     04: data/ (prepared sequences), bert_tiny/, bert_ft/, bert_ft_perm/ (ModelFiles), comparison.json,
-                        cloze_predictions.json,
-                        baseline.json and token_facts.npz (in a record, where data/ is not kept)
+                        cloze_predictions.json, baseline.json and token_facts.npz (in a record, where data/ is not kept)
       probe/        05: results.csv, results.json, paired_differences.csv
       NN_<name>.ipynb            the executed copy of each notebook, when the main job ran it
       <step>/.step.json          written when the step finished: its fingerprint, time and parameters
       <step>/.step-started.json  the fingerprint the step was last started with, finished or not
       .job.lock, .job.owner.json  held by the job running on this folder
-      .<step>.lock, .<step>.owner.json  held by whoever writes that step: the job, or a notebook run by hand
-                                        or train_cli until its process ends (pipeline.run_identity)
+      .<step>.lock, .<step>.owner.json  held by whoever writes that step (pipeline.run_identity)
 
 No other module spells out one of these names: each asks this module for the path.
 """
@@ -51,9 +49,9 @@ INPUT_HASHES_NAME = ".input-hashes.json"  # the content hashes of a run's input 
 PROVENANCE_NAME = "provenance.json"  # in a figures folder: which runs and which commit drew it
 
 
-def _at(relative: str, doc: str | None = None) -> property:
-    """``relative`` under the layout's ``folder``: each layout below is a table, one line a file."""
-    return property(lambda self: Path(self.folder) / relative, doc=doc)
+def _at(relative: str, doc: str | None = None, kind: type = Path) -> property:
+    """``relative`` under the layout's ``folder`` (as a ``kind``): each layout below is a table, one line a file."""
+    return property(lambda self: kind(Path(self.folder) / relative), doc=doc)
 
 
 @dataclass(frozen=True)
@@ -105,10 +103,7 @@ class PretrainFiles:
     baseline = _at("baseline.json", "The unigram baseline, saved in a record where the prepared data are not kept.")
     token_facts = _at("token_facts.npz", "Per vocabulary id: training count, piece, punctuation, static vector "
                       "(pipeline.baseline_files).")
-
-    @property
-    def data(self) -> PreparedFiles:
-        return PreparedFiles(self.folder / "data")
+    data = _at("data", kind=PreparedFiles)
 
     def model(self, name: str) -> ModelFiles:
         if name not in TRAINABLE_MODELS:
@@ -121,26 +116,20 @@ class RunLayout:
     """Every folder and file of one run folder (see the module docstring for the tree)."""
 
     root: Path
-    folder = property(lambda self: self.root)  # what _at reads: the other layouts name their field so
+    folder = property(lambda self: self.root)  # what _at reads: every other layout names its field so
     probe_table = _at("probe/results.csv")
     probe_record = _at("probe/results.json")
     probe_differences = _at("probe/paired_differences.csv", "The probe's paired differences, BERT_FT minus "
                             "BERT_TINY per test document.")
     identity = _at("identity.json", "What this run folder holds (preset, language, seed, corpus, ...), fixed by "
                    "its first step.")
+    static = _at("static", kind=StaticFiles)
+    pretrain = _at("pretrain", kind=PretrainFiles)
 
     def step(self, name: str) -> Path:
         if name not in STEP_FOLDERS:
             raise ValueError(f"unknown step folder {name!r}; choose from {', '.join(STEP_FOLDERS)}")
         return self.root / name
-
-    @property
-    def static(self) -> StaticFiles:
-        return StaticFiles(self.step("static"))
-
-    @property
-    def pretrain(self) -> PretrainFiles:
-        return PretrainFiles(self.step("pretrain"))
 
     # notebook 04's files, as its PretrainFiles names them
     data = property(lambda self: self.pretrain.data)
@@ -158,8 +147,7 @@ class RunLayout:
 
 
 def lock_of(folder: Path, holder: str = "job") -> tuple[Path, Path]:
-    """``.<holder>.lock`` in ``folder`` and ``.<holder>.owner.json``, who holds it: 'job' for the whole folder, a
-    step's name for one step (pipeline.run_identity.folder_lock)."""
+    """``.<holder>.lock`` in ``folder`` and ``.<holder>.owner.json``, who holds it ('job', or a step's name)."""
     return Path(folder) / f".{holder}.lock", Path(folder) / f".{holder}.owner.json"
 
 
@@ -173,10 +161,8 @@ def started_of(step_folder: Path) -> Path:
 
 
 def read_json(path: Path, unreadable: str = "") -> dict[str, Any] | None:
-    """The JSON object in one of a run's small files (a stamp, identity.json, the input-hash cache, a lock's owner);
-    None if the file is absent, cannot be read (a write cut short, a damaged file) or holds no object: its reader
-    then goes on as if it were absent. ``unreadable`` (formatted with ``path`` and ``err``) is printed as a warning
-    when the file is there but cannot be read."""
+    """The JSON object in one of a run's small files (a stamp, identity.json, a cache, a lock's owner), else None:
+    absent, no object, or unreadable (a write cut short), which ``unreadable`` (with ``path``, ``err``) warns of."""
     try:
         found = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -230,21 +216,17 @@ def split_run_folder_name(name: str) -> tuple[str | None, str | None, int | None
 class RunsFolder:
     """The main job's ``--out`` folder (default ``runs/``): one run folder per preset, language and seed."""
 
-    root: Path
+    folder: Path
+    logs = _at("logs", "One log per run when runs are spread over GPUs, each in its own process.")
 
     def run(self, preset: str, lang: str, seed: int = 0, max_steps: int | None = None) -> RunLayout:
         """The run folder of one preset, language, seed and step cap, checked to lie inside this folder."""
-        folder = self.root / run_folder_name(preset, check_lang(lang), seed, max_steps)
-        return RunLayout(inside(folder, self.root, f"the run folder of --lang {lang!r}"))
+        folder = self.folder / run_folder_name(preset, check_lang(lang), seed, max_steps)
+        return RunLayout(inside(folder, self.folder, f"the run folder of --lang {lang!r}"))
 
     def figures_notebooks(self, name: str) -> Path:
         """Where notebook 06's executed copy goes, e.g. ``<out>/demo-figures/``."""
-        return self.root / f"{name}-figures"
-
-    @property
-    def logs(self) -> Path:
-        """One log per run when runs are spread over GPUs, each in its own process."""
-        return self.root / "logs"
+        return self.folder / f"{name}-figures"
 
     def log(self, run_name: str) -> Path:
         return self.logs / f"{run_name}.log"
@@ -255,29 +237,20 @@ class VariantFiles:
     """``<ablations>/<run>/<variant>/``: one ablation's aligned vectors and the BERT_FT trained on them."""
 
     folder: Path
-
-    @property
-    def static(self) -> StaticFiles:
-        return StaticFiles(self.folder / "static")
-
-    @property
-    def model(self) -> ModelFiles:
-        return ModelFiles(self.folder / "bert_ft")
+    static = _at("static", kind=StaticFiles)
+    model = _at("bert_ft", kind=ModelFiles)
 
 
 @dataclass(frozen=True)
 class AblationLayout:
     """An ablations folder: a folder per ablated run holding one :class:`VariantFiles` per variant."""
 
-    root: Path
+    folder: Path
+    vectors_cache = _at("vectors", "fastText vectors retrained for the variants, kept so that a rerun does not "
+                        "train them again.")
 
     def variant(self, run_name: str, variant: str) -> VariantFiles:
-        return VariantFiles(self.root / run_name / variant)
-
-    @property
-    def vectors_cache(self) -> Path:
-        """fastText vectors retrained for the variants, kept so that a rerun does not train them again."""
-        return self.root / "vectors"
+        return VariantFiles(self.folder / run_name / variant)
 
 
 @dataclass(frozen=True)

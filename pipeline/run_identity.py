@@ -1,15 +1,9 @@
-"""A run folder holds one run: its first step fixes what the run is, and one writer at a time may write there.
+"""A run folder holds one run: its first step fixes what the run is (``identity.json``: preset, language, seed,
+corpus, and for the main job the step cap and vectors), and one writer at a time may write there.
 
-The identity is what makes two runs different experiments: preset, language, seed, corpus, and, for the
-main job, the step cap and the vectors file. It is written to ``identity.json`` (pipeline.layout) by the
-first notebook or job that uses the folder. A later one that asks for another identity is refused, with
-both named, so a French tokenizer never meets an English model and a cheap trial never empties a finished
-run. ``--force`` (the main job) replaces a run on purpose.
-
-Every way in takes the same locks (:func:`folder_lock`): the job holds ``.job.lock`` for the whole run and each
-step's ``.<step>.lock`` while it runs the step; a notebook run by hand (JupyterLab, papermill) or ``train_cli``
-holds the lock of the step it writes until its process ends, and marks that step started, never finished
-(:func:`hold_step`), so neither ``--check`` nor a record takes its files for the job's.
+A later run asking for another identity is refused, both named, so a French tokenizer never meets an English
+model and a cheap trial never empties a finished run; the main job's ``--force`` replaces a run on purpose.
+Every way in takes the same locks (:func:`folder_lock`, :func:`hold_step`; docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -43,12 +37,9 @@ def recorded_identity(layout: RunLayout) -> dict[str, Any]:
     if found:
         return found
     found = {}
-    for step in STEP_FOLDERS:  # a step not finished, or a stamp cut short, says nothing about the run
+    for step in reversed(STEP_FOLDERS):  # the first step that names a key wins; an unfinished one says nothing
         params = (read_json(stamp_of(layout.step(step))) or {}).get("params")
-        if isinstance(params, dict):
-            for key in IDENTITY_KEYS:
-                if key in params:
-                    found.setdefault(key, params[key])
+        found.update({key: params[key] for key in IDENTITY_KEYS if key in params} if isinstance(params, dict) else {})
     return _strings(found)
 
 
@@ -57,10 +48,8 @@ def _strings(identity: Mapping[str, Any]) -> dict[str, str | None]:
 
 
 def identity_conflict(layout: RunLayout, identity: Mapping[str, Any]) -> str | None:
-    """Why a run of ``identity`` may not use this folder (None: it may). Only the keys both sides name are compared
-    (a notebook run by hand knows preset, language, seed and corpus; the main job also the step cap and vectors),
-    and paths never (:func:`pipeline.fingerprints.portable`: a files corpus by its kind, a vectors file by being
-    one): a corpus or vectors file at a new path is compared by content, step by step, in the step fingerprints."""
+    """Why a run of ``identity`` may not use this folder (None: it may). Only the keys both sides name are compared,
+    and paths never (:func:`pipeline.fingerprints.portable`): the step fingerprints compare inputs by content."""
     wanted, found = _strings(identity), recorded_identity(layout)
     free_wanted, free_found = portable(wanted), portable(found)
     differing = sorted(key for key in wanted.keys() & found.keys() if free_wanted[key] != free_found[key])
@@ -75,8 +64,7 @@ def identity_conflict(layout: RunLayout, identity: Mapping[str, Any]) -> str | N
 def claim_identity(layout: RunLayout, identity: Mapping[str, Any], force: bool = False) -> None:
     """Write ``identity`` to a new folder, or check it against the run there (:func:`identity_conflict`); new keys
     are added. ``force`` replaces the record."""
-    conflict = None if force else identity_conflict(layout, identity)
-    if conflict:
+    if not force and (conflict := identity_conflict(layout, identity)):
         raise IdentityMismatch(conflict)
     wanted, found = _strings(identity), read_json(layout.identity) or {}  # a write cut short: written whole again
     merged = dict(wanted) if force else {**recorded_identity(layout), **wanted}
@@ -94,11 +82,8 @@ class FolderInUse(ValueError):
 
 @contextmanager
 def folder_lock(folder: Path, name: str = "job") -> Iterator[None]:
-    """Hold ``folder/.<name>.lock`` for the duration; a second holder stops at once, told who holds it.
-
-    An OS file lock (``filelock``), released when the process ends, even by ``kill -9``, so no stale lock outlives
-    its holder. The holder writes who it is beside the lock for the message.
-    """
+    """Hold ``folder/.<name>.lock`` for the duration; a second holder stops at once, told who holds it (written
+    beside the lock). An OS file lock: released when the process ends, even by ``kill -9``, so none goes stale."""
     from filelock import FileLock, Timeout
 
     folder = Path(folder)
@@ -129,10 +114,9 @@ _HELD_LOCKS, _HELD = ExitStack(), set[Path]()  # the step locks this process hol
 
 
 def hold_step(step_folder: Path, who: str) -> None:
-    """Before a notebook run by hand or ``train_cli`` writes a step folder of a run: refuse while a job runs there,
-    hold the step's lock for the rest of this process, and mark the step started, not finished, so that ``--check``
-    says it reruns and the job runs it again. Nothing under the job (it holds the folder and stamps the step), and
-    nothing outside a run folder (no identity.json)."""
+    """Before a notebook run by hand or ``train_cli`` writes a run's step folder: refuse while a job runs there, hold
+    the step's lock for the rest of this process, and mark the step started, not finished, so ``--check`` and the
+    job rerun it. Nothing under the job (it holds the folder), nor outside a run folder (no identity.json)."""
     step_folder = Path(step_folder).resolve()
     run = step_folder.parent
     if step_folder in _HELD or not RunLayout(run).identity.is_file() or refuse_while_a_job_runs(run):

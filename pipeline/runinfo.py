@@ -43,8 +43,8 @@ def set_seed(seed: int) -> None:
 
 
 def device_argument(text: str) -> str:
-    """:func:`pick_device`'s checks as an argparse ``type`` (a known name, and a GPU that is really there): a wrong
-    ``--device`` stops the command line at once, not in notebook 04 after an hour of notebooks 01-03."""
+    """:func:`pick_device`'s checks as an argparse ``type``: a wrong ``--device`` stops the command line at once, not
+    in notebook 04 after an hour of notebooks 01-03."""
     try:
         return text if text in ("auto", "cpu") else pick_device(text)
     except ValueError as err:
@@ -69,9 +69,7 @@ def pick_device(prefer: str = "auto") -> str:
     return prefer
 
 
-# A loaded machine (training beside a fresh clone's first `git status`) was seen to take over 10 s here, and a
-# silent None then left a run with no provenance; so the wait is long and running out of it is an error.
-GIT_TIMEOUT_S = 300
+GIT_TIMEOUT_S = 300  # a loaded machine took over 10 s; a silent None then left a run with no provenance
 
 
 def _git(*args: str) -> str | None:
@@ -91,16 +89,12 @@ _REFRESHED: set[Path] = set()  # repositories whose index stamps this process re
 
 
 def _changed(*pathspec: str) -> bool | None:
-    """Whether tracked files under ``pathspec`` differ from HEAD in content, as git's clean filters see it.
-
-    `git status` is not asked: it calls a file modified when only its size differs from the index entry, so a
-    notebook saved with outputs in JupyterLab reads as modified although nbstripout makes it equal to HEAD
-    (`git diff` compares the filtered content and shows nothing). Every run after a JupyterLab session would
-    then be stamped +dirty and refused as a record.
+    """Whether tracked files under ``pathspec`` differ from HEAD in content, as git's clean filters see it: `git
+    status` calls a notebook saved with outputs modified although nbstripout makes it equal to HEAD, and every run
+    after a JupyterLab session would be stamped +dirty and refused as a record.
     """
-    # Refresh the index's file stamps first, once per process, as `git status` does: a fresh clone's notebooks are
-    # "racily clean", and without it every diff ran nbstripout on all of them (12-14 s a call, at each run.json;
-    # 4 ms after). Once, so that the index is locked once, not at every record a job writes.
+    # Refresh the index's stamps first (once per process, so the index is locked once), as `git status` does: else
+    # every diff of a fresh clone ran nbstripout on all its "racily clean" notebooks (12-14 s a call; 4 ms after).
     if REPO_ROOT not in _REFRESHED:
         _git("update-index", "-q", "--refresh")  # fails harmlessly on modified files or a locked index
         _REFRESHED.add(REPO_ROOT)
@@ -122,12 +116,9 @@ CODE_PATHS = ("helpers", "plots", "exercises", "pipeline", "notebooks", "pyproje
 
 
 def code_version() -> str | None:
-    """A hash of the project's code as committed (the git objects of CODE_PATHS at HEAD), '+dirty' when any of it
-    has uncommitted changes; None outside git.
-
-    Unlike the commit, it stays the same in every later commit that leaves the code alone, so outputs that
-    name it (figures/provenance.json) regenerate byte for byte from a fresh clone of a later commit.
-    """
+    """A hash of the project's code as committed (CODE_PATHS' git objects at HEAD), '+dirty' when any of it has
+    uncommitted changes; None outside git. Unlike the commit, it survives later commits that leave the code alone,
+    so figures/provenance.json regenerates byte for byte from a fresh clone of a later commit."""
     listing = _git("ls-tree", "HEAD", "--", *CODE_PATHS)
     dirty = _changed(*CODE_PATHS)
     untracked = _git("ls-files", "--others", "--exclude-standard", "--", *CODE_PATHS)

@@ -1,8 +1,6 @@
-"""A set of files written whole: staged in a hidden folder, moved into place only once every one is written.
-
-Notebook 06's outputs and the ablation table are tables, figures and the provenance that describes them: a
-failure part-way must leave the previous set whole, never new tables beside old figures. The staging folder
-``.<name>.incoming-<pid>`` is removed whatever happens; one left by a killed process, by the next writer.
+"""A set of files written whole: staged in a hidden folder, moved into place only once every one is written, so a
+failure part-way leaves the previous set whole (never new tables beside old figures). The staging folder is removed
+whatever happens; one left by a killed process, by the next writer.
 """
 
 from __future__ import annotations
@@ -56,15 +54,11 @@ def remove_abandoned_staging(target: Path) -> None:
     """Remove the staging folders for ``target`` (``.<name>.incoming-<pid>`` beside it) whose process is gone."""
     for staging in Path(target).parent.glob(staging_name(Path(target).name, "*")):
         pid = staging.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not process_alive(int(pid)):
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)  # the process is alive, or (PermissionError) alive but another user's
+        except ProcessLookupError:
             shutil.rmtree(staging, ignore_errors=True)
-
-
-def process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, but another user's
-        return True
-    return True
+        except PermissionError:
+            pass

@@ -1,14 +1,7 @@
-"""The main job: execute notebooks 01 to 06 in order with papermill, chaining their run folders.
+"""The main job (``python -m pipeline.job``, ``make figures``): notebooks 01-05 per language and seed, then 06.
 
-``python -m pipeline.job --preset demo --lang en`` (``make figures``) writes executed notebooks and
-their artifacts under ``runs/<preset>-<lang>/``, the figures under ``figures/`` and readable copies
-of the executed notebooks under ``docs/``. A step whose notebook sources, parameters, the project
-modules it imports and its upstream steps are unchanged since its last successful run is skipped
-(:mod:`pipeline.fingerprints`), so a rerun after a failure resumes where it stopped.
-
-The steps are :mod:`pipeline.steps`, the options :mod:`pipeline.job_options`, the running of one
-step or language :mod:`pipeline.runner`; this module puts them in order and spreads the runs over
-GPUs when asked to.
+The steps are :mod:`pipeline.steps`, the options :mod:`pipeline.job_options`, the running of one step or language
+:mod:`pipeline.runner`; this module puts them in order and spreads the runs over GPUs when asked to.
 """
 
 from __future__ import annotations
@@ -34,10 +27,7 @@ Job = TypeVar("Job")
 
 
 def spread_over_devices(jobs: Sequence[Job], devices: Sequence[int], launch: Callable[[Job, int], int]) -> list[int]:
-    """Run ``launch(job, device)`` for every job, at most one job per device at a time; return the exit codes.
-
-    Jobs are independent (one language and seed each), so a free device simply takes the next one.
-    """
+    """Run ``launch(job, device)`` for every job, at most one job per device at a time; return the exit codes."""
     free: Queue[int] = Queue()
     for device in devices:
         free.put(device)
@@ -71,35 +61,41 @@ def worker_command(settings: RunSettings, out: Path, force: bool) -> list[str]:
     return command
 
 
-def launch_on_gpu(command: list[str], gpu: int, log_path: Path) -> int:
-    """One worker process that sees only GPU ``gpu``; its output goes to ``log_path``."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("w") as handle:
-        env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)}
-        return subprocess.run(command, cwd=REPO_ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT).returncode
-
-
 def run_on_gpus(options: JobOptions) -> None:
     """Every run in its own process, one per GPU at a time; JobError naming the runs that failed and their logs."""
     runs, folder = options.runs(), RunsFolder(options.out)
     logs = {run: folder.log(run.run_dir(options.out).name) for run in runs}
     print(f"{len(runs)} runs over GPU(s) {', '.join(map(str, options.gpus))}; logs in {folder.logs}")
-    codes = spread_over_devices(runs, options.gpus, lambda run, gpu: launch_on_gpu(
-        worker_command(run, options.out, options.force), gpu, logs[run]))
+
+    def launch(run: RunSettings, gpu: int) -> int:  # a worker that sees only its GPU, its output in its log
+        logs[run].parent.mkdir(parents=True, exist_ok=True)
+        with logs[run].open("w") as handle:
+            return subprocess.run(worker_command(run, options.out, options.force), cwd=REPO_ROOT, stdout=handle,
+                                  env={**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)},
+                                  stderr=subprocess.STDOUT).returncode
+
+    codes = spread_over_devices(runs, options.gpus, launch)
     failed = [f"{run.lang} seed {run.seed} (see {logs[run]})" for run, code in zip(runs, codes) if code != 0]
     if failed:
         raise JobError(f"{len(failed)} run(s) failed: {'; '.join(failed)}")
 
 
+def refusals(options: JobOptions) -> dict[RunSettings, str]:
+    """Why each run's folder would refuse it (:func:`pipeline.run_identity.identity_conflict`); none with --force."""
+    if options.force:
+        return {}
+    found = {run: identity_conflict(RunLayout(run.run_dir(options.out)), run.identity()) for run in options.runs()}
+    return {run: conflict for run, conflict in found.items() if conflict}
+
+
 def check_runs(options: JobOptions) -> int:
     """``--check``: print per run the steps that would rerun, or why the run would be refused; 1 if any."""
-    stale: list[str] = []
+    stale, refused = [], refusals(options)
     for run in options.runs():
         run_dir = run.run_dir(options.out)
-        conflict = None if options.force else identity_conflict(RunLayout(run_dir), run.identity())
-        if conflict:
-            print(f"{run_dir.name}: would be refused: {conflict}")
-            stale.append(conflict)
+        if run in refused:
+            print(f"{run_dir.name}: would be refused: {refused[run]}")
+            stale.append(refused[run])
             continue
         steps = stale_steps(run, options.out)
         print(f"{run_dir.name}: {'would rerun ' + ', '.join(steps) if steps else 'up to date'}")
@@ -114,10 +110,8 @@ def check_runs(options: JobOptions) -> int:
 
 def figures_and_docs(options: JobOptions, run_dirs: Sequence[Path], executed_dir: Path,
                      docs_from: Sequence[Path] | None = None) -> None:
-    """Notebook 06 over ``run_dirs``, then (with ``--docs``) every executed notebook rendered as Markdown.
-
-    ``docs_from`` are the run folders whose executed notebooks are rendered (default: ``run_dirs``).
-    """
+    """Notebook 06 over ``run_dirs``, then (with ``--docs``) the executed notebooks of ``docs_from`` (default:
+    ``run_dirs``) and 06 rendered as Markdown."""
     with folder_lock(executed_dir):
         run_figures(run_dirs, options.figures_dir, executed_dir, force=options.force)
     if options.docs is not None:
@@ -144,10 +138,8 @@ def run_job(options: JobOptions) -> int:
     started = time.perf_counter()
     # Every run's folder checked before any step runs: a job never spends an hour on English to be refused on
     # French (each run checks again as it starts, under its folder's lock).
-    conflicts = [] if options.force else [identity_conflict(RunLayout(run.run_dir(options.out)), run.identity())
-                                          for run in options.runs()]
-    if any(conflicts):
-        raise JobError("\n".join(conflict for conflict in conflicts if conflict))
+    if refused := refusals(options):
+        raise JobError("\n".join(refused.values()))
     if options.gpus is not None:
         run_on_gpus(options)
     else:

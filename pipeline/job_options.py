@@ -1,10 +1,7 @@
-"""The main job's command line: one parser, and its options checked once into typed values.
+"""The main job's command line, checked once into one typed value (:class:`JobOptions`).
 
-Every option that can be checked alone is checked by its argparse ``type`` as it is parsed (a
-preset, a corpus, a device, seeds, GPUs, a vectors file). What needs several options together
-(a language the corpus lacks, folders that must be writable, the default figures folder) is
-checked right after, in :func:`parse_options`. Either way a mistake stops the job before any step
-runs, with one line that says what to do (:class:`pipeline.steps.JobError`).
+An option that can be checked alone is checked by its argparse ``type``; what needs several options together, by
+:func:`parse_options`. Either way a mistake stops the job before any step runs, with one line that says what to do.
 """
 
 from __future__ import annotations
@@ -117,7 +114,6 @@ def vectors_file(text: str) -> Path:
 
 
 def folder(text: str) -> Path:
-    """A folder path, resolved once, here, against the current directory."""
     return Path(text).expanduser().resolve()
 
 
@@ -174,9 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 @dataclass(frozen=True)
 class JobOptions:
-    """The command line, checked: notebooks 01-05 for every language and seed, then 06 over all of them (unless
-    ``no_figures``); or, with ``run_dirs`` (--figures-from), 06 only over existing run folders (through their
-    records with ``records``). The fields are the parser's destinations."""
+    """The parser's destinations, checked: 01-05 per language and seed, then 06 (unless ``no_figures``); or, with
+    ``run_dirs`` (--figures-from), 06 only over existing run folders (or, with ``records``, their records)."""
 
     preset: str
     langs: tuple[str, ...]
@@ -205,10 +200,10 @@ class JobOptions:
                 for lang in self.langs for seed in self.seeds]
 
 
-def writable_folder(path: Path | None, option: str) -> Path | None:
+def writable_folder(path: Path | None, option: str) -> None:
     """Create ``path`` if needed (None: not asked for); refuse a file or a folder we cannot write."""
     if path is None:
-        return None
+        return
     if path.exists() and not path.is_dir():
         raise JobError(f"{option} {path} is a file, not a folder; give a folder path")
     try:
@@ -217,13 +212,11 @@ def writable_folder(path: Path | None, option: str) -> Path | None:
         raise JobError(f"{option} {path} cannot be created ({err.strerror}); choose a folder you can write") from None
     if not os.access(path, os.W_OK | os.X_OK):
         raise JobError(f"{option} {path} is not writable; choose a folder you can write")
-    return path
 
 
 def check_langs(langs: Sequence[str], corpus: CorpusSpec, labelled: LabelledSpec) -> None:
-    """Refuse a language the chosen corpus does not have, one ``files:`` corpus for several languages (it has no
-    language of its own, so every language would train on the same text), and a labelled set that lacks one of the
-    languages (``auto`` finds one per language, or none)."""
+    """Refuse a language the corpus or the labelled set lacks, and one ``files:`` corpus (which has no language of
+    its own) for several languages."""
     if corpus.source == "files" and len(langs) > 1:
         raise JobError(f"--lang {','.join(langs)} with one --corpus {corpus} would feed every language the same text; "
                        "run one language per files: corpus (--lang en --corpus files:EN_DIR --no-figures, then "
@@ -234,7 +227,6 @@ def check_langs(langs: Sequence[str], corpus: CorpusSpec, labelled: LabelledSpec
             hint = " (other languages need --corpus hub or --corpus files:PATH)" if corpus.source == "embedded" else ""
             raise JobError(f"unknown language {lang!r} for the {corpus.source} corpus; "
                            f"choose from {', '.join(known)}{hint}")
-    for lang in langs:
         try:
             labelled.check(lang)
         except ValueError as err:
@@ -243,8 +235,7 @@ def check_langs(langs: Sequence[str], corpus: CorpusSpec, labelled: LabelledSpec
 
 def default_figures_dir(preset: str, langs: Sequence[str], corpus: CorpusSpec, max_steps: int | None,
                         seeds: Sequence[int], out: Path) -> Path:
-    """figures/ only for exactly the README's main job, whose output is what figures/ holds; any other run (one
-    language, a step cap, other seeds) keeps its figures in its runs folder and never replaces the committed ones."""
+    """figures/ only for exactly the README's main job; any other keeps its figures beside its run folders."""
     if (preset == README_PRESET and tuple(langs) == README_LANGS and corpus.source == "embedded"
             and max_steps is None and list(seeds) == [0]):
         return FIGURES_DIR
@@ -288,6 +279,7 @@ def check_sources(run_dirs: Sequence[Path]) -> None:
 def parse_options(argv: Sequence[str] | None = None) -> JobOptions:
     """The command line, checked: JobError on the first mistake."""
     args = build_parser().parse_args(argv)
+    readme = default_figures_dir(args.preset, args.langs, args.corpus, args.max_steps, args.seeds, args.out)
     if args.run_dirs is not None:
         if args.figures_dir is None:
             raise JobError("--figures-from needs --figures FOLDER (where the figures and tables go)")
@@ -301,12 +293,9 @@ def parse_options(argv: Sequence[str] | None = None) -> JobOptions:
         check_langs(args.langs, args.corpus, args.labelled)
         run_dirs = [RunSettings(args.preset, lang, seed, max_steps=args.max_steps).run_dir(args.out)
                     for lang in args.langs for seed in args.seeds]
-        readme = default_figures_dir(args.preset, args.langs, args.corpus, args.max_steps, args.seeds, args.out)
         allowed = [FIGURES_DIR, DOCS_DIR] if readme == FIGURES_DIR else []  # the README's job
-    guard_outputs({"--out": args.out, "--figures": args.figures_dir, "--docs": args.docs, "--records": args.records},
-                  run_dirs, allowed, args.force)
-    out = writable_folder(args.out, "--out")
-    figures_dir = writable_folder(args.figures_dir, "--figures") or default_figures_dir(
-        args.preset, args.langs, args.corpus, args.max_steps, args.seeds, out)
-    docs, records = writable_folder(args.docs, "--docs"), writable_folder(args.records, "--records")
-    return JobOptions(**{**vars(args), "out": out, "figures_dir": figures_dir, "docs": docs, "records": records})
+    outputs = {"--out": args.out, "--figures": args.figures_dir, "--docs": args.docs, "--records": args.records}
+    guard_outputs(outputs, run_dirs, allowed, args.force)
+    for option, path in outputs.items():
+        writable_folder(path, option)
+    return JobOptions(**{**vars(args), "figures_dir": args.figures_dir or readme})

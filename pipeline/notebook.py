@@ -1,10 +1,8 @@
-"""What the first code cell of every notebook does, and the one door from notebooks 01-05 into the machinery.
+"""The first code cell of notebooks 01-05 (:func:`start`) and their one door into the machinery (``__all__``).
 
-Every notebook's ``parameters`` cell holds ``preset``, ``lang``, ``seed``, ``corpus`` and ``run_dir``; the next cell
-calls :func:`start`, which checks them, seeds everything, picks the device and returns a :class:`Setup`. The main job
-passes ``run_dir=<runs>/<preset>-<lang>``; a notebook run by hand gets ``runs/interactive/<preset>-<lang>[-seed<N>]``,
-so it never rewrites the main job's records or another language's or seed's. Notebooks 01-05 import ``helpers``,
-``exercises`` and this module, nothing else of ``pipeline``: what they need from the machinery is here (``__all__``).
+:func:`start` checks the ``parameters`` cell's values, seeds everything, picks the device and returns a
+:class:`Setup`. A notebook run by hand gets ``runs/interactive/<preset>-<lang>[-seed<N>]``, so it never rewrites
+the main job's records or another language's or seed's.
 """
 
 from __future__ import annotations
@@ -13,16 +11,14 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from helpers.presets import check_preset
-from pipeline.claims_table import gain_estimate
 from pipeline.data import CorpusSpec, load_corpus, partition_record
 from pipeline.documents import Corpus
 from pipeline.fasttext_training import train_fasttext, vectors_from_model
 from pipeline.labelled import LabelledSpec, how_to_give_one, no_labelled_set
 from pipeline.layout import CONTROL_MODEL, INTERACTIVE_DIR, REPO_ROOT, RunLayout, RunsFolder, check_lang
-from pipeline.position_scores import kind_mean, run_positions
 from pipeline.probe_runs import (
     load_encoders,
     load_probe_data,
@@ -30,18 +26,22 @@ from pipeline.probe_runs import (
     save_probe_results,
     skip_remaining_cells,
 )
-from pipeline.results import SeedGroup, load_run
 from pipeline.run_identity import claim_identity, hold_step, refuse_while_a_job_runs
 from pipeline.runinfo import check_seed, environment, pick_device, set_seed
 from pipeline.static_files import load_aligned, save_aligned
 from pipeline.vector_files import obtain_vectors
 from pipeline.wordsim import word_similarity, word_similarity_rows
 
+if TYPE_CHECKING:
+    from helpers.claims import Estimate
+    from pipeline.results import SeedGroup
+
 __all__ = [
-    "INTERACTIVE_DIR", "REPO_ROOT", "Setup", "default_run_dir", "environment",
-    "load_aligned", "load_encoders", "load_probe_data", "obtain_vectors", "partition_record", "quiet_libraries",
-    "resolve", "save_aligned", "save_probe_results", "start", "train_fasttext", "vectors_from_model",
-    "word_similarity", "word_similarity_rows",
+    "CONTROL_MODEL", "INTERACTIVE_DIR", "LabelledSpec", "REPO_ROOT", "Setup", "compare_pretraining", "environment",
+    "gain_estimate", "kind_mean", "labelled_set", "load_aligned", "load_encoders", "load_pretraining_data",
+    "load_probe_data", "obtain_vectors", "partition_record", "prepare_pretraining_data", "pretraining_metrics",
+    "quiet_libraries", "resolve", "save_aligned", "save_probe_results", "scored_run", "skip_without_labelled_set",
+    "start", "train_fasttext", "train_model", "vectors_from_model", "word_similarity", "word_similarity_rows",
 ]
 
 
@@ -49,11 +49,6 @@ def resolve(path: str | Path) -> Path:
     """An absolute path: relative ones are taken from the repository root, wherever the kernel started."""
     path = Path(path).expanduser()
     return (path if path.is_absolute() else REPO_ROOT / path).resolve()
-
-
-def default_run_dir(preset: str, lang: str, seed: int = 0) -> Path:
-    """``runs/interactive/<preset>-<lang>[-seed<N>]``: a notebook run by hand with another seed gets its own folder."""
-    return RunsFolder(INTERACTIVE_DIR).run(preset, lang, seed).root
 
 
 def quiet_libraries() -> None:
@@ -108,7 +103,7 @@ def start(preset: str, lang: str, seed: int = 0, run_dir: str | Path | None = No
     if quiet:
         quiet_libraries()
     set_seed(seed)
-    folder = resolve(run_dir) if run_dir else default_run_dir(preset, lang, seed)
+    folder = resolve(run_dir) if run_dir else RunsFolder(INTERACTIVE_DIR).run(preset, lang, seed).root
     setup = Setup(preset, lang, seed, spec, folder, pick_device(device))
     refuse_while_a_job_runs(folder)  # before identity.json: a job's folder is the job's while it runs
     claim_identity(setup.layout, {"preset": preset, "lang": lang, "seed": seed, "corpus": str(spec)})
@@ -120,17 +115,11 @@ def start(preset: str, lang: str, seed: int = 0, run_dir: str | Path | None = No
 
 
 # ============================================================================================ notebook 04
-# pipeline.prepare and pipeline.training are imported inside the functions: they bring torch, which notebooks
-# 01-03 do not load.
-
-__all__ += ["CONTROL_MODEL", "compare_pretraining", "gain_estimate", "kind_mean", "load_pretraining_data",
-            "prepare_pretraining_data", "pretraining_metrics", "scored_run", "train_model"]
-
-
+# The machinery is imported inside the functions: pipeline.prepare and pipeline.training bring torch, and
+# pipeline.results pandas, which notebooks 01-03 do not load.
 def prepare_pretraining_data(setup: Setup, tokenizer: Any, cfg: Any, train_texts: Iterable[str],
                              eval_texts: Sequence[str]) -> dict[str, Any]:
-    """Tokenise the texts once into ``pretrain/data/``: ``cfg``'s sequences and the fixed masked evaluation set.
-    Returns meta.json's content."""
+    """``cfg``'s sequences and the fixed masked evaluation set, tokenised once into ``pretrain/data/``: meta.json."""
     from pipeline.prepare import prepare_data
 
     return prepare_data(tokenizer, train_texts, eval_texts, setup.folder("pretrain", create=True),
@@ -146,8 +135,7 @@ def load_pretraining_data(setup: Setup) -> Any:
 
 
 def train_model(setup: Setup, model_name: str, init: Any, cfg: Any, tokenizer: Any) -> dict[str, Any]:
-    """Pretrain ``model_name`` (from ``init``: 'random' or the static/ folder) on the prepared data into its
-    pretrain/ folder; an interrupted run resumes from its checkpoint. Returns run.json's content."""
+    """Pretrain ``model_name`` from ``init`` ('random' or static/), resuming an interrupted run: its run.json."""
     from pipeline.training import train
 
     return train(model_name, init, cfg, setup.folder("pretrain"), setup.folder("pretrain"), tokenizer=tokenizer,
@@ -172,17 +160,30 @@ def compare_pretraining(setup: Setup) -> dict[str, Any]:
 def scored_run(setup: Setup) -> SeedGroup:
     """This run alone, read as notebook 06 reads runs, so that 04's floors and verdict are 06's (``kind_mean``,
     ``gain_estimate``); raises with the reason when its positions cannot be scored, where those would give NaN."""
+    from pipeline.position_scores import run_positions
+    from pipeline.results import SeedGroup, load_run
+
     run = SeedGroup(setup.lang, [load_run(setup.run_dir)])
     if isinstance(problem := run_positions(run.first), str):
         raise RuntimeError(f"{setup.run_dir}: its evaluation positions cannot be scored: {problem}")
     return run
 
 
+def kind_mean(group: SeedGroup, scorer: str, key: str, kind: str) -> float:
+    """:func:`pipeline.position_scores.kind_mean`, for 04's floors as 06 computes them."""
+    from pipeline.position_scores import kind_mean
+
+    return kind_mean(group, scorer, key, kind)
+
+
+def gain_estimate(group: SeedGroup, column: str, kind: str = "all") -> Estimate:
+    """:func:`pipeline.claims_table.gain_estimate`, for 04's verdict as 06 reaches it."""
+    from pipeline.claims_table import gain_estimate
+
+    return gain_estimate(group, column, kind)
+
+
 # ============================================================================================ notebook 05
-
-__all__ += ["LabelledSpec", "labelled_set", "skip_without_labelled_set"]
-
-
 def labelled_set(labelled: str, setup: Setup) -> LabelledSpec:
     """Notebook 05's ``labelled`` parameter parsed (paths from the repository root), 'auto' made this run's default
     set; a set without the run's language is refused."""

@@ -1,10 +1,9 @@
 """Keep the algorithm a notebook shows and the package's copy of it identical (like d2l's ``#@save``).
 
 Each top-level definition in a code cell whose first line is ``#| export helpers.<module>`` must be character
-for character that module's definition of the name; ``python -m pipeline.notebook_sync --write`` copies the
-package's definitions into the notebooks after an edit of the package (without it, it only reports).
-Why not generate the package from the notebooks (nbdev)? The package is what the tests, the job and the GPU
-runner import; keeping it the source and the notebooks the checked copy needs no build step and no extra tool.
+for character that module's definition; ``python -m pipeline.notebook_sync --write`` copies the package's
+definitions into the notebooks (without it, it only reports). The package stays the source, so nothing needs a
+build step: the tests, the job and the GPU runner import it as it is.
 """
 
 from __future__ import annotations
@@ -15,17 +14,15 @@ import importlib
 import inspect
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from pipeline.layout import NOTEBOOKS_DIR
 
 EXPORT_MARK = "#| export "
 
 
-@dataclass(frozen=True)
-class Mismatch:
+class Mismatch(NamedTuple):
     notebook: str
     cell: int
     module: str
@@ -37,7 +34,6 @@ class Mismatch:
 
 
 def notebook_cells(notebook: Path) -> list[dict[str, Any]]:
-    """The cells of a notebook file, as nbformat's JSON holds them."""
     return json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
 
 
@@ -55,10 +51,9 @@ def exported_cells(notebook: Path) -> list[tuple[int, str, str]]:
 
 def definitions(source: str) -> dict[str, str]:
     """Top-level definitions in ``source``, by name, as their exact text (decorators included)."""
-    tree = ast.parse(source)
     lines = source.splitlines()
     found: dict[str, str] = {}
-    for node in tree.body:
+    for node in ast.parse(source).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             name = node.name
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -72,16 +67,19 @@ def definitions(source: str) -> dict[str, str]:
     return found
 
 
+def package_definitions(module: str) -> dict[str, str]:
+    return definitions(inspect.getsource(importlib.import_module(module)))
+
+
 def check_notebook(notebook: Path) -> list[Mismatch]:
     """Every export cell's definitions against the package; an empty list means they agree."""
     problems = []
+    name = Path(notebook).name
     for index, module, source in exported_cells(notebook):
-        name = Path(notebook).name
         if not module.startswith("helpers."):
             problems.append(Mismatch(name, index, module, "-", "export target must be a helpers module"))
             continue
-        package = definitions(inspect.getsource(importlib.import_module(module)))
-        shown = definitions(source)
+        package, shown = package_definitions(module), definitions(source)
         if not shown:
             problems.append(Mismatch(name, index, module, "-", "export cell defines nothing"))
         for def_name, text in shown.items():
@@ -98,8 +96,7 @@ def write_notebook(notebook: Path) -> int:
     data = json.loads(Path(notebook).read_text(encoding="utf-8"))
     changed = 0
     for index, module, source in exported_cells(notebook):
-        package = definitions(inspect.getsource(importlib.import_module(module)))
-        new = source
+        package, new = package_definitions(module), source
         for def_name, text in definitions(source).items():
             if def_name in package and package[def_name] != text:
                 new = new.replace(text, package[def_name])
@@ -113,9 +110,8 @@ def write_notebook(notebook: Path) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipeline.notebook_sync", description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="copy the package's definitions into the notebooks")
-    args = parser.parse_args(argv)
     notebooks = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
-    if args.write:
+    if parser.parse_args(argv).write:
         for path in notebooks:
             if (n := write_notebook(path)):
                 print(f"{path.name}: {n} definition(s) updated from the package")

@@ -1,9 +1,7 @@
 """Running the main job's steps: one notebook with papermill, a language's steps 01-05, notebook 06, the docs.
 
-A step whose fingerprint (:mod:`pipeline.fingerprints`) is unchanged since its last successful run
-is skipped, so a rerun after a failure resumes where it stopped. One job at a time holds a run
-folder (:func:`folder_lock`). The tests run the same steps with ``preset='smoke'`` through
-:func:`run_step`.
+A step whose fingerprint (:mod:`pipeline.fingerprints`) is unchanged since its last successful run is skipped, so
+a rerun after a failure resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -14,6 +12,7 @@ import shutil
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
+from unittest import mock
 
 from pipeline import fingerprints as fp
 from pipeline.layout import DOCS_DIR, PROVENANCE_NAME, REPO_ROOT, RunLayout, inside, read_json, stamp_of
@@ -37,11 +36,8 @@ Log = Callable[[str], Any]
 
 
 def execute_notebook(notebook: Path, executed: Path, params: dict[str, Any]) -> None:
-    """Run one notebook with papermill; on failure raise StepFailed naming the cell's error and the copy.
-
-    Papermill writes a hidden copy beside ``executed``, which replaces ``executed`` only once written whole:
-    a copy it could not finish writing (a full disk) is removed, so nothing later reads a broken notebook.
-    """
+    """Run one notebook with papermill; on failure raise StepFailed naming the cell's error and the copy. The copy
+    replaces ``executed`` only once written whole (not on a full disk), so nothing later reads a broken notebook."""
     import papermill as pm
 
     check_parameters(notebook, params)
@@ -49,12 +45,11 @@ def execute_notebook(notebook: Path, executed: Path, params: dict[str, Any]) -> 
     partial = executed.with_name(f".{executed.stem}.partial{executed.suffix}")
     # The kernel learns that this job holds the folder, so its first cell takes no lock of its own
     # (run_identity.hold_step); a notebook run by hand has no such variable and does.
-    held_before = os.environ.get(JOB_FOLDER_ENV)
-    os.environ[JOB_FOLDER_ENV] = str(executed.parent.resolve())
     try:
-        pm.execute_notebook(str(notebook), str(partial), parameters=params, cwd=str(REPO_ROOT),
-                            kernel_name="python3", progress_bar={"desc": f"  {notebook.stem}", "leave": False},
-                            log_output=False, extra_arguments=["--IPKernelApp.log_level=ERROR"])
+        with mock.patch.dict(os.environ, {JOB_FOLDER_ENV: str(executed.parent.resolve())}):
+            pm.execute_notebook(str(notebook), str(partial), parameters=params, cwd=str(REPO_ROOT),
+                                kernel_name="python3", progress_bar={"desc": f"  {notebook.stem}", "leave": False},
+                                log_output=False, extra_arguments=["--IPKernelApp.log_level=ERROR"])
     except pm.PapermillExecutionError as err:
         os.replace(partial, executed)  # papermill wrote the copy whole, with the cell's error, before raising
         raise StepFailed(
@@ -70,20 +65,13 @@ def execute_notebook(notebook: Path, executed: Path, params: dict[str, Any]) -> 
         os.replace(partial, executed)
     finally:
         partial.unlink(missing_ok=True)
-        if held_before is None:
-            del os.environ[JOB_FOLDER_ENV]
-        else:
-            os.environ[JOB_FOLDER_ENV] = held_before
 
 
 def run_step(step: Step, run_dir: Path, params: dict[str, Any], upstream: Sequence[Path] = (),
              force: bool = False, log: Log = print) -> bool:
-    """Execute ``step`` unless its stamp says nothing changed. Returns True if it ran.
-
-    A step rerun after a crash with the same inputs keeps its folder, so pretraining resumes from
-    its checkpoint. A step rerun because something changed (or with ``force``) starts from an empty
-    folder: a checkpoint or metrics file of the old inputs must never be resumed or reported as new.
-    """
+    """Execute ``step`` unless its stamp says nothing changed; True if it ran. A rerun after a crash keeps its
+    folder, so pretraining resumes from its checkpoint; a rerun because something changed (or with ``force``)
+    starts empty, so nothing of the old inputs is resumed or reported as new."""
     out_dir = out_dir_of(step, params)
     key = fp.fingerprint(step, params, upstream)
     if not force and fp.is_up_to_date(out_dir, key):
@@ -149,16 +137,11 @@ WRITTEN_BY_06 = "pipeline.figures.write_outputs"  # the generated_by of 06's pro
 
 
 def replace_figures(staging: Path, figures_dir: Path, log: Log = print) -> None:
-    """The new set of 06's files in place of the previous set: a folder of figures holds one set.
-
-    The stamp goes first (a kill from here on leaves 06 to rerun, and --check says so), then every file
-    the previous 06 wrote (as its provenance.json lists them) and this one did not (say Figures 1-2 of runs that
-    had metrics), then the new files.
-    """
+    """The new set of 06's files in place of the previous set. The stamp goes first (a kill from here on leaves 06
+    to rerun), then every file the previous 06's provenance.json lists and this one did not draw, then the new
+    files; what a provenance.json not written by 06 lists is someone else's, never deleted."""
     figures_dir.mkdir(parents=True, exist_ok=True)
     stamp_of(figures_dir).unlink(missing_ok=True)
-    # No set written by 06 here (or an unreadable one): nothing of 06's to replace. A provenance.json that 06 did
-    # not write: its files are someone else's, never deleted.
     provenance = read_json(figures_dir / PROVENANCE_NAME) or {}
     listed = provenance.get("files", []) if str(provenance.get("generated_by")).startswith(WRITTEN_BY_06) else []
     previous = {name for name in listed if isinstance(name, str)} | ({PROVENANCE_NAME} if listed else set())
@@ -171,12 +154,8 @@ def replace_figures(staging: Path, figures_dir: Path, log: Log = print) -> None:
 
 def run_figures(run_dirs: Sequence[Path], figures_dir: Path, executed_dir: Path, force: bool = False,
                 log: Log = print, solve_exercises: bool = False) -> bool:
-    """Run 06 into a staging folder and move its files into ``figures_dir`` only once all are written.
-
-    A failure part-way therefore leaves ``figures_dir`` as it was: never new figures beside old tables
-    and an old provenance. The new set replaces the previous one whole (:func:`replace_figures`); files in
-    ``figures_dir`` that 06 never wrote (records, the ablation table) are kept.
-    """
+    """Run 06 into a staging folder and move its files into ``figures_dir`` only once all are written, so a
+    failure part-way leaves ``figures_dir`` as it was; files there that 06 never wrote (records) are kept."""
     figures_dir = Path(figures_dir).resolve()
     params = figures_parameters(run_dirs, figures_dir, solve_exercises)
     key = figures_key(run_dirs, figures_dir, solve_exercises)
@@ -223,23 +202,15 @@ def render_notebook(executed: Path, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(out_dir / files_dir_name, ignore_errors=True)
     for name, data in resources.get("outputs", {}).items():
-        target = out_dir / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-    body = body.replace(f"{REPO_ROOT}/", "").replace(str(REPO_ROOT), ".")
+        (out_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (out_dir / name).write_bytes(data)
     target = out_dir / f"{executed.stem}.md"
-    target.write_text(body, encoding="utf-8")
+    target.write_text(body.replace(f"{REPO_ROOT}/", "").replace(str(REPO_ROOT), "."), encoding="utf-8")
     return target
 
 
 def render_docs(run_dirs: Sequence[Path], figures_executed: Path, docs_dir: Path = DOCS_DIR) -> list[Path]:
     """Render every executed notebook into ``docs/<run folder>/`` and 06 into ``docs/figures/``."""
-    written = []
-    for run_dir in run_dirs:
-        for step in STEPS:
-            executed = RunLayout(Path(run_dir)).executed(step.name)
-            if executed.exists():
-                written.append(render_notebook(executed, docs_dir / Path(run_dir).name))
-    if figures_executed.exists():
-        written.append(render_notebook(figures_executed, docs_dir / "figures"))
-    return written
+    notebooks = [(RunLayout(Path(d)).executed(s.name), docs_dir / Path(d).name) for d in run_dirs for s in STEPS]
+    notebooks.append((figures_executed, docs_dir / "figures"))
+    return [render_notebook(executed, out_dir) for executed, out_dir in notebooks if executed.exists()]

@@ -1,8 +1,7 @@
 """The main job's steps: which notebook each one runs, what it reads and writes, and its papermill parameters.
 
-Notebooks 01 to 05 run once per language and seed, each into its own folder of the run folder
-(:class:`pipeline.layout.RunLayout`); 06 draws from every run folder at once, so it runs after them.
-A step's parameters derive from one :class:`RunSettings` and the run folder, nothing else.
+Notebooks 01 to 05 run once per language and seed, each into its own folder of the run folder; 06 draws from every
+run folder at once. A step's parameters derive from one :class:`RunSettings` and the run folder, nothing else.
 """
 
 from __future__ import annotations
@@ -82,15 +81,12 @@ class RunSettings:
         params: dict[str, Any] = {"preset": self.preset, "lang": self.lang, "seed": self.seed,
                                   "corpus": str(self.corpus), "run_dir": str(Path(run_dir).resolve()),
                                   "solve_exercises": self.solve_exercises}
-        if step.name in ("04_pretraining", "05_probing"):
-            params["device"] = self.device
         if step.name == "03_static_vectors":
             params["vectors"] = None if self.vectors is None else str(self.vectors)
         if step.name == "04_pretraining":
-            params["max_steps"] = self.max_steps
-            params["control"] = self.control
+            params.update(device=self.device, max_steps=self.max_steps, control=self.control)
         if step.name == "05_probing":
-            params["labelled"] = str(self.labelled.resolve(self.lang, self.corpus))
+            params.update(device=self.device, labelled=str(self.labelled.resolve(self.lang, self.corpus)))
         return params
 
 
@@ -111,8 +107,8 @@ def out_dir_of(step: Step, params: dict[str, Any]) -> Path:
 
 
 def check_parameters(notebook: Path, params: dict[str, Any]) -> None:
-    """Refuse parameters a notebook does not declare in its cell tagged ``parameters``: papermill would only log
-    them and run on defaults."""
+    """Refuse parameters a notebook does not declare in its cell tagged ``parameters`` (papermill would only log
+    them and run on defaults)."""
     cell = next((c for c in notebook_cells(notebook) if "parameters" in c.get("metadata", {}).get("tags", [])), None)
     if cell is None:
         raise JobError(f"{Path(notebook).name} has no cell tagged 'parameters'")

@@ -69,10 +69,10 @@ def run_on_gpus(options: JobOptions) -> None:
 
     def launch(run: RunSettings, gpu: int) -> int:  # a worker that sees only its GPU, its output in its log
         logs[run].parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)}
         with logs[run].open("w") as handle:
-            return subprocess.run(worker_command(run, options.out, options.force), cwd=REPO_ROOT, stdout=handle,
-                                  env={**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)},
-                                  stderr=subprocess.STDOUT).returncode
+            command = worker_command(run, options.out, options.force)
+            return subprocess.run(command, cwd=REPO_ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT).returncode
 
     codes = spread_over_devices(runs, options.gpus, launch)
     failed = [f"{run.lang} seed {run.seed} (see {logs[run]})" for run, code in zip(runs, codes) if code != 0]
@@ -90,7 +90,8 @@ def refusals(options: JobOptions) -> dict[RunSettings, str]:
 
 def check_runs(options: JobOptions) -> int:
     """``--check``: print per run the steps that would rerun, or why the run would be refused; 1 if any."""
-    stale, refused = [], refusals(options)
+    stale: list[str] = []
+    refused = refusals(options)
     for run in options.runs():
         run_dir = run.run_dir(options.out)
         if run in refused:

@@ -1,15 +1,9 @@
 """Ablations of BERT_FT's initialisation: one choice of notebook 03 changed at a time, BERT_FT trained again.
 
-Each :data:`VARIANTS` entry changes one choice of the paper's recipe (Section 4.2: zero vectors for tokens
-without a fastText word, unit length and centred, ``##`` pieces left out, the vectors' own scale), or the
-vectors' quality, and trains BERT_FT again on the **same prepared data, tokenizer, seed and schedule** as a
-finished run of notebooks 01-05. That run's BERT_FT is the ``paper`` row and its BERT_TINY the random-init
-row, so every difference is paired by seed and by evaluation position; intervals follow notebook 06
-(:func:`helpers.claims.seed_estimate`; with one seed, over positions only, labelled as such).
-
-``python -m pipeline.ablations --runs RUN_DIR ... --out DIR --figures DIR --records DIR`` trains what is
-missing (a stopped run resumes), records each variant's small files and writes ``ablations.csv``/``.md``/
-``.png``/``.pdf`` from the records; ``--table-only`` redraws them from the records alone.
+Each variant trains on the **same prepared data, tokenizer, seed and schedule** as a finished run of notebooks
+01-05, whose BERT_FT is the ``paper`` row and BERT_TINY the random-init row: every difference is paired by seed
+and evaluation position, with notebook 06's intervals (helpers.claims.seed_estimate).
+``--table-only`` redraws the table and figure from the records alone.
 """
 
 from __future__ import annotations
@@ -22,9 +16,9 @@ import os
 import shutil
 import sys
 import textwrap
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -46,26 +40,20 @@ from pipeline.staging import move_into, staged
 from pipeline.static_files import load_aligned, save_aligned
 
 TABLE_NAME = "ablations"
-# The old demo's vectors (skip-gram, 3 epochs, n-grams 3-6): WordSim-353 0.240 against the reference
-# vectors' 0.536 (benchmarks/results/fasttext_settings.csv), for the question "do better vectors help?".
-OLD_DEMO_FASTTEXT = FastTextSettings(model="skipgram", epochs=3)
 
 
-@dataclass(frozen=True)
-class Variant:
-    """One change to the paper's alignment recipe: the settings of notebook 03 (a VectorsConfig's fields) it changes
-    in the run's own."""
+class Variant(NamedTuple):
+    """One change to the paper's alignment recipe: the VectorsConfig fields of notebook 03 it changes."""
 
     name: str
     changes: str  # what differs from the paper's recipe, for the table
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = {}  # never mutated
 
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in (
     Variant("paper", "none: zero fallback, unit length + centre, ## pieces skipped, scale as is"),
-    # No change at all: the run's BERT_FT trained again. It differs from the run's own only in floating-point
-    # rounding (another CPU or thread count reorders sums), which training amplifies; its row is the noise
-    # floor that any variant trained on another machine than its run must clear.
+    # Another CPU or thread count reorders sums, which training amplifies: the noise floor that a variant
+    # trained on another machine than its run must clear.
     Variant("paper_retrained", "none: the paper recipe trained again, so only floating-point rounding differs "
             "(the noise floor of a pairing)"),
     Variant("fallback_random", "tokens without a vector start from N(0, 0.02) instead of zeros (Section 4.2)",
@@ -74,8 +62,9 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
     Variant("normalise_unit", "unit length only, not centred", {"normalisation": ("unit",)}),
     Variant("pieces_strip", "## pieces take the vector of the word they spell (##ing -> ing)", {"pieces": "strip"}),
     Variant("scale_bert", "copied rows rescaled to a per-element std of 0.02, BERT's initialiser", {"scale": "bert"}),
+    # "do better vectors help?" (benchmarks/results/fasttext_settings.csv)
     Variant("vectors_old", "the old demo's vectors: skip-gram, 3 epochs, n-grams 3-6 (WordSim-353 0.240, "
-            "not 0.536)", {"fasttext": OLD_DEMO_FASTTEXT}),
+            "not 0.536)", {"fasttext": FastTextSettings(model="skipgram", epochs=3)}),
 )}
 TRAINED = tuple(name for name in VARIANTS if name != "paper")
 
@@ -148,8 +137,6 @@ def check_reproduces_run(run_dir: Path, cache_dir: Path) -> None:
 def variant_manifest(run_dir: Path, variant: Variant) -> dict[str, Any]:
     """The run's manifest, with what the variant changed and without what described the run's own vectors."""
     manifest, config = _run_settings(run_dir)
-    # The alignment's own report says what this variant used; what the run measured about its own vectors
-    # does not describe other vectors.
     dropped = {"normalisation", "fallback", "pieces", "scale", "n_found", "found_element_std", "text_coverage"}
     if "fasttext" in variant.settings:
         dropped |= {"word_similarity", "train_seconds", "train_cpu_seconds", "n_model_words"}
@@ -185,8 +172,7 @@ def train_variant(run_dir: Path, name: str, out_dir: Path, device: str = "auto")
 
 
 def save_variant_record(files: VariantFiles, records_dir: Path) -> Path:
-    """Copy a trained variant's small files (manifest, metrics, run.json, per-position results) into
-    ``records_dir``, laid out as an ablations folder."""
+    """Copy a trained variant's small files into ``records_dir``, laid out as an ablations folder."""
     record = AblationLayout(records_dir).variant(files.folder.parent.name, files.folder.name).folder
     paths = [files.static.manifest, files.model.metrics, files.model.run_json, files.model.positions]
     for absent in (path for path in paths if not path.is_file()):
@@ -211,8 +197,7 @@ def ablated_runs(run_records: str | Path, ablation_records: str | Path) -> list[
     return [run_records / n for n in names]
 
 
-@dataclass
-class VariantResult:
+class VariantResult(NamedTuple):
     """One variant's final evaluation in one run (seed)."""
 
     run: Run
@@ -246,8 +231,7 @@ def _paired_columns(results: list[VariantResult], papers: list[VariantResult], c
     key, short = ("loss", "loss") if column == "eval_loss" else ("correct", "accuracy")
     values = [res.model.final(column) - base.model.final(column) for res, base in zip(results, papers)]
     est = seed_estimate(values, lambda: _per_seed_differences(results, papers, key))
-    # With fewer than three seeds the interval is over positions only; each seed's own difference shows
-    # whether the seeds at least agree in sign.
+    # with under three seeds the interval is over positions only: each seed's own shows whether they agree in sign
     return {f"{short}_vs_paper": est.mean, f"{short}_ci_low": est.low, f"{short}_ci_high": est.high,
             f"{short}_per_seed": " / ".join(f"{v:+.3f}" for v in values), "interval": est.interval}
 
@@ -317,9 +301,7 @@ def plot_ablations(table: pd.DataFrame) -> Any:
                              (axes[1], "accuracy", "final eval accuracy minus the paper recipe's\n(higher is better)")):
         mean, low, high = _bounds(rows, short)
         y = np.arange(len(rows))
-        # An interval that does not hold its mean (rounded records, or a record edited by hand) would make
-        # matplotlib refuse negative error bars half-way through the outputs: its bar stops at the mean, and
-        # the title names it (intervals_missing_mean).
+        # matplotlib refuses negative error bars: an interval missing its mean stops at it (the title names it)
         err = np.clip(np.vstack([mean - low, high - mean]), 0, None)
         ax.errorbar(mean, y, xerr=np.where(np.isfinite(err), err, 0), fmt="o", color="tab:orange", capsize=3,
                     label="mean over seeds, 95 % interval")
@@ -329,8 +311,7 @@ def plot_ablations(table: pd.DataFrame) -> Any:
         ax.axvline(0, color="0.4", linewidth=1)
         ax.set_xlabel(label, fontsize=8)
         ax.grid(axis="x", alpha=0.3)
-    # Rows can rest on different seeds (a variant unfinished for one seed is left out of its mean), so each
-    # label says its own seeds and how its interval was drawn.
+    # a variant unfinished for one seed is left out of its mean, so each label names its own seeds
     labels = [f"{r.variant}\nseeds {r.seeds} · {r.interval}" for r in rows.itertuples()]
     axes[0].set_yticks(np.arange(len(rows)), labels, fontsize=7)
     fig.legend(*axes[1].get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize=7)
@@ -344,11 +325,8 @@ def plot_ablations(table: pd.DataFrame) -> Any:
 
 
 def write_outputs(table: pd.DataFrame, out_dir: str | Path, sources: dict[str, Any]) -> list[Path]:
-    """ablations.csv/.md, the figure (PNG + PDF) and ablations_provenance.json, replaced as one set.
-
-    They are written into a staging folder first (:mod:`pipeline.staging`) and moved into ``out_dir`` only
-    once all are written, so a failure part-way leaves the previous set whole.
-    """
+    """ablations.csv/.md, the figure and ablations_provenance.json, replaced as one set (pipeline.staging), so a
+    failure part-way leaves the previous set whole."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     missing = intervals_missing_mean(table)
@@ -368,18 +346,18 @@ def write_outputs(table: pd.DataFrame, out_dir: str | Path, sources: dict[str, A
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m pipeline.ablations", description=__doc__.splitlines()[0])
-    runs = parser.add_mutually_exclusive_group(required=True)
+    runs, add = parser.add_mutually_exclusive_group(required=True), parser.add_argument
     runs.add_argument("--runs", nargs="+", type=Path, help="finished run folders (one per seed), or their records "
                       "with --table-only")
     runs.add_argument("--run-records", default=None, help="with --table-only: a folder of run records; the table "
                       "uses those that --records holds ablations of")
-    parser.add_argument("--out", default="runs/ablations", type=Path, help="where variants are trained (resumable)")
-    parser.add_argument("--figures", required=True, help="folder for ablations.csv/.md/.png/.pdf")
-    parser.add_argument("--records", default=None, type=Path, help="save each variant's small files here and make "
-                        "the table from them (with --table-only: read them from here)")
-    parser.add_argument("--variants", default=",".join(TRAINED), help=f"comma-separated, from {', '.join(TRAINED)}")
-    parser.add_argument("--device", default="auto", type=device_argument, help="auto, cpu, cuda or cuda:N")
-    parser.add_argument("--table-only", action="store_true", help="train nothing; the table from --records or --out")
+    add("--out", default="runs/ablations", type=Path, help="where variants are trained (resumable)")
+    add("--figures", required=True, help="folder for ablations.csv/.md/.png/.pdf")
+    add("--records", default=None, type=Path, help="save each variant's small files here and make the table from "
+        "them (with --table-only: read them from here)")
+    add("--variants", default=",".join(TRAINED), help=f"comma-separated, from {', '.join(TRAINED)}")
+    add("--device", default="auto", type=device_argument, help="auto, cpu, cuda or cuda:N")
+    add("--table-only", action="store_true", help="train nothing; the table from --records or --out")
     return parser
 
 
@@ -394,9 +372,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise ValueError("--run-records redraws recorded ablations: give it with --table-only and --records")
             args.runs = ablated_runs(args.run_records, args.records)
         run_dirs, out = [d.resolve() for d in args.runs], args.out.resolve()
-        for run_dir in run_dirs if not args.table_only else ():
+        to_train = () if args.table_only else run_dirs
+        for run_dir in to_train:
             check_reproduces_run(run_dir, AblationLayout(out).vectors_cache)
-        for run_dir, name in itertools.product(run_dirs if not args.table_only else (), names):
+        for run_dir, name in itertools.product(to_train, names):
             print(f"== {run_dir.name} · {name}", flush=True)
             files = train_variant(run_dir, name, out, args.device)
             if args.records is not None:

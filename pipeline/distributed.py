@@ -1,9 +1,8 @@
 """Several processes training one model (``torchrun``): who is who, the process group, and whose rows are whose.
 
-Every process draws the same global batch and masks as one process would and keeps its own block of rows
-(:meth:`World.my_rows`); helpers.pretrain.StepContext.loss scales each share so that DDP's average of the
-gradients is the one-process gradient. A World has the methods of helpers.pretrain.OneProcess (helpers never
-imports this module). Without torchrun everything here is a no-op, so one process needs no process group.
+Every process draws the same global batch and masks as one process would and keeps its own block of rows;
+helpers.pretrain.StepContext.loss scales each share so that DDP's average gradient is the one-process gradient.
+A World has the methods of helpers.pretrain.OneProcess; without torchrun everything here is a no-op.
 """
 
 from __future__ import annotations
@@ -35,8 +34,7 @@ class World:
     local_rank: int = 0  # the process's index on its own machine: which GPU it uses
 
     @property
-    def is_main(self) -> bool:
-        """Process 0 alone writes metrics, run.json, checkpoints and the model."""
+    def is_main(self) -> bool:  # process 0 alone writes the files
         return self.rank == 0
 
     @property
@@ -44,7 +42,6 @@ class World:
         return self.world_size > 1
 
     def my_rows(self, batch_size: int) -> slice:
-        """This process's contiguous block of the global batch: rows [rank * b, (rank + 1) * b), b = batch / world."""
         if batch_size % self.world_size:
             raise ValueError(f"the batch of {batch_size} rows does not split evenly over {self.world_size} "
                              "processes; pick a batch size that is a multiple of the number of processes")
@@ -52,21 +49,18 @@ class World:
         return slice(self.rank * size, (self.rank + 1) * size)
 
     def sum_over_processes(self, value: torch.Tensor) -> torch.Tensor:
-        """The sum of ``value`` over all processes, on every process (a copy: the input is not changed)."""
         total = value.clone()
         if self.distributed:
             dist.all_reduce(total, op=dist.ReduceOp.SUM)
         return total
 
     def wrap(self, module: torch.nn.Module, device: torch.device) -> torch.nn.Module:
-        """``module`` inside DistributedDataParallel when there are several processes (unchanged otherwise)."""
         if not self.distributed:
             return module
         return DistributedDataParallel(module, device_ids=[device.index] if device.type == "cuda" else None)
 
 
 def from_environment() -> World:
-    """The World torchrun describes in RANK, WORLD_SIZE and LOCAL_RANK (one process when they are unset)."""
     try:
         world = World(int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)),
                       int(os.environ.get("LOCAL_RANK", 0)))
@@ -93,10 +87,8 @@ def process_device(device: str, world: World) -> torch.device:
 
 @contextlib.contextmanager
 def process_group(device: torch.device, world: World) -> Iterator[World]:
-    """Join the other processes (nccl between GPUs, gloo on the CPU) for the duration of the block.
-
-    Does nothing for one process, or when the caller already joined a group (which it then keeps).
-    """
+    """Join the other processes (nccl between GPUs, gloo on the CPU) for the block; a group the caller already
+    joined it keeps."""
     if not world.distributed or dist.is_initialized():
         yield world
         return
@@ -113,7 +105,6 @@ def process_group(device: torch.device, world: World) -> Iterator[World]:
 
 
 def broadcast_from_main(value: Any, world: World) -> Any:
-    """Process 0's ``value`` (any picklable object, e.g. a checkpoint) on every process."""
     if not world.distributed:
         return value
     holder = [value if world.is_main else None]
@@ -122,7 +113,6 @@ def broadcast_from_main(value: Any, world: World) -> Any:
 
 
 def gather_to_main(value: Any, world: World) -> list[Any]:
-    """Every process's ``value`` in rank order (on every process; process 0 is the one that uses it)."""
     if not world.distributed:
         return [value]
     values: list[Any] = [None] * world.world_size
@@ -131,8 +121,8 @@ def gather_to_main(value: Any, world: World) -> list[Any]:
 
 
 def dropout_seed(seed: int, world: World) -> int:
-    """The seed of this process's dropout stream: the run's seed for process 0 (so one process is unchanged),
-    an independent stream derived from (seed, rank) for the others, so no two processes drop the same units."""
+    """The run's seed for process 0 (so one process is unchanged), for the others an independent stream derived
+    from (seed, rank), so no two processes drop the same units."""
     if world.rank == 0:
         return seed
     return int(np.random.SeedSequence([seed, world.rank]).generate_state(1, dtype=np.uint64)[0] >> 1)

@@ -1,11 +1,8 @@
 """The command line of pipeline.training: train one model from prepared files (for example on a GPU machine).
 
-``python -m pipeline.train_cli --data runs/demo-en/pretrain --out runs/demo-en/pretrain --model bert_tiny``;
-``torchrun --nproc_per_node=N -m pipeline.train_cli ...`` splits every batch over N processes (pipeline.distributed).
-Every number is checked while the arguments are parsed (finite, in range), with the same rules as
-TrainConfig, and the device with pipeline.runinfo's check, the one the training itself uses; every user
-error ends in one ``error:`` line and exit status 2 (bad arguments) or 1 (a problem found while training,
-such as a non-finite loss), never in a traceback.
+``torchrun --nproc_per_node=N -m pipeline.train_cli ...`` splits every batch over N processes. Numbers are checked
+while parsing with TrainConfig's rules; a user error ends in one ``error:`` line and exit status 2 (bad arguments)
+or 1 (found while training, such as a non-finite loss), never in a traceback.
 """
 
 from __future__ import annotations
@@ -25,15 +22,13 @@ from pipeline.layout import MODEL_NAMES, TRAINABLE_MODELS, PretrainFiles, read_m
 from pipeline.run_identity import hold_step
 from pipeline.runinfo import device_argument
 
-# Options that are TrainConfig fields of the same name, with what their values must be (presets' checks):
-# an integer of at least 1, or a number in the range presets.NUMBER_RANGES gives the kind named.
+# TrainConfig fields given as options of the same name: integers of at least 1, or numbers in their presets range
 COUNTS = ("steps", "batch_size", "eval_every", "checkpoint_every", "eval_sequences", "eval_batch_size")
 NUMBERS = ("lr", "weight_decay", "grad_clip", "eps", "warmup_fraction")
 
 
 def _checked(name: str, number: bool = False, low: int = 1) -> Callable[[str], float | int]:
-    """An argparse type: an integer of at least ``low``, or with ``number`` a float presets.check_number accepts
-    for the kind ``name``."""
+    """An argparse type: an integer of at least ``low``, or with ``number`` a float in ``name``'s presets range."""
 
     def parse(text: str) -> float | int:
         try:
@@ -93,9 +88,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 
 def model_overrides(args: argparse.Namespace) -> dict[str, float] | None:
     """Changes to the Table 4 model asked for on the command line (None: none)."""
-    if args.model_dropout is None:
-        return None
-    return {"hidden_dropout_prob": args.model_dropout, "attention_probs_dropout_prob": args.model_dropout}
+    dropout = args.model_dropout
+    return None if dropout is None else {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

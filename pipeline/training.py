@@ -1,8 +1,7 @@
 """Pretrain one model from prepared files, with checkpoints, resume, run.json and metrics.csv (notebook 04, the CLI).
 
-:func:`train` sets up a run and hands helpers.pretrain.train_loop a :class:`RunFiles`, which keeps its
-files; :func:`compare_runs` answers the paper's question: how many steps did BERT_FT need to reach
-BERT_TINY's final evaluation loss and accuracy?
+:func:`compare_runs` answers the paper's question: how many steps did BERT_FT need to reach BERT_TINY's final
+evaluation loss and accuracy?
 """
 
 from __future__ import annotations
@@ -37,13 +36,9 @@ from pipeline.prepare import PreparedData, load_data, load_data_tokenizer
 from pipeline.runinfo import environment, pick_device
 from pipeline.static_files import load_aligned
 
-# train_loss: mean over the steps since the previous row (NaN at step 0); lr: the rate the *next* step
-# uses (read after the scheduler stepped), so it is 0.0 on the last row of a finished run.
-
 
 def check_model_init(model_name: str, init: InitSpec) -> None:
-    """BERT_TINY starts from random embeddings, BERT_FT and its control from static vectors; anything else is
-    mislabelled."""
+    """BERT_TINY starts from random embeddings, BERT_FT and its control from static vectors."""
     check_choice("model name", model_name, TRAINABLE_MODELS)
     random = isinstance(init, str) and init == "random"
     if model_name != "bert_tiny" and random:
@@ -78,16 +73,11 @@ def train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Pat
           tokenizer: Any = None, device: str = "auto", seed: int = 0, resume: bool = True,
           stop_at: int | None = None, progress: bool = True,
           model_overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Pretrain one model; write metrics.csv, run.json, model/, eval_positions.npz (and checkpoint.pt)
-    under ``out_dir/model_name``.
+    """Pretrain one model into ``out_dir/model_name``; returns run.json's content.
 
-    ``init`` is 'random' (BERT_TINY) or a static-vector folder / Alignment (BERT_FT). ``stop_at``
-    ends the call after that step with a checkpoint (the next call with ``resume=True`` continues);
-    it exists for time-boxed sessions and for the resume test. ``model_overrides`` change the Table 4
-    config (the unit tests use a tiny model). Returns run.json's content. A non-finite loss or
-    gradient norm raises TrainingDiverged after run.json records ``finished: false`` and the step.
-    Started by torchrun, each process trains on its share of every batch (pipeline.distributed) and
-    process 0 alone writes the files.
+    ``init`` is 'random' (BERT_TINY) or a static-vector folder / Alignment (BERT_FT). ``stop_at`` ends the call
+    after that step with a checkpoint, for time-boxed sessions and the resume test; ``model_overrides`` change
+    the Table 4 config (the tests use a tiny model). Under torchrun process 0 alone writes the files.
     """
     check_model_init(model_name, init)
     if stop_at is not None:
@@ -96,9 +86,8 @@ def train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Pat
     dev = distributed.process_device(pick_device(device), world)
 
     def train_in_group() -> dict[str, Any]:
-        # The model lives in this frame only, so it is freed before the process group goes, also after an error
-        # (distributed.process_group): freed after it, gloo's threads were joined while they waited for the GIL,
-        # and torchrun never ended.
+        # The model lives in this frame only, so it is freed before the process group goes, also after an error:
+        # freed after it, gloo's threads were joined while they waited for the GIL, and torchrun never ended.
         data, tokens = load_training_data(data_dir, cfg, tokenizer, init)
         overrides = {"vocab_size": len(tokens), "pad_token_id": tokens.pad_token_id, **(model_overrides or {})}
         start, permutation = starting_embeddings(model_name, init, seed)
@@ -123,10 +112,7 @@ def train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Pat
 
 
 def starting_embeddings(model_name: str, init: InitSpec, seed: int) -> tuple[InitSpec, dict[str, Any] | None]:
-    """What the model starts from, and for the control arm how its rows were permuted (recorded in run.json).
-
-    The control's permutation is fixed by the seed, so BERT_FT_PERM of seed s always starts from the same matrix.
-    """
+    """What the model starts from, and for the control how its rows were permuted (a fixed permutation per seed)."""
     if model_name != CONTROL_MODEL:
         return init, None
     alignment = static_init(init)
@@ -185,16 +171,13 @@ def run_record(model_name: str, init: InitSpec, ctx: StepContext, seed: int, dat
 
 
 class RunFiles:
-    """The ``run`` helpers.pretrain.train_loop reports to, kept on disk in one model's folder (ModelFiles).
-
-    Process 0 alone writes; every process reads its own random streams back from the checkpoint.
-    """
+    """The ``run`` helpers.pretrain.train_loop reports to, kept on disk in one model's folder; process 0 alone
+    writes, every process reads its own random streams back from the checkpoint."""
 
     def __init__(self, files: ModelFiles, record: dict[str, Any], key: dict[str, Any], world: distributed.World,
                  resume: bool, progress: bool) -> None:
         self.files, self.record, self.key, self.world = files, record, key, world
-        self.may_resume = resume
-        self.show_progress = progress and world.is_main
+        self.may_resume, self.show_progress = resume, progress and world.is_main
         self.rows: list[dict[str, Any]] = []
         self.started = time.perf_counter()
         self.bar: Any = None
@@ -212,11 +195,8 @@ class RunFiles:
             self.write_record(finished=False, steps_done=error.step, stopped=str(error))
 
     def resume(self, ctx: StepContext) -> tuple[int, RunningLoss]:
-        """Where this run's checkpoint stopped (weights, optimiser, schedule, random streams, metrics), or step 0.
-
-        Process 0 reads the checkpoint and hands it to the others (an unreadable one raises the same error in
-        every process), so several machines need no shared disk.
-        """
+        """Where this run's checkpoint stopped, or step 0. Process 0 reads it and hands it to the others (an
+        unreadable one raises the same error in every process), so several machines need no shared disk."""
         step, train_loss, saved = 0, RunningLoss(ctx.device), None
         if self.world.is_main and self.may_resume and self.files.checkpoint.exists():
             try:
@@ -241,7 +221,6 @@ class RunFiles:
         return step, train_loss
 
     def progress(self, steps: range) -> Iterable[int]:
-        """The steps, behind a progress bar on process 0 (updated at most every 10 s)."""
         if not self.show_progress:
             return steps
         self.bar = tqdm(steps, total=self.record["steps"], initial=steps.start - 1, desc=self.record["model_name"],
@@ -249,7 +228,8 @@ class RunFiles:
         return self.bar
 
     def log(self, step: int, train_loss: float, evaluation: Evaluation, lr: float) -> None:
-        """One metrics.csv row; after the final evaluation also each masked position's result."""
+        """One metrics.csv row (train_loss: the mean since the previous row, NaN at step 0; lr: the next step's,
+        so 0.0 when finished); after the final evaluation also each masked position's result."""
         self.rows.append({"step": step, "train_loss": train_loss, "eval_loss": evaluation.loss,
                           "eval_accuracy": evaluation.accuracy, "lr": lr,
                           "elapsed_s": round(time.perf_counter() - self.started, 2)})
@@ -310,40 +290,30 @@ def compare_runs(tiny_metrics: str | Path | Sequence[Mapping[str, Any]],
                  ft_metrics: str | Path | Sequence[Mapping[str, Any]],
                  tiny_identity: Mapping[str, Any] | None = None,
                  ft_identity: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The paper's comparison: final numbers of both models and when BERT_FT reached BERT_TINY's final ones.
-
-    Refuses runs whose identities differ (read from the run.json beside each metrics.csv, or given).
-    A crossing is helpers.crossing's: the first evaluation after step 0 that is strictly better.
-    """
+    """Final numbers of both models and when BERT_FT reached BERT_TINY's final ones (helpers.crossing's rule);
+    refuses runs whose identities (from the run.json beside each metrics.csv, or given) differ."""
     tiny, tiny_identity = _rows_and_identity(tiny_metrics, tiny_identity)
     ft, ft_identity = _rows_and_identity(ft_metrics, ft_identity)
     ck.check_same_experiment(tiny_identity, ft_identity)
     if not tiny or not ft:
         raise ValueError("both metrics tables need at least one row")
-    # A run stopped early (stop_at) must not be compared with a longer one: both end at the last
-    # step they share, so "final" means the same step for both models.
+    # "final" is the last step both reached (a run stopped early against a longer one)
     shared = min(int(tiny[-1]["step"]), int(ft[-1]["step"]))
     tiny = [r for r in tiny if int(r["step"]) <= shared]
     ft = [r for r in ft if int(r["step"]) <= shared]
     final = lambda rows: {k: rows[-1][k] for k in ("step", "train_loss", "eval_loss", "eval_accuracy")}  # noqa: E731
     t, f = final(tiny), final(ft)
     steps = [r["step"] for r in ft]
-    loss_step = crossing_step(steps, [r["eval_loss"] for r in ft], t["eval_loss"], lower_is_better=True)
-    acc_step = crossing_step(steps, [r["eval_accuracy"] for r in ft], t["eval_accuracy"], lower_is_better=False)
-    return {
-        "bert_tiny_final": t, "bert_ft_final": f,
-        "ft_steps_to_tiny_final_eval_loss": loss_step,
-        "ft_steps_to_tiny_final_eval_accuracy": acc_step,
-        "ft_fraction_to_tiny_final_eval_loss": fraction_of(loss_step, t["step"]),
-        "ft_fraction_to_tiny_final_eval_accuracy": fraction_of(acc_step, t["step"]),
-        "eval_loss_difference": f["eval_loss"] - t["eval_loss"],
-        "eval_accuracy_difference": f["eval_accuracy"] - t["eval_accuracy"],
-        "ft_ahead": bool(f["eval_loss"] < t["eval_loss"] and f["eval_accuracy"] > t["eval_accuracy"]),
-    }
+    crossed = {column: crossing_step(steps, [r[column] for r in ft], t[column], lower_is_better=column == "eval_loss")
+               for column in ("eval_loss", "eval_accuracy")}
+    return {"bert_tiny_final": t, "bert_ft_final": f,
+            **{f"ft_steps_to_tiny_final_{column}": step for column, step in crossed.items()},
+            **{f"ft_fraction_to_tiny_final_{column}": fraction_of(step, t["step"]) for column, step in crossed.items()},
+            **{f"{column}_difference": f[column] - t[column] for column in crossed},
+            "ft_ahead": bool(f["eval_loss"] < t["eval_loss"] and f["eval_accuracy"] > t["eval_accuracy"])}
 
 
 def write_comparison(out_dir: str | Path) -> dict[str, Any]:
-    """compare_runs on out_dir/bert_tiny and out_dir/bert_ft, written to out_dir/comparison.json."""
     folder = PretrainFiles(Path(out_dir))
     result = compare_runs(folder.model("bert_tiny").metrics, folder.model("bert_ft").metrics)
     ck.write_run_json(folder.comparison, result)  # whole or not at all, like run.json

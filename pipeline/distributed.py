@@ -12,8 +12,7 @@ import datetime
 import gc
 import os
 import traceback
-from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 import numpy as np
 import torch
@@ -25,8 +24,7 @@ from torch.nn.parallel import DistributedDataParallel
 TIMEOUT = datetime.timedelta(minutes=60)
 
 
-@dataclass(frozen=True)
-class World:
+class World(NamedTuple):
     """This process's place among the training processes (rank 0 of 1 without torchrun)."""
 
     rank: int = 0

@@ -254,12 +254,10 @@ class RunFiles:
 
     def finish(self, step: int, ctx: StepContext) -> dict[str, Any]:
         """Record how far the run got; a finished run also saves its model. Returns run.json's content."""
-        finished = step >= ctx.cfg.steps
-        self.record.update(finished=finished, steps_done=step,
-                           train_seconds=round(time.perf_counter() - self.started, 2))
+        finished, seconds = step >= ctx.cfg.steps, round(time.perf_counter() - self.started, 2)
         if self.world.is_main and finished:
             ctx.model.save_pretrained(str(self.files.model))
-        self.write_record()
+        self.write_record(finished=finished, steps_done=step, train_seconds=seconds)
         return self.record
 
     def write_record(self, **changes: Any) -> None:

@@ -1,10 +1,5 @@
-"""The paper's Figures 1-3 drawn from our runs (runs come from :mod:`pipeline.results`; nothing is computed here).
-
-Our curves are solid and coloured with a marker at each evaluation (one thin line per extra seed);
-the paper's final values are dashed grey horizontal lines; the unigram baseline on the same
-evaluation positions is a dotted black line. Figures are built on ``matplotlib.figure.Figure``
-directly, without pyplot: no global figure state, and saving works with or without a display.
-"""
+"""The paper's Figures 1-3 drawn from our runs: ours solid with markers, the paper's final values dashed grey, the
+floors dotted. Built on ``matplotlib.figure.Figure`` without pyplot: no global state, no display needed."""
 
 from __future__ import annotations
 
@@ -60,17 +55,6 @@ def paper_lines(ax: Axes, published: dict[str, dict[str, float]], lang: str, tab
                    label=f"paper {lang.upper()} {paper.MODEL_LABELS[name]}, {table} ({paper.STEPS // 1000}k steps)")
 
 
-def floor_lines(ax: Axes, group: SeedGroup, unigram_key: str, key: str) -> None:
-    """The floors without context on the same evaluation positions: the unigram (when the prepared data was found)
-    and the copy-aware floor (when the records allow it)."""
-    if group.baseline is not None:
-        ax.axhline(group.baseline[unigram_key], **UNIGRAM_STYLE, label="unigram baseline (no context, same positions)")
-    value = kind_mean(group, "copy_aware", key, "all")
-    if math.isfinite(value):
-        ax.axhline(value, color="tab:purple", linestyle=(0, (3, 1, 1, 1, 1, 1)), linewidth=1.2,
-                   label="copy-aware floor (copy the visible token, else unigram; no context)")
-
-
 def finish(ax: Axes, ylabel: str, absent: list[str], fontsize: float = 8) -> None:
     ax.set_xlabel("training step")
     ax.set_ylabel(ylabel)
@@ -98,8 +82,15 @@ def curves_figure(runset: RunSet, lang: str, panel: str, column: str, what: str,
     fig = Figure(figsize=(7, 4.5), layout="constrained")
     ax = fig.add_subplot()
     absent = plot_models(ax, group, column)
-    if floor_keys is not None:
-        floor_lines(ax, group, *floor_keys)
+    if floor_keys is not None:  # the floors without context on the same positions, where the data allows them
+        unigram_key, key = floor_keys
+        if group.baseline is not None:
+            ax.axhline(group.baseline[unigram_key], **UNIGRAM_STYLE,
+                       label="unigram baseline (no context, same positions)")
+        copy_aware = kind_mean(group, "copy_aware", key, "all")
+        if math.isfinite(copy_aware):
+            ax.axhline(copy_aware, color="tab:purple", linestyle=(0, (3, 1, 1, 1, 1, 1)), linewidth=1.2,
+                       label="copy-aware floor (copy the visible token, else unigram; no context)")
     if published is not None:
         paper_lines(ax, published, lang, "Table 3" if column == "eval_accuracy" else "Table 2")
     finish(ax, ylabel, absent)
@@ -150,17 +141,6 @@ def figure3_accuracy_by_language(runset: RunSet, paper_refs: bool = True, ncols:
     fig.suptitle(f"Figure 3 (ours): evaluation accuracy over training steps by language\n{note}; "
                  "grey lines = the paper's final values per language (Table 3, 100k steps)", fontsize=11)
     return fig
-
-
-def draw_figures(runset: RunSet, lang: str | None) -> dict[str, Figure]:
-    """Every figure ``write_outputs`` saves; Figures 1-2 only when ``lang`` has a comparable run."""
-    figures: dict[str, Figure] = {}
-    if lang is not None:
-        figures["fig1a_train_loss"] = figure1_loss(runset, lang, "train")
-        figures["fig1b_eval_loss"] = figure1_loss(runset, lang, "eval")
-        figures["fig2_eval_accuracy"] = figure2_accuracy(runset, lang)
-    figures["fig3_accuracy_by_language"] = figure3_accuracy_by_language(runset)
-    return figures
 
 
 def save_figure(fig: Figure, out_dir: Path, name: str, metadata_title: str) -> list[Path]:

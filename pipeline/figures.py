@@ -1,18 +1,16 @@
-"""The paper's Tables 1-3 rebuilt from our run folders with the paper's numbers beside them, and the files they go to.
+"""The paper's Tables 1-3 rebuilt from our run folders beside the paper's numbers, and the files they go to.
 
-Our numbers come from short runs on a small corpus, the paper's from 100,000-step runs on C4. So every row of ours
-carries its preset, steps and seeds, the paper's values appear only in rows labelled "paper", and the floors that need
-no context (unigram, copy-aware) show what a run must clear before any claim about it means something. This is
-notebook 06's one machinery module, so it also offers what 06 calls from the others (listed in ``__all__``).
+Our short runs are not the paper's 100,000 steps on C4: each row of ours names its preset, steps and seeds, and the
+context-free floors (unigram, copy-aware) show what a run must clear. Notebook 06's one door into the machinery
+(``__all__``).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -22,7 +20,6 @@ from helpers.claims import BOOTSTRAP_DRAWS, TESTABLE_MARGIN, Estimate
 from pipeline.claims_table import gain_estimate, steps_saved_figure, steps_saved_table, verify_claims
 from pipeline.figure_plots import (
     FIGURE_FORMATS,
-    draw_figures,
     figure1_loss,
     figure2_accuracy,
     figure3_accuracy_by_language,
@@ -80,11 +77,7 @@ TRAIN_LOSS_NOTE = (
     "losses, which a whole-run average fits better; it does not say which it reports.")
 
 
-# --------------------------------------------------------------------------- notebook 06's set-up
-
-
-@dataclass(frozen=True)
-class FiguresSetup:
+class FiguresSetup(NamedTuple):
     """Notebook 06's resolved folders: the run folders it draws from and the folder it writes."""
 
     run_dirs: list[Path]
@@ -92,11 +85,7 @@ class FiguresSetup:
 
 
 def start(run_dirs: Sequence[str | Path] | None, out_dir: str | Path | None) -> FiguresSetup:
-    """Notebook 06's first cell: quiet the libraries, resolve its folders and say which they are.
-
-    Without ``run_dirs`` it draws the English demo run that notebooks 01-05 write when run by hand;
-    without ``out_dir`` it writes into ``runs/interactive/figures``. The main job passes both.
-    """
+    """Notebook 06's first cell; by hand (no folders passed) it draws the English demo run of notebooks 01-05."""
     quiet_libraries()
     folders = ([resolve_path(d).resolve() for d in run_dirs] if run_dirs
                else [INTERACTIVE_DIR / run_folder_name("demo", "en")])
@@ -104,9 +93,6 @@ def start(run_dirs: Sequence[str | Path] | None, out_dir: str | Path | None) -> 
     print("run folders:", *folders)
     print("figures and tables go to:", out)
     return FiguresSetup(folders, out)
-
-
-# --------------------------------------------------------------------------- tables
 
 
 FLOOR_LABELS = {  # the rows of the floors that need no context, on the same evaluation positions
@@ -127,18 +113,14 @@ def _row(lang: str, label: str, status: str, values: dict[str, Any], group: Seed
 
 def _table(runset: RunSet, paper_values: dict[str, dict[str, Any]], our_values: Callable[[SeedGroup], dict[str, Any]],
            floor_values: Callable[[SeedGroup, str], dict[str, Any]], nan_values: dict[str, Any]) -> pd.DataFrame:
-    """Rows per language: the paper's, ours (mean over seeds), the floors that need no context (unigram and
-    copy-aware, ``floor_values(group, scorer)``), then runs that cannot count. A paper language with no run folder
-    of ours gets the paper's row only: no row of ours full of "—".
-
-    ``steps`` is the step the numbers were measured at: 100,000 for the paper, our last shared evaluation for us.
-    """
+    """Rows per language: the paper's, ours (mean over seeds), the context-free floors, then runs that cannot count;
+    ``steps``: where the numbers were measured (100,000 for the paper, our last shared evaluation for us)."""
     groups = comparison_groups(runset)
     rows = []
     for lang in order_langs(set(paper.LANGS) | set(runset.langs())):
         if lang in paper_values:
             rows.append(_row(lang, PAPER_RUN_LABEL, "published", paper_values[lang], source="paper"))
-        lang_groups = [g for g in groups if g.lang == lang]  # none: a language we never ran keeps the paper's row only
+        lang_groups = [g for g in groups if g.lang == lang]  # none: the paper's row only, no row of "—"
         for group in (g for g in lang_groups if g.runs):
             rows.append(_row(lang, group.label, "ok" + (f"; {group.note}" if group.note else ""), our_values(group),
                              group))
@@ -155,15 +137,11 @@ def vector_source_text(manifest: dict[str, Any] | None) -> str | None:
     """Readable origin of a run's static vectors from its manifest ('train', 'published' or 'file')."""
     if not manifest:
         return None
-    source = manifest.get("source")
-    if source == "train":
-        corpus = manifest.get("corpus")
-        return "fastText trained here" + (f" on {corpus}" if corpus else "")
-    if source == "published":
-        return f"fastText cc.{manifest.get('lang', 'LANG')}.300 (published)"
-    if source == "file":
-        return f"vectors from {Path(str(manifest.get('vectors_path', '?'))).name}"
-    return None if source is None else str(source)
+    source, corpus = manifest.get("source"), manifest.get("corpus")
+    return {"train": "fastText trained here" + (f" on {corpus}" if corpus else ""),
+            "published": f"fastText cc.{manifest.get('lang', 'LANG')}.300 (published)",
+            "file": f"vectors from {Path(str(manifest.get('vectors_path', '?'))).name}",
+            None: None}.get(source, str(source))
 
 
 @built_once
@@ -200,11 +178,8 @@ def _interval_columns(estimate: Estimate | None, prefix: str = "") -> dict[str, 
 
 @built_once
 def table2_loss(runset: RunSet) -> pd.DataFrame:
-    """Table 2: final training and evaluation loss of both models (means over seeds), FT's difference, the floors.
-
-    Two readings of the training loss (see ``TRAIN_LOSS_NOTE``); the comparison uses ``train_loss``. The
-    evaluation loss is also given at the [MASK] positions alone, where no context-free shortcut helps.
-    """
+    """Table 2: final losses of both models (means over seeds; two readings of the training loss, see
+    ``TRAIN_LOSS_NOTE``), FT's difference, the floors; also at [MASK] alone, where no context-free shortcut helps."""
     names = [(n, paper.MODEL_LABELS[n]) for n in paper.MODELS]
 
     def columns(train: Callable, run_mean: Callable, evaluation: Callable, at_mask: Callable, diff: float,
@@ -273,10 +248,8 @@ LATE_FRACTION = 0.1  # "at the end" of a run: from its last evaluation at or bef
 
 @built_once
 def training_progress_table(runset: RunSet) -> pd.DataFrame:
-    """Per run and model: the passes its steps made over the training text, and how much the evaluation loss moved
-    over the last tenth of the steps (from the last evaluation at or before 90 % of them; negative: still falling at
-    the end). The learning rate decays to 0 there, so those steps move the loss least: a loss still falling there
-    says more steps would help."""
+    """Per run and model: passes over the training text, and the evaluation loss's change over the last tenth of the
+    steps, where the learning rate decays to 0: a loss still falling there says more steps would help."""
     rows = []
     for run in sort_runs(runset.runs):
         for name, model in run.models.items():
@@ -342,9 +315,6 @@ def setting_comparison(runset: RunSet) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
-# --------------------------------------------------------------------------- outputs
-
-
 STEP_COLUMNS = ("steps", "tiny_step", "model_step", "steps_saved")  # always a step (a mean over seeds may be 233.3)
 _STEP_ROW_COLUMNS = ("ours", "ci_low", "ci_high", "seed_ci_low", "seed_ci_high")  # a step in a crossing row
 
@@ -366,14 +336,11 @@ def _format_cell(value: Any, column: str, whole_step: bool = False) -> str:
 def _whole_steps(table: pd.DataFrame, column: str) -> list[bool]:
     """Which cells of ``column`` are steps: the step columns, and the values of a crossing row (claims check)
     or of the steps-saved table, shown whole although the CSV keeps the mean over seeds."""
-    if column in STEP_COLUMNS:
+    if column in STEP_COLUMNS or (column in _STEP_ROW_COLUMNS and "steps_saved" in table.columns):
         return [True] * len(table)
-    if column not in _STEP_ROW_COLUMNS:
+    if column not in _STEP_ROW_COLUMNS or "claim_id" not in table.columns:
         return [False] * len(table)
-    if "steps_saved" in table.columns:
-        return [True] * len(table)
-    claim = table["claim_id"] if "claim_id" in table.columns else pd.Series([""] * len(table))
-    return [str(c).endswith("crossing_step") for c in claim.tolist()]
+    return [str(c).endswith("crossing_step") for c in table["claim_id"].tolist()]
 
 
 def format_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -421,11 +388,8 @@ def narrow_views(table: pd.DataFrame, name: str) -> dict[str, pd.DataFrame]:
 def to_markdown(table: pd.DataFrame) -> str:
     """A GitHub-style Markdown table (own writer: DataFrame.to_markdown needs the optional `tabulate`)."""
     text = format_table(table)
-    escape = lambda s: str(s).replace("|", "\\|")  # noqa: E731
-    lines = ["| " + " | ".join(escape(c) for c in text.columns) + " |",
-             "| " + " | ".join("---" for _ in text.columns) + " |"]
-    lines += ["| " + " | ".join(escape(v) for v in row) + " |" for row in text.itertuples(index=False)]
-    return "\n".join(lines) + "\n"
+    rows = [text.columns, ["---"] * len(text.columns), *text.itertuples(index=False)]
+    return "".join("| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |\n" for row in rows)
 
 
 def featured_lang(runset: RunSet) -> str | None:
@@ -435,11 +399,8 @@ def featured_lang(runset: RunSet) -> str | None:
 
 
 def provenance(runset: RunSet, files: Sequence[Path], lang: str | None) -> dict[str, Any]:
-    """Which runs (paths, presets, seeds, steps, code, devices) and which code produced the outputs.
-
-    Nothing here changes when the same code draws the same runs again (no dates, no commit hashes: the code is
-    named by runinfo.code_version), so `make figures` on a fresh clone leaves the committed figures as they are.
-    """
+    """Which runs and which code produced the outputs; no dates or commit hashes (runinfo.code_version names the
+    code), so the same code drawing the same runs leaves the committed files as they are."""
     runs = []
     for run in sort_runs(runset.runs):
         models = {}
@@ -510,11 +471,8 @@ def write_table(table: pd.DataFrame, out_dir: Path, name: str, note: str | None 
 
 
 def write_outputs(runset: RunSet, out_dir: str | Path) -> list[Path]:
-    """Write every figure (PNG + PDF), table (CSV + Markdown) and provenance.json into ``out_dir`` only.
-
-    File names are fixed (fig1a_train_loss.png, ...); the language of Figures 1-2 is in their titles
-    and in provenance.json. Figures 1-2 are skipped when no run has metrics.
-    """
+    """Every figure (PNG + PDF), table (CSV + Markdown) and provenance.json, under fixed names, into ``out_dir``
+    only; Figures 1-2 (their language in titles and provenance) only when a run has metrics."""
     out_dir = resolve_path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     lang = featured_lang(runset)
@@ -524,14 +482,16 @@ def write_outputs(runset: RunSet, out_dir: str | Path) -> list[Path]:
               "table_prediction_kinds": prediction_kinds_table(runset), "table_steps_saved": steps_saved_table(runset),
               "table_control": control_table(runset),  # no control rows where no run trained the control
               "table_training_progress": training_progress_table(runset)}
-    figures = {name: (fig, f"{name} ({lang or 'no runs'}) - ours vs")
-               for name, fig in draw_figures(runset, lang).items()}
-    figures[FIGURE_NAMES[4]] = steps_saved_figure(tables["table_steps_saved"]), f"{FIGURE_NAMES[4]} - ours, beyond"
+    figures = {} if lang is None else dict(zip(FIGURE_NAMES, (figure1_loss(runset, lang, "train"),
+                                                              figure1_loss(runset, lang, "eval"),
+                                                              figure2_accuracy(runset, lang))))
+    figures[FIGURE_NAMES[3]] = figure3_accuracy_by_language(runset)
+    titles = {name: f"{name} ({lang or 'no runs'}) - ours vs" for name in figures}  # the others: "- ours, beyond"
+    figures[FIGURE_NAMES[4]] = steps_saved_figure(tables["table_steps_saved"])
     if tables["table_token_groups"]["grouping"].notna().any():
-        figures[RECORD_FIGURE_NAMES[0]] = (token_groups_figure(tables["table_token_groups"]),
-                                           f"{RECORD_FIGURE_NAMES[0]} - ours, beyond")
-    written = [path for name, (fig, title) in figures.items()
-               for path in save_figure(fig, out_dir, name, f"{title} {paper.CITATION}")]
+        figures[RECORD_FIGURE_NAMES[0]] = token_groups_figure(tables["table_token_groups"])
+    written = [path for name, fig in figures.items() for path in
+               save_figure(fig, out_dir, name, f"{titles.get(name, f'{name} - ours, beyond')} {paper.CITATION}")]
     written += [path for name, table in tables.items() for path in write_table(table, out_dir, name,
                                                                                 TABLE_NOTES.get(name))]
     prov_path = out_dir / PROVENANCE_NAME

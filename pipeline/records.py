@@ -1,11 +1,6 @@
-"""Run records: the few small files of a run folder that notebook 06 needs, kept so figures regenerate.
-
-A run folder holds hundreds of megabytes, but its figures and tables read only the files :func:`record_files` lists,
-plus the unigram baseline and token facts, which are computed from the prepared data and therefore saved beside them
-(:func:`save_facts`). Notebook 06 reads a record exactly as the run folder it came from. Each step's fingerprint (from
-its stamp, without the parameters, which name local folders) goes along, so the figures step knows when a record
-changed.
-"""
+"""Run records: the few small files of a run folder that notebook 06 reads (:func:`record_files`, and the baseline and
+token facts that need the prepared data, :func:`save_facts`), kept so figures regenerate; notebook 06 reads a record as
+the run folder it came from. Each step's fingerprint goes along, so the figures step knows when a record changed."""
 
 from __future__ import annotations
 
@@ -22,7 +17,6 @@ from pipeline.staging import move_into, staged
 
 
 def read_info(run: RunLayout | PretrainFiles, name: str) -> dict[str, Any]:
-    """Model ``name``'s run.json."""
     return json.loads(run.model(name).run_json.read_text(encoding="utf-8"))
 
 
@@ -47,8 +41,7 @@ def copy_into(paths: Iterable[Path], source: Path, target: Path) -> None:
 
 
 def save_facts(run: RunLayout, record: RunLayout) -> None:
-    """The unigram baseline and the token facts, computed from ``run``'s prepared data, which no record keeps.
-    The baseline must match the number of evaluation sequences BERT_TINY was scored on."""
+    """The unigram baseline (on BERT_TINY's evaluation sequences) and token facts from ``run``'s prepared data."""
     eval_sequences = (read_info(run, "bert_tiny").get("train_config") or {}).get("eval_sequences")
     save_baseline(compute_baseline(run.step("pretrain"), eval_sequences), record.step("pretrain"), eval_sequences)
     save_token_facts(compute_token_facts(run.step("pretrain"), run.static.found), record.step("pretrain"))
@@ -111,11 +104,8 @@ def check_replaceable(run_dir: Path, record_dir: Path) -> None:
 
 
 def save_record(run_dir: str | Path, records_dir: str | Path) -> Path:
-    """Copy the record files of one finished run into ``records_dir/<run folder name>`` and save its baseline.
-
-    The record is built in a staging folder and moved into place only when whole, so a failure leaves the previous
-    record as it was; a folder that already is that record (a records folder passed back in) is left alone.
-    """
+    """Record one finished run as ``records_dir/<run folder name>``, staged and moved into place whole (a failure
+    leaves the previous record as it was); a folder that already is that record is left alone."""
     run_dir, records_dir = Path(run_dir), Path(records_dir)
     check_finished(run_dir)
     if (records_dir / run_dir.name).resolve() == run_dir.resolve():
@@ -133,11 +123,8 @@ def save_record(run_dir: str | Path, records_dir: str | Path) -> Path:
 
 
 def save_records(run_dirs: Sequence[str | Path], records_dir: str | Path, draft: bool = False) -> list[Path]:
-    """:func:`save_record` for every run folder; all are checked before anything is written.
-
-    Each run must name one clean commit for both models (:func:`trained_commit`), unless ``draft``; a draft
-    never goes into the repository's figures/ folder.
-    """
+    """:func:`save_record` for every run folder, all checked first; each must name one clean commit
+    (:func:`trained_commit`) unless ``draft``, and a draft never goes into figures/."""
     run_dirs = [Path(d) for d in run_dirs]
     if draft and Path(records_dir).resolve().is_relative_to(FIGURES_DIR.resolve()):
         raise UncommittedRun(f"--draft records may not go into {FIGURES_DIR}; choose a folder outside it")
@@ -150,12 +137,8 @@ def save_records(run_dirs: Sequence[str | Path], records_dir: str | Path, draft:
 
 
 def save_control(trained: str | Path, record_dir: str | Path) -> Path:
-    """Add a finished control (bert_ft_perm, trained apart by train_cli) to the record of its pair.
-
-    It must be the pair's experiment (the same identity: data, tokenizer, seed, settings), start from the same
-    vectors as the record's BERT_FT before permuting (by content), and name a clean commit; the pair's own files
-    are left as they are. Its files are staged and moved into place whole.
-    """
+    """Add a finished control (bert_ft_perm, trained apart by train_cli) to its pair's record, staged and moved in
+    whole: it must be the pair's experiment, start from BERT_FT's vectors (by content) and name a clean commit."""
     pair, record = PretrainFiles(Path(trained)), RunLayout(Path(record_dir))
     info, ft = read_info(pair, CONTROL_MODEL), read_info(record, "bert_ft")
     commit = commit_of(info)
@@ -177,16 +160,12 @@ def save_control(trained: str | Path, record_dir: str | Path) -> Path:
     return target
 
 
-# The hash manifest of committed records (tests/test_reference_records.py compares it with the files)
-MANIFEST_NAME = "records.sha256"  # in a figures folder whose records are committed (figures/reference/)
+MANIFEST_NAME = "records.sha256"  # the hash manifest of committed records (figures/reference/), tests compare it
 MANIFEST_FOLDERS = ("runs", "runs4800", "series", "ablations")  # the records; the tables and notes beside them too
-# runs4800/: each 4,800-step reference run recorded as it finishes (make reference-record), beside the 1,200-step
-# records in runs/ until all nine are in (issue 29)
 
 
 def manifest_lines(figures_dir: Path) -> list[str]:
-    """``sha256  relative/path`` per record file and table, sorted, as sha256sum writes them (``sha256sum -c``
-    reads the file too)."""
+    """``sha256  relative/path`` per record file and table, sorted, as sha256sum writes them (``sha256sum -c``)."""
     records = [p for folder in MANIFEST_FOLDERS for p in (figures_dir / folder).rglob("*") if p.is_file()]
     tables = [p for p in figures_dir.iterdir() if p.is_file() and p.suffix in (".csv", ".md")]
     return [f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.relative_to(figures_dir).as_posix()}"
@@ -203,21 +182,20 @@ def write_manifest(figures_dir: Path) -> Path:
 if __name__ == "__main__":
     import sys
 
-    if len(sys.argv) == 4 and sys.argv[1] == "--control":
+    args = sys.argv[1:]
+    if len(args) == 3 and args[0] == "--control":
         try:
-            print(f"recorded {save_control(sys.argv[2], sys.argv[3])}")
+            print(f"recorded {save_control(args[1], args[2])}")
         except (RecordConflict, OSError) as err:
             sys.exit(f"error: {err}")
-        sys.exit(0)
-    if len(sys.argv) >= 4 and sys.argv[1] == "--runs":
+    elif len(args) >= 3 and args[0] == "--runs":
         try:
-            print(*(f"recorded {path}" for path in save_records(sys.argv[2:-1], sys.argv[-1])), sep="\n")
+            print(*(f"recorded {path}" for path in save_records(args[1:-1], args[-1])), sep="\n")
         except (OSError, ValueError) as err:  # RecordConflict and UncommittedRun among them
             sys.exit(f"error: {err}")
-        sys.exit(0)
-    folder = Path(sys.argv[1]) if len(sys.argv) == 2 else None
-    if folder is None or not folder.is_dir():
+    elif len(args) == 1 and Path(args[0]).is_dir():
+        print(f"wrote {write_manifest(Path(args[0]))}")
+    else:
         sys.exit("usage: python -m pipeline.records FIGURES_DIR  (writes FIGURES_DIR/records.sha256)\n"
                  "       python -m pipeline.records --control TRAINED_PRETRAIN_DIR RECORD_DIR  (adds a control)\n"
                  "       python -m pipeline.records --runs RUN_DIR... RECORDS_DIR  (records finished runs)")
-    print(f"wrote {write_manifest(folder)}")

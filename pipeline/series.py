@@ -1,10 +1,8 @@
 """The training-length series: does BERT_FT's head start last, fade or grow as training goes on?
 
-Each length is a pair of models trained by ``pipeline.train_cli --steps N`` (the Makefile's ``reference``) from a base
-run's prepared data and static vectors, with its own warm-up and decay. :func:`save_series_record` keeps such a pair as
-a record shaped like a run folder (``<records>/reference-en-steps2400/``), so notebook 06's readers, the [MASK]-only
-scores and the two-level intervals apply unchanged; :func:`series_table` lays out one row per length (no trend is
-fitted). ``--table-only`` draws from the records (and the base run's record) alone.
+Each length is a pair trained by ``pipeline.train_cli --steps N`` from a base run's prepared data and vectors, with its
+own schedule, recorded like a run folder (``<records>/reference-en-steps2400/``) so notebook 06's readers apply
+unchanged; one table row per length, no trend fitted. ``--table-only`` draws from the records alone.
 """
 
 from __future__ import annotations
@@ -87,13 +85,12 @@ def series_table(runset: RunSet) -> pd.DataFrame:
 def series_figure(table: pd.DataFrame, title: str) -> plt.Figure:
     """BERT_FT minus BERT_TINY against training length, at all and at [MASK] positions, with 95 % intervals."""
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    for ax, short, ylabel in ((axes[0], "accuracy", "accuracy gain (FT - TINY)"), (axes[1], "loss",
-                                                                                    "eval loss (FT - TINY), nats")):
+    ylabels = {"accuracy": "accuracy gain (FT - TINY)", "loss": "eval loss (FT - TINY), nats"}
+    for ax, (short, ylabel) in zip(axes, ylabels.items()):
         for prefix, marker in (("", "o"), ("[MASK] ", "s")):
             means = table[f"{prefix}{short} FT - TINY"].to_numpy(float)
             low, high = (table[f"{prefix}{short} {end}"].to_numpy(float) for end in ("low", "high"))
-            err = [means - low, high - means]
-            ax.errorbar(table["steps"], means, yerr=err, marker=marker, capsize=3,
+            ax.errorbar(table["steps"], means, yerr=[means - low, high - means], marker=marker, capsize=3,
                         label="all scored positions" if not prefix else "[MASK] positions")
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_xscale("log", base=2)

@@ -30,8 +30,10 @@ def lang_name(lang: str) -> str:
     return paper.LANG_NAMES.get(lang, lang.upper())
 
 
-def plot_models(ax: Axes, group: SeedGroup, column: str, short: bool = False) -> list[str]:
-    """Our two curves (one per seed); returns the models that had nothing to draw."""
+def plot_panel(ax: Axes, group: SeedGroup, column: str, ylabel: str, published: dict[str, dict[str, float]] | None,
+               floor_keys: tuple[str, str] | None = None, short: bool = False, fontsize: float = 8) -> None:
+    """Our two curves (one thin line per further seed), the floors without context on the same positions
+    (``floor_keys``: the unigram's key and the copy-aware's), the paper's final values, and what had nothing to draw."""
     absent = []
     for name in paper.MODELS:
         curves = [metrics[["step", column]].dropna() for metrics in (run.model(name).metrics for run in group.runs)
@@ -41,21 +43,21 @@ def plot_models(ax: Axes, group: SeedGroup, column: str, short: bool = False) ->
             continue
         label = f"{paper.MODEL_LABELS[name]}, " + ("ours" if short else group.label)
         ax.plot(curves[0]["step"], curves[0][column], label=label, **OUR_STYLE[name])
-        for points in curves[1:]:  # further seeds: thin, unlabelled, same colour
+        for points in curves[1:]:
             ax.plot(points["step"], points[column], color=OUR_STYLE[name]["color"], linewidth=0.8, alpha=0.45)
-    return absent
-
-
-def paper_lines(ax: Axes, published: dict[str, dict[str, float]], lang: str, table: str) -> None:
-    """The paper's final values for ``lang`` as horizontal references, styled apart from our curves."""
-    if lang not in published:
-        return
-    for name in paper.MODELS:
+    if floor_keys is not None:
+        unigram_key, key = floor_keys
+        if group.baseline is not None:
+            ax.axhline(group.baseline[unigram_key], **UNIGRAM_STYLE,
+                       label="unigram baseline (no context, same positions)")
+        copy_aware = kind_mean(group, "copy_aware", key, "all")
+        if math.isfinite(copy_aware):
+            ax.axhline(copy_aware, color="tab:purple", linestyle=(0, (3, 1, 1, 1, 1, 1)), linewidth=1.2,
+                       label="copy-aware floor (copy the visible token, else unigram; no context)")
+    table, lang = "Table 3" if column == "eval_accuracy" else "Table 2", group.lang
+    for name in paper.MODELS if published is not None and lang in published else ():
         ax.axhline(published[lang][name], **PAPER_STYLE[name],
                    label=f"paper {lang.upper()} {paper.MODEL_LABELS[name]}, {table} ({paper.STEPS // 1000}k steps)")
-
-
-def finish(ax: Axes, ylabel: str, absent: list[str], fontsize: float = 8) -> None:
     ax.set_xlabel("training step")
     ax.set_ylabel(ylabel)
     ax.grid(True, alpha=0.3)
@@ -73,27 +75,14 @@ def group_title(group: SeedGroup) -> str:
 
 def curves_figure(runset: RunSet, lang: str, panel: str, column: str, what: str, ylabel: str,
                   floor_keys: tuple[str, str] | None, published: dict[str, dict[str, float]] | None) -> Figure:
-    """Figure ``panel`` of ours: both models' ``column`` over steps, the floors (``floor_keys``: the unigram's key
-    and the copy-aware's) and the paper's final values (``published``, None for none)."""
+    """Figure ``panel`` of ours: both models' ``column`` over steps (:func:`plot_panel`), for one language."""
     group = main_groups(runset).get(lang)  # the group of comparable runs with the most seeds
     if group is None:
         raise ValueError(f"no run with pretraining metrics for language {lang!r} that can be compared; "
                          f"languages with metrics: {runset.langs_with_metrics() or 'none'}")
     fig = Figure(figsize=(7, 4.5), layout="constrained")
     ax = fig.add_subplot()
-    absent = plot_models(ax, group, column)
-    if floor_keys is not None:  # the floors without context on the same positions, where the data allows them
-        unigram_key, key = floor_keys
-        if group.baseline is not None:
-            ax.axhline(group.baseline[unigram_key], **UNIGRAM_STYLE,
-                       label="unigram baseline (no context, same positions)")
-        copy_aware = kind_mean(group, "copy_aware", key, "all")
-        if math.isfinite(copy_aware):
-            ax.axhline(copy_aware, color="tab:purple", linestyle=(0, (3, 1, 1, 1, 1, 1)), linewidth=1.2,
-                       label="copy-aware floor (copy the visible token, else unigram; no context)")
-    if published is not None:
-        paper_lines(ax, published, lang, "Table 3" if column == "eval_accuracy" else "Table 2")
-    finish(ax, ylabel, absent)
+    plot_panel(ax, group, column, ylabel, published, floor_keys)
     ax.set_title(f"Figure {panel} (ours): {what}, {group_title(group)}\n"
                  f"grey lines: the paper's final values for this language (its own Figure {panel} shows Czech)",
                  fontsize=10)
@@ -132,10 +121,8 @@ def figure3_accuracy_by_language(runset: RunSet, paper_refs: bool = True, ncols:
         ax.text(0.5, 0.5, "no run with pretraining metrics", ha="center", va="center")
     for i, group in enumerate(groups):
         ax = fig.add_subplot(nrows, ncols, i + 1)
-        absent = plot_models(ax, group, "eval_accuracy", short=True)
-        if paper_refs:
-            paper_lines(ax, paper.EVAL_ACCURACY, group.lang, "Table 3")
-        finish(ax, "evaluation accuracy", absent, fontsize=7)
+        plot_panel(ax, group, "eval_accuracy", "evaluation accuracy", paper.EVAL_ACCURACY if paper_refs else None,
+                   short=True, fontsize=7)
         ax.set_title(group_title(group), fontsize=10)
     note = (f"no comparable run of ours for: {', '.join(without)}" if without else "every paper language has a run")
     fig.suptitle(f"Figure 3 (ours): evaluation accuracy over training steps by language\n{note}; "

@@ -369,9 +369,8 @@ _PROVENANCE_VIEW = (f"where each row of ours comes from: its run, its seeds, how
 
 
 def narrow_views(table: pd.DataFrame, name: str) -> dict[str, pd.DataFrame]:
-    """Table 2 or 3 (``name``, as in TABLE_NAMES) as a few narrow formatted tables, titled: what the notebook
-    shows. The CSV and Markdown files keep the whole table; an interval shows as one '[low, high]' cell, and a
-    row with nothing to show in a view (the paper's at [MASK], which it does not report) is left out of it."""
+    """Table 2 or 3 (``name``) as the narrow titled views the notebook shows (the files keep the whole table): an
+    interval as one '[low, high]' cell, and no row with nothing to show in a view (the paper's at [MASK])."""
     text = format_table(table)
     for prefix in ("", "[MASK] "):
         low, high = text[f"{prefix}ci_low"], text[f"{prefix}ci_high"]
@@ -476,12 +475,11 @@ def write_outputs(runset: RunSet, out_dir: str | Path) -> list[Path]:
     out_dir = resolve_path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     lang = featured_lang(runset)
-    tables = {"table1_vectors_found": table1_vectors_found(runset), "table2_loss": table2_loss(runset),
-              "table3_accuracy": table3_accuracy(runset), "table_position_kinds": position_kinds_table(runset),
-              "claims_check": verify_claims(runset), "table_token_groups": token_groups_table(runset),
-              "table_prediction_kinds": prediction_kinds_table(runset), "table_steps_saved": steps_saved_table(runset),
-              "table_control": control_table(runset),  # no control rows where no run trained the control
-              "table_training_progress": training_progress_table(runset)}
+    tables = dict(zip(TABLE_NAMES, (table1_vectors_found(runset), table2_loss(runset), table3_accuracy(runset),
+                                    position_kinds_table(runset), verify_claims(runset), token_groups_table(runset),
+                                    prediction_kinds_table(runset), steps_saved_table(runset),
+                                    control_table(runset),  # no control rows where no run trained the control
+                                    training_progress_table(runset)), strict=True))
     figures = {} if lang is None else dict(zip(FIGURE_NAMES, (figure1_loss(runset, lang, "train"),
                                                               figure1_loss(runset, lang, "eval"),
                                                               figure2_accuracy(runset, lang))))

@@ -28,8 +28,7 @@ def model_record_files(run: RunLayout | PretrainFiles, name: str) -> tuple[Path,
 def record_files(run: RunLayout) -> list[Path]:
     """The files of a finished run that notebook 06 reads (all small); the control's where it was trained."""
     names = [*MODEL_NAMES, *([CONTROL_MODEL] if run.model(CONTROL_MODEL).run_json.is_file() else [])]
-    models = [model_record_files(run, name) for name in names]
-    return [run.static.manifest, run.comparison, *(path for files in models for path in files),
+    return [run.static.manifest, run.comparison, *(path for name in names for path in model_record_files(run, name)),
             run.probe_table, run.probe_differences, *([run.cloze] if run.cloze.is_file() else [])]
 
 

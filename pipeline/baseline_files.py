@@ -1,9 +1,8 @@
 """The unigram baseline of a run (helpers.baselines) from its prepared data, and the copy a record keeps.
 
-A run record keeps no prepared data (too large), so the baseline and the **token facts** (per vocabulary id
-its training-text count, whether it is a ``##`` piece or punctuation, whether it got a static vector; the
-``[MASK]`` id) are saved beside the run's metrics while the data are there, and tables regenerated from the
-record (the copy-aware floor, the analysis by token frequency) read those files.
+A record keeps no prepared data (too large), so the baseline and the **token facts** (per vocabulary id its
+training-text count, ``##`` piece, punctuation, static vector; the ``[MASK]`` id) are saved beside its metrics
+while the data are there, for the tables regenerated from the record.
 """
 
 from __future__ import annotations
@@ -11,6 +10,7 @@ from __future__ import annotations
 import json
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -18,38 +18,34 @@ from helpers.baselines import Baseline, unigram_baseline, unigram_counts
 from pipeline.layout import PretrainFiles
 
 
-def _tokenizer(data_dir: str | Path) -> tuple[dict, list[int]]:
-    """The tokenizer.json saved beside the prepared data, and its special ids."""
-    from pipeline.prepare import prepared_files
+def _prepared(data_dir: str | Path) -> tuple[Any, dict, list[int]]:
+    """The prepared data at ``data_dir`` (or its parent), the tokenizer.json saved beside it, and its special ids."""
+    from pipeline.prepare import load_data, prepared_files  # here: reading saved files (notebook 06) needs no torch
 
-    path = prepared_files(data_dir).tokenizer / "tokenizer.json"
+    data = load_data(data_dir)
+    path = prepared_files(data.directory).tokenizer / "tokenizer.json"
     if not path.is_file():
         raise FileNotFoundError(f"no {path}; rerun pipeline.prepare.prepare_data (notebook 04) to save the tokenizer")
     tokenizer = json.loads(path.read_text(encoding="utf-8"))
-    return tokenizer, sorted(int(t["id"]) for t in tokenizer.get("added_tokens", []) if t.get("special"))
+    return data, tokenizer, sorted(int(t["id"]) for t in tokenizer.get("added_tokens", []) if t.get("special"))
 
 
 def compute_baseline(data_dir: str | Path, eval_sequences: int | None = None) -> Baseline:
     """Unigram and most-frequent-token baselines from the prepared data at ``data_dir`` (or its parent)."""
-    from pipeline.prepare import load_data  # here: reading saved baselines (notebook 06) needs no torch
-
-    data = load_data(data_dir)
+    data, _, special = _prepared(data_dir)
     return unigram_baseline(data.train_ids, data.train_lengths, data.eval_labels, int(data.meta["vocab_size"]),
-                            _tokenizer(data.directory)[1], eval_sequences)
+                            special, eval_sequences)
 
 
 def save_baseline(baseline: Baseline, pretrain_dir: str | Path, eval_sequences: int | None) -> Path:
-    """Write the baseline beside a run's metrics, so its tables regenerate without the prepared data."""
     path = PretrainFiles(Path(pretrain_dir)).baseline
     path.write_text(json.dumps({**baseline.as_dict(), "eval_sequences": eval_sequences}, indent=2) + "\n")
     return path
 
 
 def load_baseline(pretrain_dir: str | Path, eval_sequences: int | None = None) -> Baseline:
-    """The baseline from the prepared data when they are there, else from a saved baseline file.
-
-    A saved file computed on a different number of evaluation sequences is refused, not silently used.
-    """
+    """From the prepared data when they are there, else from a record's saved file; a file computed on another
+    number of evaluation sequences is refused, not silently used."""
     saved = PretrainFiles(Path(pretrain_dir)).baseline
     try:
         return compute_baseline(pretrain_dir, eval_sequences)
@@ -62,16 +58,9 @@ def load_baseline(pretrain_dir: str | Path, eval_sequences: int | None = None) -
     return Baseline(**values)
 
 
-def _is_punctuation(token: str) -> bool:
-    return bool(token) and all(unicodedata.category(ch).startswith("P") for ch in token)
-
-
 def compute_token_facts(pretrain_dir: str | Path, found_path: str | Path | None) -> dict[str, np.ndarray]:
     """Per vocabulary id what the analyses of issue 22 need; ``found_path``: the static step's found.npy."""
-    from pipeline.prepare import load_data
-
-    data = load_data(pretrain_dir)
-    tokenizer, special = _tokenizer(data.directory)
+    data, tokenizer, special = _prepared(pretrain_dir)
     vocab: dict[str, int] = {**(tokenizer.get("model") or {}).get("vocab", {}),
                              **{t["content"]: int(t["id"]) for t in tokenizer.get("added_tokens", [])}}
     size = int(data.meta["vocab_size"])
@@ -80,10 +69,10 @@ def compute_token_facts(pretrain_dir: str | Path, found_path: str | Path | None)
         tokens[index] = token
     known = found_path is not None and Path(found_path).is_file()
     found = np.load(found_path) if known else np.zeros(size, bool)
+    punctuation = [bool(t) and all(unicodedata.category(ch).startswith("P") for ch in t) for t in tokens]
     return {"train_count": unigram_counts(data.train_ids, data.train_lengths, size, special).astype(np.int64),
             "special": np.asarray(special, dtype=np.int64), "mask_id": np.asarray(vocab["[MASK]"], dtype=np.int64),
-            "is_piece": np.array([t.startswith("##") for t in tokens]),
-            "is_punctuation": np.array([_is_punctuation(t) for t in tokens]),
+            "is_piece": np.array([t.startswith("##") for t in tokens]), "is_punctuation": np.array(punctuation),
             "has_vector": found.astype(bool), "has_vector_known": np.asarray(known)}
 
 
@@ -94,7 +83,6 @@ def save_token_facts(facts: dict[str, np.ndarray], pretrain_dir: str | Path) -> 
 
 
 def load_token_facts(pretrain_dir: str | Path, found_path: str | Path | None) -> dict[str, np.ndarray]:
-    """The token facts from the prepared data when they are there, else from a record's saved file."""
     saved = PretrainFiles(Path(pretrain_dir)).token_facts
     try:
         return compute_token_facts(pretrain_dir, found_path)

@@ -1,15 +1,9 @@
-"""The paper's Section 5 claims checked on our run folders: one row per claim and language, with intervals; and
-the speed behind them, in steps.
+"""The paper's Section 5 claims checked on our run folders (one row per claim and language, with intervals; the
+statistics are :mod:`helpers.claims`'), and the speed behind them in steps. It reports, it never asserts.
 
-The statistics are :mod:`helpers.claims`' (estimates, intervals, testability, crossings); this module
-reads what they need from the runs of :mod:`pipeline.results` (final values, per-position results,
-curves) and lays the rows out. The claim check reports, it never asserts.
-
-Speed in steps: the paper's claims are about speed, and a final-step gap can shrink while the head start in steps
-grows. For each run and each of :data:`LOSS_LEVELS`, the first evaluation step at which a model's evaluation loss (all
-scored positions; metrics.csv holds no per-step [MASK]-only loss) is at or below the level; steps saved is
-BERT_TINY's step minus the other model's (BERT_FT, or the control BERT_FT_PERM), per seed, with a t-interval over the
-seeds beside the mean.
+Speed in steps: a final-step gap can shrink while the head start in steps grows. Per seed and level of
+:data:`LOSS_LEVELS`, steps saved is the first evaluation step at which BERT_TINY's evaluation loss (all scored
+positions: metrics.csv holds no per-step [MASK]-only loss) is at or below the level, minus the other model's.
 """
 
 from __future__ import annotations
@@ -41,18 +35,14 @@ from pipeline.position_scores import estimate_columns, group_positions, kind_mea
 from pipeline.results import Run, RunSet, SeedGroup, built_once, comparison_groups, main_groups
 
 CLAIM_COLUMNS = ["lang", "preset", "steps", "claim_id", "claim", "n_seeds", "ours", "ci_low", "ci_high", "interval",
-                 "seed_ci_low", "seed_ci_high",
-                 "fraction_of_training", "testable", "holds_on_ours", "paper", "note"]
+                 "seed_ci_low", "seed_ci_high", "fraction_of_training", "testable", "holds_on_ours", "paper", "note"]
 
 
 # --------------------------------------------------------------------------- estimates from runs
 
 
 def gain_estimate(group: SeedGroup, column: str, kind: str = "all") -> Estimate:
-    """Final BERT_FT minus BERT_TINY in ``column`` ('eval_loss' or 'eval_accuracy') at one kind of position.
-
-    The mean is over seeds; the interval is the two-level bootstrap over seeds and positions.
-    """
+    """Final BERT_FT minus BERT_TINY in ``column`` at one kind of position: mean over seeds, two-level interval."""
     key, salt = "loss" if column == "eval_loss" else "correct", f"{group.lang}-{kind}"
     if kind == "all":
         values = group.per_seed(lambda r: r.final("bert_ft", column) - r.final("bert_tiny", column))
@@ -65,10 +55,7 @@ def gain_estimate(group: SeedGroup, column: str, kind: str = "all") -> Estimate:
 
 
 def testability(group: SeedGroup) -> tuple[bool | None, str]:
-    """Whether BERT_TINY ended at least TESTABLE_MARGIN below the unigram at the [MASK] positions, and why.
-
-    At the other positions copying the visible token needs no context, so they do not count.
-    """
+    """Whether BERT_TINY ended TESTABLE_MARGIN below the unigram at [MASK] (elsewhere copying needs no context)."""
     tiny, unigram = (kind_mean(group, scorer, "loss", "mask") for scorer in ("bert_tiny", "unigram"))
     if math.isnan(tiny) or math.isnan(unigram):
         found = group_positions(group)
@@ -213,10 +200,7 @@ def language_claims(chosen: dict[str, SeedGroup]) -> list[dict[str, Any]]:
 
 @built_once
 def verify_claims(runset: RunSet) -> pd.DataFrame:
-    """The paper's Section 5 claims, measured on our runs (mean over seeds, with intervals); reports, never asserts.
-
-    Runs that cannot be paired fairly get no row (the tables show them with their status).
-    """
+    """The claims per language group and over the languages; runs that cannot be paired fairly get no row."""
     rows = [row for group in comparison_groups(runset) if group.runs for row in group_claims(group)]
     rows += language_claims(main_groups(runset))
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS).astype({"steps": "Int64", "n_seeds": "Int64"})
@@ -256,11 +240,10 @@ def _steps_saved_row(group: SeedGroup, name: str, level: float) -> dict[str, Any
 
 @built_once
 def steps_saved_table(runset: RunSet) -> pd.DataFrame:
-    """One row per language group, model (BERT_FT, and the control over the seeds that trained it) and level.
+    """One row per language group, model (BERT_FT, the control over the seeds that trained it) and level.
 
     ``steps_saved`` is NaN unless both models reach the level in every seed; ``reached`` counts the seeds where
-    both did, so a level BERT_TINY never reaches within the run reads as not reached, not as no saving.
-    """
+    both did, so a level BERT_TINY never reaches reads as not reached, not as no saving."""
     rows = []
     for group in (g for g in comparison_groups(runset) if g.runs):
         for name, seeds in (("bert_ft", group), (CONTROL_MODEL, group.with_control())):

@@ -1,9 +1,7 @@
 """Scores at the [MASK], random and unchanged positions, beside all positions, with the floors that need no context.
 
-Of a run's scored positions 80 % show ``[MASK]``, 10 % a random token and 10 % their own token. A model
-that copies the visible token is right at the last kind without any context, so an all-position score
-mixes learning with copying. BERT_TINY, BERT_FT, the unigram and the copy-aware rule
-(:func:`helpers.baselines.copy_aware_scores`) are scored here on exactly the same positions, per kind.
+Of the scored positions 10 % show their own token, so a model that copies it is right there without any context:
+BERT_TINY, BERT_FT, the unigram and the copy-aware rule are scored on exactly the same positions, per kind.
 """
 
 from __future__ import annotations
@@ -63,8 +61,7 @@ def positions_of(run: Run, name: str) -> dict[str, np.ndarray] | str:
 
 
 def run_positions(run: Run) -> RunPositions | str:
-    """Every scorer on the run's positions, or why they cannot be scored by kind; scored once per loaded run, so
-    a run folder rewritten and loaded again is scored again."""
+    """Every scorer on the run's positions, or why they cannot be scored by kind; once per loaded run."""
     if run.positions is None:
         run.positions = _score_run(run)
     return run.positions
@@ -147,8 +144,8 @@ def kind_mean(group: SeedGroup, scorer: str, key: str, kind: str) -> float:
 
 def group_table(groups: Iterable[SeedGroup], build: Callable[[SeedGroup, list[RunPositions], bool], list[dict]],
                 why: str | None = None, columns: list[str] | None = None) -> pd.DataFrame:
-    """``build``'s rows for every group with runs; for a group whose positions cannot be scored, a row with the
-    group's language and label that says why in column ``why`` (none when ``why`` is None)."""
+    """``build``'s rows for every group with runs; a group whose positions cannot be scored says why in column
+    ``why`` (no row when ``why`` is None)."""
     rows: list[dict[str, Any]] = []
     for group in (g for g in groups if g.runs):
         found = group_positions(group)

@@ -1,10 +1,6 @@
-"""Run folders read back from disk, and the rule for which of their runs may be compared.
-
-Notebook 06 (tables, claims) and the ablations all start from the same run folders, so they read them
-here: a missing or unreadable piece is recorded in ``Run.missing`` instead of raised. Runs of one
-language that differ only in their seed (folders ``<preset>-<lang>`` for seed 0,
-``<preset>-<lang>-seed<N>`` otherwise) form one :class:`SeedGroup`; BERT_TINY and BERT_FT are paired
-only when their runs agree in everything but the initialisation.
+"""Run folders read back (a missing or unreadable piece is recorded in ``Run.missing``, not raised), and which of
+their runs may be compared: runs of one language and setting that differ only in their seed form one
+:class:`SeedGroup`; BERT_TINY and BERT_FT are paired only when they agree in everything but the initialisation.
 """
 
 from __future__ import annotations
@@ -48,7 +44,6 @@ INIT_RECIPE = ("source", "vectors_sha256", "url", "dim", "normalisation", "fallb
 
 
 def metrics_frame(path: str | Path) -> pd.DataFrame:
-    """A metrics.csv (read by the canonical :func:`pipeline.layout.read_metrics`) as a DataFrame sorted by step."""
     try:
         table = pd.DataFrame(read_metrics(path))
     except (TypeError, KeyError) as err:
@@ -71,8 +66,6 @@ def read_positions(model: ModelFiles) -> dict[str, np.ndarray]:
 
 @dataclass
 class ModelRun:
-    """One model's pretraining record: its metrics table (None if missing), its run.json and its files."""
-
     name: str
     metrics: pd.DataFrame | None = None
     info: dict[str, Any] | None = None
@@ -129,13 +122,10 @@ class Run:
     seed: int = 0
     manifest: dict[str, Any] | None = None
     models: dict[str, ModelRun] = field(default_factory=dict)
-    comparison: dict[str, Any] | None = None
-    probe: pd.DataFrame | None = None
     missing: list[str] = field(default_factory=list)
     baseline: Baseline | None = None
     baseline_problem: str | None = None
-    # position_scores.run_positions' result (a RunPositions, or why none; not imported here, since position_scores
-    # reads this module), scored once per loaded run; None until then
+    # position_scores.run_positions' result (a RunPositions, or why none), scored once per loaded run
     positions: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -214,10 +204,9 @@ class RunSet:
 
 
 def built_once(build: Callable[[RunSet], pd.DataFrame]) -> Callable[[RunSet], pd.DataFrame]:
-    """``build`` run once per RunSet and its runs, a copy returned each time after: notebook 06 shows a table,
-    then write_outputs writes them all, and the bootstraps behind them took half of 06's time twice. The runs
-    are kept beside the table, so a changed list of runs (even at reused addresses) builds it again; a run edited
-    in place (its metrics changed by hand) is the same run here: load the runs again to see the edit."""
+    """``build`` run once per RunSet and its runs, a copy returned after (06 shows each table, then writes them all,
+    and their bootstraps are slow). Another list of runs, even at reused addresses, builds it again; a run edited in
+    place is the same run: load the runs again to see the edit."""
     @functools.wraps(build)
     def table(runset: RunSet) -> pd.DataFrame:
         key = (build.__module__, build.__qualname__)
@@ -283,8 +272,6 @@ def load_run(run_dir: str | Path) -> Run:
     manifest = _read_json(layout.static.manifest, missing, "static vectors")
     names = [*paper.MODELS, *([CONTROL_MODEL] if layout.model(CONTROL_MODEL).run_json.is_file() else [])]
     models = {name: _load_model(layout.model(name), name, missing) for name in names}
-    comparison = json.loads(layout.comparison.read_text()) if layout.comparison.is_file() else None
-    probe = pd.read_csv(layout.probe_table) if layout.probe_table.is_file() else None
 
     folder_preset, folder_lang, folder_seed = split_run_folder_name(run_dir.name)
     infos = [m.info for m in models.values() if m.info] + ([manifest] if manifest else [])
@@ -297,7 +284,7 @@ def load_run(run_dir: str | Path) -> Run:
     langs_seen = {i["lang"] for i in infos if i.get("lang")}
     if len(langs_seen) > 1:
         missing.append(f"inconsistent languages in the run folder: {sorted(langs_seen)}")
-    run = Run(run_dir, lang, preset, seed, manifest, models, comparison, probe, missing)
+    run = Run(run_dir, lang, preset, seed, manifest, models, missing)
     try:
         if run.has_metrics:
             config = (run.run_json("bert_tiny") or run.run_json("bert_ft")).get("train_config") or {}

@@ -1,17 +1,11 @@
-"""Beyond the paper: which tokens BERT_FT's head start helps, what each model predicts, and whether the head start
-is the vectors' knowledge of words or the scale of BERT_FT's first rows; from the records alone.
+"""Beyond the paper, from the per-position records of the final evaluation at the ``[MASK]`` positions (where a
+model must use context): which tokens BERT_FT's head start helps (grouped by the true token's training-text
+frequency, word or ``##`` piece, and whether its row started from a fastText vector), what each model predicts,
+and whether the head start is the vectors' knowledge of words or the scale of BERT_FT's first rows.
 
-Every number here comes from the per-position records of the final evaluation (no new training), at the
-``[MASK]`` positions only, where a model must use context. Positions are grouped by their true token:
-how often it occurs in the training text (:data:`FREQUENCY_EDGES`), whether it is a whole word or a ``##``
-piece, and whether BERT_FT's embedding row started from a fastText vector or from zero. Each group gets
-BERT_FT minus BERT_TINY with the two-level interval of :func:`helpers.claims.two_level_estimate`.
-
-Knowledge or scale: the control BERT_FT_PERM starts from BERT_FT's vector rows permuted among themselves
-(:func:`helpers.model.permute_vector_rows`): the same norms and spread, each on another token. BERT_FT minus the
-control is what knowing *which* word a row belongs to adds; the control minus BERT_TINY is what rows of that scale
-and spread add without it. Both come overall and by the true token's group, each with the two-level interval and a
-seed-level t-interval.
+Knowledge or scale: the control BERT_FT_PERM starts from BERT_FT's vector rows permuted among themselves (the same
+norms and spread, each on another token). BERT_FT minus the control is what knowing *which* word a row belongs to
+adds; the control minus BERT_TINY is what rows of that scale add without it.
 """
 
 from __future__ import annotations

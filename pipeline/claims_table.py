@@ -2,8 +2,8 @@
 statistics are :mod:`helpers.claims`'), and the speed behind them in steps. It reports, it never asserts.
 
 Speed in steps: a final-step gap can shrink while the head start in steps grows. Per seed and level of
-:data:`LOSS_LEVELS`, steps saved is the first evaluation step at which BERT_TINY's evaluation loss (all scored
-positions: metrics.csv holds no per-step [MASK]-only loss) is at or below the level, minus the other model's.
+:data:`LOSS_LEVELS`, steps saved is BERT_TINY's first evaluation step with its evaluation loss (all scored positions:
+metrics.csv holds no per-step [MASK]-only loss) at or below the level, minus the other model's (BERT_FT, the control).
 """
 
 from __future__ import annotations
@@ -114,11 +114,8 @@ def gain_claim(group: SeedGroup, column: str, claim_id: str, claim: str, publish
 
 
 def group_claims(group: SeedGroup) -> list[dict[str, Any]]:
-    """The claims about one language: final loss and accuracy differences, and the three crossings.
-
-    Crossings (helpers.crossing): loss "after less than a third" of training is strictly < 1/3; accuracy
-    "after only 20,000 of 100,000 steps" is <= 0.2, inclusive because the paper's own crossing is at 20,000.
-    """
+    """Final differences and crossings. Loss "after less than a third" of training is strictly < 1/3; accuracy
+    "after only 20,000 of 100,000 steps" is <= 0.2, inclusive because the paper's own crossing is at 20,000."""
     third = paper.CLAIM_LOSS_CROSSING_FRACTION
     return [
         gain_claim(group, "eval_loss", "final_eval_loss_ft_minus_tiny",
@@ -215,7 +212,6 @@ STEPS_SAVED_COLUMNS = ["lang", "label", "model", "level", "n_seeds", "reached", 
 
 
 def first_step_at_or_below(run: Run, name: str, level: float) -> int | None:
-    """The first evaluation step (after step 0) at which ``name``'s evaluation loss is at most ``level``."""
     metrics = run.model(name).metrics
     if metrics is None:
         return None
@@ -240,10 +236,8 @@ def _steps_saved_row(group: SeedGroup, name: str, level: float) -> dict[str, Any
 
 @built_once
 def steps_saved_table(runset: RunSet) -> pd.DataFrame:
-    """One row per language group, model (BERT_FT, the control over the seeds that trained it) and level.
-
-    ``steps_saved`` is NaN unless both models reach the level in every seed; ``reached`` counts the seeds where
-    both did, so a level BERT_TINY never reaches reads as not reached, not as no saving."""
+    """Per language group, model (BERT_FT, the control over its seeds) and level; ``steps_saved`` is NaN unless both
+    models reach the level in every seed, and ``reached`` counts the seeds where both did."""
     rows = []
     for group in (g for g in comparison_groups(runset) if g.runs):
         for name, seeds in (("bert_ft", group), (CONTROL_MODEL, group.with_control())):

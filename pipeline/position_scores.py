@@ -84,22 +84,20 @@ def _score_run(run: Run) -> RunPositions | str:
     label, visible, mask_id = tiny["label"], tiny["visible"], int(facts["mask_id"])
     log_probs = unigram_log_probs(facts["train_count"].astype(np.float64), [int(i) for i in facts["special"]])
     copy_loss, copy_correct = copy_aware_scores(label, visible, mask_id, log_probs)
-    scores = {name: {key: found[name][key] for key in ("loss", "correct")} for name in paper.MODELS}
+    if CONTROL_MODEL in run.models:  # the control, where it was trained, on the same positions
+        control = found[CONTROL_MODEL] = positions_of(run, CONTROL_MODEL)
+        if isinstance(control, str) or not all(np.array_equal(control[k], tiny[k]) for k in ("sequence", "position")):
+            return control if isinstance(control, str) else "the control was scored on other positions"
+    scores = {name: {key: found[name][key] for key in ("loss", "correct")} for name in found}
     scores["unigram"] = {"loss": -log_probs[label], "correct": (label == int(np.argmax(log_probs))).astype(float)}
     scores["copy_aware"] = {"loss": copy_loss, "correct": copy_correct.astype(float)}
     where = tiny["sequence"].astype(np.int64) * 65_536 + tiny["position"]
-    top1 = {name: found[name]["top1"] for name in paper.MODELS}
-    if CONTROL_MODEL in run.models:  # the control, where it was trained, on the same positions
-        control = positions_of(run, CONTROL_MODEL)
-        if isinstance(control, str) or not all(np.array_equal(control[k], tiny[k]) for k in ("sequence", "position")):
-            return control if isinstance(control, str) else "the control was scored on other positions"
-        scores[CONTROL_MODEL] = {key: control[key] for key in ("loss", "correct")}
-        top1[CONTROL_MODEL] = control["top1"]
+    top1 = {name: found[name]["top1"] for name in found}
     return RunPositions(position_kinds(visible, label, mask_id), where, label, facts, scores, top1)
 
 
 def group_positions(group: SeedGroup) -> tuple[list[RunPositions], bool] | str:
-    """Each seed's positions and whether all seeds were scored on the same tokens (or why there are none)."""
+    """Each seed's positions and whether all seeds were scored on the same tokens, or why there are none."""
     found = [run_positions(run) for run in group.runs]
     problems = [f for f in found if isinstance(f, str)]
     if problems:
@@ -137,7 +135,6 @@ def estimate_columns(est: Estimate, mean: str = "ours", prefix: str = "") -> dic
 
 
 def kind_mean(group: SeedGroup, scorer: str, key: str, kind: str) -> float:
-    """A scorer's mean loss or accuracy at one kind of position, averaged over the group's seeds."""
     found = group_positions(group)
     return math.nan if isinstance(found, str) else float(np.mean([r.mean(scorer, key, kind) for r in found[0]]))
 

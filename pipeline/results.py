@@ -77,7 +77,6 @@ class ModelRun:
 
     @property
     def steps(self) -> int | None:
-        """Planned steps from run.json, else the last evaluated step."""
         planned = (self.info or {}).get("steps")
         return self.last_step if planned is None else int(planned)
 
@@ -94,13 +93,11 @@ class ModelRun:
         return steps * batch / sequences if steps and sequences and batch else math.nan
 
     def _rows(self, column: str, upto: int | None) -> pd.DataFrame:
-        """The evaluation rows at or before step ``upto`` (none when ``column`` was not recorded)."""
         if self.metrics is None or column not in self.metrics:
             return pd.DataFrame(columns=["step", column])
         return self.metrics if upto is None else self.metrics[self.metrics["step"] <= upto]
 
     def final(self, column: str, upto: int | None = None) -> float:
-        """The value in the last evaluation row at or before step ``upto`` (NaN if missing)."""
         rows = self._rows(column, upto)
         return float(rows[column].iloc[-1]) if not rows.empty else math.nan
 
@@ -138,7 +135,6 @@ class Run:
 
     @property
     def max_steps(self) -> int | None:
-        """The --max-steps cap a run was trained under, when run.json records one."""
         caps = ((m.info or {}).get("max_steps", ((m.info or {}).get("identity") or {}).get("max_steps"))
                 for m in self.models.values())
         return next((int(cap) for cap in caps if cap is not None), None)
@@ -167,7 +163,6 @@ class Run:
         return self.models.get(name) or ModelRun(name)
 
     def run_json(self, name: str) -> dict[str, Any]:
-        """Model ``name``'s run.json ({} when it was not read)."""
         return self.model(name).info or {}
 
     def final(self, name: str, column: str) -> float:
@@ -183,7 +178,6 @@ class RunSet:
     built: dict[tuple, tuple] = field(default_factory=dict, repr=False, compare=False)  # see built_once
 
     def langs(self) -> list[str]:
-        """Languages of all runs (with or without metrics), paper order first."""
         return order_langs({r.lang for r in self.runs})
 
     def runs_for(self, lang: str) -> list[Run]:
@@ -218,7 +212,6 @@ def built_once(build: Callable[[RunSet], pd.DataFrame]) -> Callable[[RunSet], pd
 
 
 def order_langs(langs: Iterable[str]) -> list[str]:
-    """Paper languages in Table order, then any others alphabetically."""
     langs = set(langs)
     return [lang for lang in paper.LANGS if lang in langs] + sorted(langs - set(paper.LANGS))
 
@@ -437,10 +430,8 @@ def comparison_groups(runset: RunSet) -> list[SeedGroup]:
                 excluded[display_path(run.run_dir)] = f"duplicate: seed {run.seed} is already counted"
                 continue
             group.runs.append(run)
-        lang_groups = sorted(by_key.values(), key=lambda g: -len(g.runs))
-        for group in lang_groups:
-            group.excluded = dict(excluded)
-        groups += lang_groups or ([SeedGroup(lang, [], excluded)] if excluded else [])
+        by_size = sorted(by_key.values(), key=lambda g: -len(g.runs)) or ([SeedGroup(lang, [])] if excluded else [])
+        groups += [SeedGroup(lang, g.runs, dict(excluded)) for g in by_size]
     return groups
 
 

@@ -49,11 +49,8 @@ def groupings(run: RunPositions) -> dict[str, tuple[np.ndarray, list[str]]]:
 
 
 def token_splits(runs: list[RunPositions]) -> list[tuple[str, str, list[np.ndarray]]]:
-    """(grouping, group, each run's [MASK] positions of that group) for every group that holds some in every run.
-
-    A group one seed lacks (each seed counts its own training text) is left out whole: a mean over the other
-    seeds beside an interval over all of them would describe two different sets.
-    """
+    """(grouping, group, each run's [MASK] positions of that group) for every group that holds some in every run:
+    a group one seed lacks is left out whole, lest a mean over the others sit beside an interval over all."""
     splits, found = [], [groupings(r) for r in runs]
     for grouping, (_, names) in found[0].items():
         for index, name in enumerate(names):
@@ -120,16 +117,13 @@ def _prediction_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> 
 @built_once
 def prediction_kinds_table(runset: RunSet) -> pd.DataFrame:
     """At [MASK] positions: the share of each model's top-1 predictions (and of the true tokens) that are
-    punctuation, or one of the FREQUENT_WORDS most frequent whole words of the training text.
-
-    One seed per language (the group's first): each row's label names it, never the group's seed count."""
+    punctuation, or one of the FREQUENT_WORDS most frequent whole words; from the group's first seed, named."""
     return group_table(comparison_groups(runset), _prediction_rows)
 
 
 def cloze_table(runset: RunSet) -> pd.DataFrame:
-    """Notebook 04's fill-mask answers, kept in each run's record: per language (the group's first seed, named in
-    the label), each masked word and each model's five most probable tokens. Runs recorded before notebook 04 kept
-    them give no rows."""
+    """Notebook 04's fill-mask answers in each group's first seed (named in the label): each model's five most
+    probable tokens per masked word; none from records made before 04 kept them."""
     rows = []
     for group in (g for g in comparison_groups(runset) if g.runs):
         path = RunLayout(group.first.run_dir).cloze
@@ -181,11 +175,8 @@ def _control_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> lis
 
 @built_once
 def control_table(runset: RunSet) -> pd.DataFrame:
-    """The comparisons in every language group, over the seeds that trained the control (empty when none did).
-
-    The label says how many seeds that is. A verdict 'shown' means both intervals exclude 0 with the first
-    model better (lower loss, higher accuracy).
-    """
+    """The comparisons in every language group, over the seeds that trained the control (empty when none did; the
+    label says how many). A verdict 'shown': both intervals exclude 0 with the first model better."""
     return group_table((g.with_control() for g in comparison_groups(runset)), _control_rows, "group", CONTROL_COLUMNS)
 
 

@@ -99,9 +99,8 @@ def _score_run(run: Run) -> RunPositions | str:
 def group_positions(group: SeedGroup) -> tuple[list[RunPositions], bool] | str:
     """Each seed's positions and whether all seeds were scored on the same tokens, or why there are none."""
     found = [run_positions(run) for run in group.runs]
-    problems = [f for f in found if isinstance(f, str)]
-    if problems:
-        return problems[0]
+    if problem := next((f for f in found if isinstance(f, str)), None):
+        return problem
     same = all(np.array_equal(f.where, found[0].where) and np.array_equal(f.kinds, found[0].kinds) for f in found)
     return found, same
 

@@ -224,10 +224,8 @@ def sort_runs(runs: Iterable[Run]) -> list[Run]:
 def display_path(path: str | Path) -> str:
     """A path inside the repository as ``runs/demo-en``, so committed tables name no one's home folder."""
     path = Path(path)
-    try:
-        return str(path.resolve().relative_to(REPO_ROOT))
-    except ValueError:
-        return str(path)
+    resolved = path.resolve()
+    return str(resolved.relative_to(REPO_ROOT)) if resolved.is_relative_to(REPO_ROOT) else str(path)
 
 
 def resolve_path(path: str | Path) -> Path:

@@ -18,7 +18,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 import torch
 
-from pipeline.fingerprints import comparable, differences, input_kind
+from pipeline.fingerprints import differences, input_kind, portable
 from pipeline.layout import StaticFiles
 
 RESUME_HINT = ("to start this model again, delete the file (the job and the notebooks resume from it; "
@@ -75,7 +75,7 @@ def where_free(key: Mapping[str, Any]) -> dict[str, Any]:
     free = json.loads(json.dumps(key, default=str))
     if isinstance(free.get("init"), dict):
         free["init"].pop("source", None)
-    free["identity"] = comparable(free.get("identity"))
+    free["identity"] = portable(free.get("identity"))
     return free
 
 
@@ -92,7 +92,7 @@ def check_same_experiment(tiny: Mapping[str, Any] | None, ft: Mapping[str, Any] 
     """Refuse to compare BERT_TINY and BERT_FT runs whose identities differ (the init may differ)."""
     if tiny is None or ft is None:
         return
-    changed = differences(comparable(tiny), comparable(ft))
+    changed = differences(portable(tiny), portable(ft))
     if changed:
         raise ValueError(f"BERT_TINY and BERT_FT belong to different experiments ({'; '.join(changed)}); "
                          "train both with the same data, tokenizer, seed, preset and settings before comparing")

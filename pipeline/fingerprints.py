@@ -182,8 +182,8 @@ def project_modules(step: Step) -> list[str]:
 
 def portable(params: Any) -> Any:
     """Parameters, or an identity, without absolute folders or input paths (an input's content enters through its
-    digest): how step fingerprints, identity.json and run.json's identity (:data:`comparable`, where a files corpus
-    written by older code with its path reads as ``files``) are compared. Anything but a mapping passes."""
+    digest): how step fingerprints, identity.json and run.json's identity (where a files corpus written by older
+    code with its path reads as ``files``) are all compared. Anything but a mapping passes."""
     if not isinstance(params, Mapping):
         return params
     kept = {k: v for k, v in params.items() if k not in FOLDER_PARAMETERS}
@@ -192,9 +192,6 @@ def portable(params: Any) -> Any:
     if "run_dirs" in params:
         kept["run_dirs"] = [Path(d).name for d in params["run_dirs"]]
     return kept
-
-
-comparable = portable  # the name the readers of run.json's identity use
 
 
 def fingerprint(step: Step, params: dict[str, Any], upstream: Sequence[Path] = ()) -> str:

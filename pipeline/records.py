@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from pipeline.baseline_files import compute_baseline, compute_token_facts, save_baseline, save_token_facts
-from pipeline.fingerprints import comparable, copy_fingerprint
+from pipeline.fingerprints import copy_fingerprint, portable
 from pipeline.layout import CONTROL_MODEL, FIGURES_DIR, MODEL_NAMES, STEP_FOLDERS, PretrainFiles, RunLayout
 from pipeline.staging import move_into, staged
 
@@ -95,7 +95,7 @@ def check_replaceable(run_dir: Path, record_dir: Path) -> None:
     """A record may replace only a record of the same configuration (a retrained run of it); RecordConflict else."""
     if not all(RunLayout(record_dir).model(name).run_json.is_file() for name in MODEL_NAMES):
         return  # no finished record there: nothing to protect
-    old, new = ({name: comparable(read_info(RunLayout(folder), name).get("identity")) for name in MODEL_NAMES}
+    old, new = ({name: portable(read_info(RunLayout(folder), name).get("identity")) for name in MODEL_NAMES}
                 for folder in (record_dir, run_dir))
     if old != new:
         raise RecordConflict(f"{record_dir} already records another configuration than {run_dir} ({old} against "
@@ -145,7 +145,7 @@ def save_control(trained: str | Path, record_dir: str | Path) -> Path:
         ("it did not finish", not info.get("finished")),
         (f"it was trained from uncommitted code ({commit})", uncommitted(commit)),
         ("it belongs to another experiment (its identity differs from the pair's)",
-         comparable(info["identity"]) != comparable(ft["identity"])),
+         portable(info["identity"]) != portable(ft["identity"])),
         ("it started from other vectors than the record's BERT_FT",
          (info["init"].get("permutation") or {}).get("unpermuted_embeddings_sha256")
          != ft["init"]["embeddings_sha256"])) if bad]

@@ -19,7 +19,7 @@ import pandas as pd
 from helpers import paper_values as paper
 from helpers.baselines import Baseline
 from pipeline.baseline_files import load_baseline
-from pipeline.fingerprints import comparable, differences, input_kind
+from pipeline.fingerprints import differences, input_kind, portable
 from pipeline.layout import (
     CONTROL_MODEL,
     METRIC_COLUMNS,
@@ -326,7 +326,7 @@ def pair_mismatch(tiny_info: dict[str, Any], ft_info: dict[str, Any]) -> str | N
     """What differs between BERT_TINY's and BERT_FT's run.json beyond the initialisation; None for a fair pair."""
     both_new = isinstance(tiny_info.get("identity"), dict) and isinstance(ft_info.get("identity"), dict)
     fields = IDENTITY_FIELDS if both_new else FALLBACK_IDENTITY_FIELDS
-    found = differences(comparable(identity_of(tiny_info, fields)), comparable(identity_of(ft_info, fields)))
+    found = differences(portable(identity_of(tiny_info, fields)), portable(identity_of(ft_info, fields)))
     if init_kind(tiny_info) not in (None, "random"):
         found.append(f"BERT_TINY was initialised from {init_kind(tiny_info)!r}, not at random")
     if init_kind(ft_info) == "random":

@@ -18,7 +18,8 @@ import sys
 import textwrap
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any, NamedTuple, Sequence
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -47,7 +48,7 @@ class Variant(NamedTuple):
 
     name: str
     changes: str  # what differs from the paper's recipe, for the table
-    settings: dict[str, Any] = {}  # never mutated
+    settings: Mapping[str, Any] = MappingProxyType({})  # read-only: a NamedTuple's default is shared by every variant
 
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in (
@@ -346,7 +347,8 @@ def write_outputs(table: pd.DataFrame, out_dir: str | Path, sources: dict[str, A
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m pipeline.ablations", description=__doc__.splitlines()[0])
-    runs, add = parser.add_mutually_exclusive_group(required=True), parser.add_argument
+    add = parser.add_argument
+    runs = parser.add_mutually_exclusive_group(required=True)
     runs.add_argument("--runs", nargs="+", type=Path, help="finished run folders (one per seed), or their records "
                       "with --table-only")
     runs.add_argument("--run-records", default=None, help="with --table-only: a folder of run records; the table "

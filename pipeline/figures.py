@@ -137,11 +137,15 @@ def vector_source_text(manifest: dict[str, Any] | None) -> str | None:
     """Readable origin of a run's static vectors from its manifest ('train', 'published' or 'file')."""
     if not manifest:
         return None
-    source, corpus = manifest.get("source"), manifest.get("corpus")
-    return {"train": "fastText trained here" + (f" on {corpus}" if corpus else ""),
-            "published": f"fastText cc.{manifest.get('lang', 'LANG')}.300 (published)",
-            "file": f"vectors from {Path(str(manifest.get('vectors_path', '?'))).name}",
-            None: None}.get(source, str(source))
+    source = manifest.get("source")
+    if source == "train":
+        corpus = manifest.get("corpus")
+        return "fastText trained here" + (f" on {corpus}" if corpus else "")
+    if source == "published":
+        return f"fastText cc.{manifest.get('lang', 'LANG')}.300 (published)"
+    if source == "file":
+        return f"vectors from {Path(str(manifest.get('vectors_path', '?'))).name}"
+    return None if source is None else str(source)
 
 
 @built_once
@@ -475,21 +479,24 @@ def write_outputs(runset: RunSet, out_dir: str | Path) -> list[Path]:
     out_dir = resolve_path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     lang = featured_lang(runset)
-    tables = dict(zip(TABLE_NAMES, (table1_vectors_found(runset), table2_loss(runset), table3_accuracy(runset),
-                                    position_kinds_table(runset), verify_claims(runset), token_groups_table(runset),
-                                    prediction_kinds_table(runset), steps_saved_table(runset),
-                                    control_table(runset),  # no control rows where no run trained the control
-                                    training_progress_table(runset)), strict=True))
-    figures = {} if lang is None else dict(zip(FIGURE_NAMES, (figure1_loss(runset, lang, "train"),
-                                                              figure1_loss(runset, lang, "eval"),
-                                                              figure2_accuracy(runset, lang))))
-    figures[FIGURE_NAMES[3]] = figure3_accuracy_by_language(runset)
-    titles = {name: f"{name} ({lang or 'no runs'}) - ours vs" for name in figures}  # the others: "- ours, beyond"
-    figures[FIGURE_NAMES[4]] = steps_saved_figure(tables["table_steps_saved"])
+    tables = {"table1_vectors_found": table1_vectors_found(runset), "table2_loss": table2_loss(runset),
+              "table3_accuracy": table3_accuracy(runset), "table_position_kinds": position_kinds_table(runset),
+              "claims_check": verify_claims(runset), "table_token_groups": token_groups_table(runset),
+              "table_prediction_kinds": prediction_kinds_table(runset), "table_steps_saved": steps_saved_table(runset),
+              "table_control": control_table(runset),  # no control rows where no run trained the control
+              "table_training_progress": training_progress_table(runset)}
+    assert tuple(tables) == TABLE_NAMES, "write_outputs and TABLE_NAMES must name the same tables"
+    compared = {} if lang is None else {FIGURE_NAMES[0]: figure1_loss(runset, lang, "train"),
+                                        FIGURE_NAMES[1]: figure1_loss(runset, lang, "eval"),
+                                        FIGURE_NAMES[2]: figure2_accuracy(runset, lang)}
+    compared[FIGURE_NAMES[3]] = figure3_accuracy_by_language(runset)
+    figures = {name: (fig, f"{name} ({lang or 'no runs'}) - ours vs") for name, fig in compared.items()}
+    figures[FIGURE_NAMES[4]] = steps_saved_figure(tables["table_steps_saved"]), f"{FIGURE_NAMES[4]} - ours, beyond"
     if tables["table_token_groups"]["grouping"].notna().any():
-        figures[RECORD_FIGURE_NAMES[0]] = token_groups_figure(tables["table_token_groups"])
-    written = [path for name, fig in figures.items() for path in
-               save_figure(fig, out_dir, name, f"{titles.get(name, f'{name} - ours, beyond')} {paper.CITATION}")]
+        figures[RECORD_FIGURE_NAMES[0]] = (token_groups_figure(tables["table_token_groups"]),
+                                           f"{RECORD_FIGURE_NAMES[0]} - ours, beyond")
+    written = [path for name, (fig, title) in figures.items()
+               for path in save_figure(fig, out_dir, name, f"{title} {paper.CITATION}")]
     written += [path for name, table in tables.items() for path in write_table(table, out_dir, name,
                                                                                 TABLE_NOTES.get(name))]
     prov_path = out_dir / PROVENANCE_NAME

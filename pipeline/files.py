@@ -2,7 +2,8 @@
 shards; ``.csv``; ``.parquet``), or a folder of them: read lazily, every bad input refused with its file and line.
 
 Not ``datasets.load_dataset("json"/"csv"/...)`` (datasets 5.2.0): its errors name no file or line, a record without
-the text field becomes a silently dropped None, and 200,000 C4 lines took 1.9-2.8 s against 0.36 s here.
+the text field becomes a silently dropped None, a JSON array line becomes one row per element, and 200,000 C4 lines
+took 1.9-2.8 s against 0.36 s here.
 """
 
 from __future__ import annotations
@@ -312,6 +313,8 @@ def encode_labels(raw: Sequence[Any], names: Sequence[str] | None = None,
     """(classes 0..k-1, their names, the raw value of each class) from a column of labels: numbers (2 and 2.0 one
     label; the values present become classes in numeric order, so {0, 1, 1000000} gives 3; ``names[v]`` names value
     ``v``) or names, in sorted order; a column mixing both is refused."""
+    if not raw:
+        raise ValueError(f"{where} holds no labelled rows")
     if any(v is None or (isinstance(v, str) and not v.strip()) for v in raw):
         raise ValueError(f"some rows of {where} have no label; fill or drop them")
     numbers = [_as_number(v) for v in raw]

@@ -27,7 +27,8 @@ Job = TypeVar("Job")
 
 
 def spread_over_devices(jobs: Sequence[Job], devices: Sequence[int], launch: Callable[[Job, int], int]) -> list[int]:
-    """Run ``launch(job, device)`` for every job, at most one job per device at a time; return the exit codes."""
+    """Run ``launch(job, device)`` for every job, at most one job per device at a time; return the exit codes. The
+    jobs are independent (one language and seed each), so a free device simply takes the next one."""
     free: Queue[int] = Queue()
     for device in devices:
         free.put(device)

@@ -227,6 +227,7 @@ def check_langs(langs: Sequence[str], corpus: CorpusSpec, labelled: LabelledSpec
             hint = " (other languages need --corpus hub or --corpus files:PATH)" if corpus.source == "embedded" else ""
             raise JobError(f"unknown language {lang!r} for the {corpus.source} corpus; "
                            f"choose from {', '.join(known)}{hint}")
+    for lang in langs:  # after the corpus check, so an unknown language is named as such first
         try:
             labelled.check(lang)
         except ValueError as err:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -106,8 +106,10 @@ class PreparedData(TrainingData):
 
     def fingerprint(self) -> str:
         """The data part of a run's identity: every array and meta.json, less timings and ``storage`` (the same rows
-        in shards or .npy are the same data)."""
-        arrays = {field.name: getattr(self, field.name) for field in fields(TrainingData)}
+        in shards or .npy are the same data). The arrays are named here, not read from TrainingData's fields, so a field
+        added to the taught class cannot change every run's identity unnoticed."""
+        arrays = {name: getattr(self, name) for name in ("train_ids", "train_lengths", "eval_masked_ids",
+                                                         "eval_lengths", "eval_labels")}
         return ck.arrays_fingerprint(arrays, {k: v for k, v in self.meta.items() if k != "storage"})
 
 

@@ -122,7 +122,8 @@ class Run:
     missing: list[str] = field(default_factory=list)
     baseline: Baseline | None = None
     baseline_problem: str | None = None
-    # position_scores.run_positions' result (a RunPositions, or why none), scored once per loaded run
+    # position_scores.run_positions' result (a RunPositions, or why none; Any because position_scores imports this
+    # module), scored once per loaded run
     positions: Any = field(default=None, repr=False, compare=False)
 
     @property

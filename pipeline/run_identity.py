@@ -37,9 +37,12 @@ def recorded_identity(layout: RunLayout) -> dict[str, Any]:
     if found:
         return found
     found = {}
-    for step in reversed(STEP_FOLDERS):  # the first step that names a key wins; an unfinished one says nothing
+    for step in STEP_FOLDERS:  # a step not finished, or a stamp cut short, says nothing about the run
         params = (read_json(stamp_of(layout.step(step))) or {}).get("params")
-        found.update({key: params[key] for key in IDENTITY_KEYS if key in params} if isinstance(params, dict) else {})
+        if isinstance(params, dict):
+            for key in IDENTITY_KEYS:
+                if key in params:
+                    found.setdefault(key, params[key])
     return _strings(found)
 
 

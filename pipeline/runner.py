@@ -12,7 +12,6 @@ import shutil
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
-from unittest import mock
 
 from pipeline import fingerprints as fp
 from pipeline.layout import DOCS_DIR, PROVENANCE_NAME, REPO_ROOT, RunLayout, inside, read_json, stamp_of
@@ -45,11 +44,12 @@ def execute_notebook(notebook: Path, executed: Path, params: dict[str, Any]) -> 
     partial = executed.with_name(f".{executed.stem}.partial{executed.suffix}")
     # The kernel learns that this job holds the folder, so its first cell takes no lock of its own
     # (run_identity.hold_step); a notebook run by hand has no such variable and does.
+    held_before = os.environ.get(JOB_FOLDER_ENV)
+    os.environ[JOB_FOLDER_ENV] = str(executed.parent.resolve())
     try:
-        with mock.patch.dict(os.environ, {JOB_FOLDER_ENV: str(executed.parent.resolve())}):
-            pm.execute_notebook(str(notebook), str(partial), parameters=params, cwd=str(REPO_ROOT),
-                                kernel_name="python3", progress_bar={"desc": f"  {notebook.stem}", "leave": False},
-                                log_output=False, extra_arguments=["--IPKernelApp.log_level=ERROR"])
+        pm.execute_notebook(str(notebook), str(partial), parameters=params, cwd=str(REPO_ROOT),
+                            kernel_name="python3", progress_bar={"desc": f"  {notebook.stem}", "leave": False},
+                            log_output=False, extra_arguments=["--IPKernelApp.log_level=ERROR"])
     except pm.PapermillExecutionError as err:
         os.replace(partial, executed)  # papermill wrote the copy whole, with the cell's error, before raising
         raise StepFailed(
@@ -65,6 +65,10 @@ def execute_notebook(notebook: Path, executed: Path, params: dict[str, Any]) -> 
         os.replace(partial, executed)
     finally:
         partial.unlink(missing_ok=True)
+        if held_before is None:
+            del os.environ[JOB_FOLDER_ENV]
+        else:
+            os.environ[JOB_FOLDER_ENV] = held_before
 
 
 def run_step(step: Step, run_dir: Path, params: dict[str, Any], upstream: Sequence[Path] = (),

@@ -193,7 +193,8 @@ def write_shards(tokenizer: Any, documents: Iterable[str], out_dir: str | Path, 
                  seq_len: int = 128, shard_size: int = DEFAULT_SHARD_SIZE, batch_size: int = 1_000,
                  progress: bool = True) -> dict[str, Any]:
     """Write up to ``n_sequences`` sequences (None: the whole stream) into ``out_dir``; resume if started, so
-    ``documents`` must give the same documents in the same order on every call. Returns the manifest."""
+    ``documents`` must give the same documents in the same order on every call. Returns the manifest: the counts,
+    ``documents_read`` (how many documents the finished shards used), ``tokens`` and ``docs_longer``."""
     from tqdm.auto import tqdm
 
     check_vocab_fits(len(tokenizer))

@@ -222,13 +222,7 @@ def check_bin_complete(path: Path) -> None:
         if not 0 < words <= size // 11 or not -1 <= pruned <= size // 8:  # -1: never pruned
             raise ValueError(f"{path}: its header claims {words:,} dictionary entries, which cannot fit in a file of "
                              f"{size:,} bytes: the file is cut short or damaged; download or save it again")
-        position = ARGS_END + 28
-        for _ in range(words):  # each entry: the word, NUL, int64 count, int8 type
-            if (end := data.find(b"\0", position)) < 0:
-                position = size + 1  # the file ends inside the dictionary
-                break
-            position = end + 10
-        position += 8 * max(pruned, 0)
+        position = _dictionary_end(data, words, size) + 8 * max(pruned, 0)
         if position > size:
             raise ValueError(f"{path} is cut short: its {size:,} bytes end inside its dictionary of {words:,} words; "
                              f"{CUT_FIX}")
@@ -242,6 +236,17 @@ def check_bin_complete(path: Path) -> None:
 
 
 CUT_FIX = "download or save it again (fastText would load it with zero vectors, without a word)"
+
+
+def _dictionary_end(data: mmap.mmap, words: int, size: int) -> int:
+    """Where the dictionary's ``words`` entries end (past ``size`` if the file ends inside them)."""
+    position = ARGS_END + 28
+    for _ in range(words):
+        end = data.find(b"\0", position)
+        if end < 0:
+            return size + 1
+        position = end + 10  # NUL, int64 count, int8 type
+    return position
 
 
 def _matrices_end(data: mmap.mmap, position: int, size: int, path: Path) -> int:

@@ -86,3 +86,9 @@ def test_bad_parameters_fail_in_the_first_cell(kwargs: dict, message: str) -> No
 def test_an_unknown_step_folder_is_an_error() -> None:
     with pytest.raises(ValueError, match="unknown step folder"):
         nbs.start("smoke", "en", device="cpu").folder("checkpoints")
+
+
+def test_notebook_04_gets_no_verdict_from_a_run_whose_positions_cannot_be_scored(tmp_path: Path) -> None:
+    setup = nbs.start("smoke", "en", run_dir=tmp_path / "smoke-en", device="cpu")  # nothing trained there
+    with pytest.raises(RuntimeError, match=r"smoke-en: its evaluation positions cannot be scored: .*eval_positions"):
+        nbs.scored_run(setup)

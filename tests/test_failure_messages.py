@@ -7,15 +7,12 @@ import errno
 import gzip
 import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from pipeline import checkpoints, fasttext_training, fingerprints, runner, staging
+from pipeline import checkpoints, fasttext_training, fingerprints, runner
 from pipeline.data import CorpusSpec, load_corpus
 from pipeline.files import data_files, text_lines
 from pipeline.layout import stamp_of
@@ -95,16 +92,6 @@ def test_a_document_of_one_huge_line_is_pretokenised_in_pieces_with_the_same_wor
     whole = fasttext_training.pretokenize(text)
     monkeypatch.setattr(fasttext_training, "PIECE_CHARS", 500)
     assert fasttext_training.pretokenize(text) == whole and len(whole) == 20_000
-
-
-def test_staging_folders_of_a_killed_figures_step_are_removed(tmp_path: Path) -> None:
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    dead = tmp_path / f".figures.incoming-{gone.stdout.strip()}"
-    alive = tmp_path / f".figures.incoming-{os.getpid()}"
-    for folder in (dead, alive):
-        folder.mkdir()
-    staging.remove_abandoned_staging(tmp_path / "figures")
-    assert not dead.exists() and alive.exists()
 
 
 def test_a_record_edited_by_hand_reruns_the_figures(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -68,17 +69,20 @@ def test_an_interval_that_misses_its_mean_is_drawn_and_named_in_the_figure_and_a
     assert ablations.intervals_missing_mean(_reference_ablations()) == []  # the committed table has none
 
 
-def test_a_staging_folder_whose_process_is_gone_is_removed_by_the_next_writer(tmp_path: Path) -> None:
+def test_a_staging_folder_whose_process_is_gone_is_removed_by_the_next_writer_and_a_live_ones_kept(
+        tmp_path: Path) -> None:
     import subprocess
     import sys
 
     gone = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                               text=True).stdout)
     abandoned = tmp_path / staging.staging_name(ablations.TABLE_NAME, gone)
-    abandoned.mkdir()
-    (abandoned / "ablations.csv").write_text("half")
+    live = tmp_path / staging.staging_name(ablations.TABLE_NAME, os.getppid())  # another writer, still running
+    for folder in (abandoned, live):
+        folder.mkdir()
+        (folder / "ablations.csv").write_text("half")
     ablations.write_outputs(_reference_ablations(), tmp_path, {"runs": ["reference-en"]})
-    assert not abandoned.exists() and (tmp_path / "ablations.csv").read_text() != "half"
+    assert not abandoned.exists() and live.exists() and (tmp_path / "ablations.csv").read_text() != "half"
 
 
 # --------------------------------------------------------------------------- notebook 06's set of files

@@ -22,7 +22,7 @@ from pipeline.layout import REPO_ROOT  # noqa: E402
 ALLOWED_IMPORTS = {"helpers": {"helpers"}, "plots": {"plots", "helpers"}, "exercises": {"exercises", "helpers"},
                    "pipeline": {"pipeline", "helpers", "plots", "exercises"}}
 HELPERS_LINE_BUDGET = 3_500
-PIPELINE_LINE_BUDGET = 6_000  # reported, not yet held by a test: pipeline/ is over it (issue 32)
+PIPELINE_LINE_BUDGET = 6_000  # pipeline/ is over it (issue 32): a test holds the ceiling below instead
 # A ratchet until then: what pipeline/ held after the last cut (7,848 on 2026-11-27, 8,399 before). New machinery is
 # paid for by a cut; lower this number whenever pipeline/ shrinks, never raise it.
 PIPELINE_LINE_CEILING = 7_848

@@ -308,3 +308,50 @@ def test_the_readmes_time_per_4800_step_model_and_the_plans_estimate_come_from_t
             f"far, {mean:,.0f} s on average)") in readme
     plan_hours = (21 + (27 * 1_200 + 2 * 2_400) / 4_800) * mean / 3600
     assert f"an estimate, not a measurement, of some {plan_hours:.0f} hours of one core" in readme
+
+
+GPU_RESULTS = ROOT / "benchmarks" / "results"
+
+
+def test_the_readmes_gpu_table_quotes_the_h100_results() -> None:
+    speed = json.loads((GPU_RESULTS / "gpu-h100.json").read_text())["parts"]["speed"]["recipes"]
+    rows = _readme_table("step on the H100", "ms per step")
+    assert len(rows) == len(speed)
+    for row, recipe in zip(rows, speed.values()):
+        quoted = [_number(cell.rstrip("×%")) for cell in row[1:]]
+        measured = [recipe["seconds_per_step"]["median"] * 1e3, recipe["host_seconds_per_step"] * 1e3,
+                    recipe["real_tokens_per_s"], recipe["vs_hf_full_head"], recipe["fraction_of_peak"] * 100,
+                    recipe["peak_memory_mib"]]
+        decimals = [2, 2, 0, 2, 1, 0]
+        assert quoted == [round(m, d) for m, d in zip(measured, decimals)], row[0]
+
+
+def test_the_readmes_gpu_sentences_take_their_numbers_from_the_h100_results() -> None:
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    first = json.loads((GPU_RESULTS / "gpu-h100.json").read_text())["parts"]
+    curves = json.loads((GPU_RESULTS / "gpu-h100-curves3000.json").read_text())["parts"]["curves"]
+    fp32 = first["fp32"]["distance_from_cpu_fp64"]
+    runs = curves["runs"]
+    gpu, plain, other = (runs[k]["eval_loss"] for k in ("gpu options, seed 0", "fp32 eager, seed 0",
+                                                         "fp32 eager, seed 1"))
+    graphs = runs["gpu options + CUDA graphs, seed 0"]["eval_loss"]
+    expected = [
+        f"within {fp32['cuda_fp32']['loss_max_abs']:.1e} nat of the float64 trajectory",
+        f"(parameters {fp32['cuda_fp32']['params_relative']:.1e} relative)",
+        f"own float32 ({fp32['cpu_fp32_16_threads']['loss_max_abs']:.1e} nat, "
+        f"{fp32['cpu_fp32_16_threads']['params_relative']:.1e})",
+        f"differ by {curves['gpu options, seed 0']['step0_relative_gap']:.1e} relative",
+        f"at most {curves['gpu options, seed 0']['options_gap_max']:.3f} nat, less than the "
+        f"{curves['seed_gap_max']:.3f} between two fp32 seeds",
+        f"ends {gpu[-1] - plain[-1]:.3f} nat above fp32 ({gpu[-1]:.3f} against {plain[-1]:.3f})",
+        f"fp32 seeds end {abs(plain[-1] - other[-1]):.3f} apart",
+        f"largest gap {max(abs(a - b) for a, b in zip(gpu, graphs)):.3f} nat over 3,000 steps",
+        f"**100,000 steps: {first['paper']['extrapolated_100k_steps_min']:.1f} minutes**",
+        f"{first['paper']['seconds_per_step_after_first_eval'] * 1e3:.2f} ms per step after the first evaluation",
+        f"evaluation loss of {first['paper']['final_eval_loss']:.2f} in those 3,000 steps",
+        f"more than {max(r['fraction_of_peak'] for r in first['speed']['recipes'].values()):.1%} of the bf16",
+        f"measured beside them, {first['speed']['matmul_peak_tflops']['median']:.0f} TFLOP/s",
+    ]
+    for sentence in expected:
+        sentence = sentence.replace("e-0", "e-")
+        assert sentence in text, sentence

@@ -24,7 +24,8 @@ measured). Every part runs on the CPU too (``--device cpu --small``), which is h
    **Tolerance:** at step 0 (same weights) bf16 rounding, 2**-8 relative (as tests/test_gpu_path_on_cpu.py);
    afterwards, the distance between fp32 runs with seeds 0 and 1: the options must change the curve by less
    than changing the seed does. The same for the GPU configuration compiled with CUDA graphs, measured beside.
-5. ``notebook``: notebook 04 under papermill with the smoke preset on the device, in a run folder prepared by
+5. ``curve``: one curve of part 4 (``--curve-run``, ``--curve-seed``), for seeds trained side by side.
+6. ``notebook``: notebook 04 under papermill with the smoke preset on the device, in a run folder prepared by
    the main job on the CPU (``--run-dir``); the executed copy is written to ``--out``.
 
     python benchmarks/gpu.py --out OUT --run-dir runs/gpu-smoke-en --commit $(git rev-parse HEAD)
@@ -414,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
     add("--paper-steps", type=int, default=3000)
     add("--curve-steps", type=int, default=800)
     add("--run-dir", help="a smoke run folder with steps 01-03 done, for the notebook part")
+    add("--curve-run", choices=("gpu", "fp32"), default="gpu", help="the part 'curve': which configuration")
+    add("--curve-seed", type=int, default=0, help="the part 'curve': its seed")
     args = parser.parse_args(argv)
     argv = argv if argv is not None else sys.argv[1:]
     started = time.perf_counter()
@@ -431,6 +434,9 @@ def main(argv: list[str] | None = None) -> int:
         "paper": lambda: paper_steps(data_dir, work / "paper", device, 8 if args.small else args.paper_steps),
         "curves": lambda: curves(data, tokenizer, device, 4 if args.small else args.curve_steps),
         "notebook": lambda: notebook(Path(args.run_dir), out, device),
+        # One curve alone, so that several seeds can train side by side in separate processes on one GPU.
+        "curve": lambda: curve(data, tokenizer, device, 4 if args.small else args.curve_steps, args.curve_seed,
+                               **(GPU_OPTIONS | {"compile": True} if args.curve_run == "gpu" else FP32_OPTIONS)),
     }
     for name in args.parts.split(","):
         if time.perf_counter() - started > args.deadline_s:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import io
 import json
 import os
 from contextlib import contextmanager
@@ -133,8 +134,10 @@ def written_whole(path: Path, what: str = "write", tmp: Path | None = None,
 
 
 def save_checkpoint(path: Path, payload: Mapping[str, Any]) -> None:
+    # In memory first: torch's writer reports a full disk as a RuntimeError without errno ("unexpected pos").
+    torch.save(dict(payload), data := io.BytesIO())
     with written_whole(path, "save the checkpoint", tmp=path.with_suffix(".tmp")) as tmp:
-        torch.save(dict(payload), tmp)
+        tmp.write_bytes(data.getbuffer())
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
@@ -156,11 +159,10 @@ def check_resumable(path: Path, saved_key: Mapping[str, Any], key: Mapping[str, 
                     saved_config: Mapping[str, Any] | None = None, config: Mapping[str, Any] | None = None) -> None:
     """Refuse a checkpoint whose run key (identity, init, model) differs, naming every change."""
     changed = differences(where_free(saved_key), where_free(key))
-    if not changed:
-        return
-    if saved_config is not None and config is not None:
+    if changed and saved_config is not None and config is not None:
         changed += [f"train_config.{d}" for d in differences(saved_config, config)]
-    raise CheckpointError(f"{path} belongs to a different run ({'; '.join(changed)}); {RESUME_HINT}")
+    if changed:
+        raise CheckpointError(f"{path} belongs to a different run ({'; '.join(changed)}); {RESUME_HINT}")
 
 
 def write_run_json(path: Path, record: Mapping[str, Any]) -> None:

@@ -54,11 +54,9 @@ def remove_abandoned_staging(target: Path) -> None:
     """Remove the staging folders for ``target`` (``.<name>.incoming-<pid>`` beside it) whose process is gone."""
     for staging in Path(target).parent.glob(staging_name(Path(target).name, "*")):
         pid = staging.name.rsplit("-", 1)[-1]
-        if not pid.isdigit():
-            continue
         try:
             os.kill(int(pid), 0)  # the process is alive, or (PermissionError) alive but another user's
         except ProcessLookupError:
             shutil.rmtree(staging, ignore_errors=True)
-        except PermissionError:
+        except (PermissionError, ValueError):  # ValueError: the name ends in no process number
             pass

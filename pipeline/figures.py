@@ -63,9 +63,6 @@ __all__ = [  # notebook 06's set-up, tables and outputs, and what it calls from 
 FIGURE_NAMES = ("fig1a_train_loss", "fig1b_eval_loss", "fig2_eval_accuracy", "fig3_accuracy_by_language",
                 "fig5_steps_saved")
 RECORD_FIGURE_NAMES = ("fig4_gain_by_frequency",)  # drawn when the per-position records hold the [MASK]-only ids
-TABLE_NAMES = ("table1_vectors_found", "table2_loss", "table3_accuracy", "table_position_kinds", "claims_check",
-               "table_token_groups", "table_prediction_kinds", "table_steps_saved", "table_control",
-               "table_training_progress")
 MISSING_MARK = "—"
 PAPER_RUN_LABEL = f"paper ({paper.STEPS:,} steps, batch {paper.BATCH_SIZE}, C4, cc.LANG.300)"
 _PAPER_TRAIN_MINUS_EVAL = [paper.TRAIN_LOSS[lang][m] - paper.EVAL_LOSS[lang][m] for lang in paper.LANGS
@@ -473,19 +470,22 @@ def write_table(table: pd.DataFrame, out_dir: Path, name: str, note: str | None 
     return [out_dir / f"{name}.csv", out_dir / f"{name}.md"]
 
 
+TABLE_BUILDERS: dict[str, Callable[[RunSet], pd.DataFrame]] = {
+    "table1_vectors_found": table1_vectors_found, "table2_loss": table2_loss, "table3_accuracy": table3_accuracy,
+    "table_position_kinds": position_kinds_table, "claims_check": verify_claims,
+    "table_token_groups": token_groups_table, "table_prediction_kinds": prediction_kinds_table,
+    "table_steps_saved": steps_saved_table, "table_control": control_table,  # empty where no run trained one
+    "table_training_progress": training_progress_table}
+TABLE_NAMES = tuple(TABLE_BUILDERS)
+
+
 def write_outputs(runset: RunSet, out_dir: str | Path) -> list[Path]:
     """Every figure (PNG + PDF), table (CSV + Markdown) and provenance.json, under fixed names, into ``out_dir``
     only; Figures 1-2 (their language in titles and provenance) only when a run has metrics."""
     out_dir = resolve_path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     lang = featured_lang(runset)
-    tables = {"table1_vectors_found": table1_vectors_found(runset), "table2_loss": table2_loss(runset),
-              "table3_accuracy": table3_accuracy(runset), "table_position_kinds": position_kinds_table(runset),
-              "claims_check": verify_claims(runset), "table_token_groups": token_groups_table(runset),
-              "table_prediction_kinds": prediction_kinds_table(runset), "table_steps_saved": steps_saved_table(runset),
-              "table_control": control_table(runset),  # no control rows where no run trained the control
-              "table_training_progress": training_progress_table(runset)}
-    assert tuple(tables) == TABLE_NAMES, "write_outputs and TABLE_NAMES must name the same tables"
+    tables = {name: build(runset) for name, build in TABLE_BUILDERS.items()}
     compared = {} if lang is None else {FIGURE_NAMES[0]: figure1_loss(runset, lang, "train"),
                                         FIGURE_NAMES[1]: figure1_loss(runset, lang, "eval"),
                                         FIGURE_NAMES[2]: figure2_accuracy(runset, lang)}

@@ -95,7 +95,7 @@ def check_runs(options: JobOptions) -> int:
         steps = stale_steps(run, options.out, options.until)
         print(f"{run_dir.name}: {'would rerun ' + ', '.join(steps) if steps else 'up to date'}")
         stale += steps
-    if not options.no_figures:  # notebook 06 too: a kill during it, or an edited record, leaves old figures
+    if not (options.no_figures or options.until):  # 06 too: a kill during it, or an edited record, leaves old figures
         figures = bool(stale) or figures_stale([run.run_dir(options.out) for run in options.runs()],
                                                options.figures_dir)
         print(f"{options.figures_dir}: {'would rerun ' + FIGURES_STEP.name if figures else 'up to date'}")
@@ -141,7 +141,7 @@ def run_job(options: JobOptions) -> int:
         for run in options.runs():
             print(f"== {run.preset} · {run.lang} · seed {run.seed}")
             run_language(run, options.out, options.force, until=options.until)
-    if options.no_figures:
+    if options.no_figures or options.until:
         return 0
     figures_and_docs(options, [run.run_dir(options.out) for run in options.runs()],
                      RunsFolder(options.out).figures_notebooks(options.preset))

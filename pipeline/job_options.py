@@ -150,9 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
                         " the independent runs (language x seed) are spread one per GPU, each in its own process")
     parser.add_argument("--no-figures", action="store_true", help="run notebooks 01-05 only (for example to "
                         "collect runs with different seeds per language, then --figures-from)")
-    parser.add_argument("--until", choices=[step.name[:2] for step in STEPS], help="stop after this notebook, no "
+    exclusive = parser.add_mutually_exclusive_group()  # --until stops notebooks 01-05; --figures-from runs only 06
+    exclusive.add_argument("--until", choices=[step.name[:2] for step in STEPS], help="stop after this notebook, no "
                         "figures (03: tokenizer and vectors on a CPU, then the same job trains on a GPU machine)")
-    parser.add_argument("--figures-from", dest="run_dirs", nargs="+", default=None, type=folder, metavar="RUN_DIR",
+    exclusive.add_argument("--figures-from", dest="run_dirs", nargs="+", default=None, type=folder, metavar="RUN_DIR",
                         help="run only notebook 06, over these run folders (or saved records); needs --figures")
     parser.add_argument("--records", default=None, type=folder, help="with --figures-from: first save each run's "
                         "record (the small files 06 reads, pipeline.records) into this folder, then make the "
@@ -302,5 +303,4 @@ def parse_options(argv: Sequence[str] | None = None) -> JobOptions:
     guard_outputs(outputs, run_dirs, allowed, args.force)
     for option, path in outputs.items():
         writable_folder(path, option)
-    return JobOptions(**{**vars(args), "figures_dir": args.figures_dir or readme,
-                         "no_figures": args.no_figures or args.until is not None})
+    return JobOptions(**{**vars(args), "figures_dir": args.figures_dir or readme})

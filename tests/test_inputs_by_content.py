@@ -237,3 +237,13 @@ def test_until_03_runs_notebooks_01_to_03_and_the_same_job_later_runs_only_04_an
     assert notebooks_not_executed == names
     settings = job.RunSettings("smoke", "en")
     assert job.worker_command(settings, tmp_path, False, "03")[-2:] == ["--until", "03"]
+
+
+def test_until_goes_with_notebooks_01_to_05_not_with_figures_from(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from pipeline import job
+
+    assert job.main(["--until", "03", "--figures-from", str(tmp_path), "--figures", str(tmp_path / "f")]) == 1
+    assert "argument --figures-from: not allowed with argument --until" in capsys.readouterr().err
+    assert job.main(["--until", "3"]) == 1
+    assert "invalid choice: '3'" in capsys.readouterr().err

@@ -226,12 +226,11 @@ def matmul_peak(device: torch.device, n: int) -> float:
     return 2 * n ** 3 / float(np.median(times)) / 1e12
 
 
-def speed(data: Any, tokenizer: Any, device: torch.device, budget_s: float, block: int, peak_n: int,
-          seed: int = 0) -> dict[str, Any]:
-    batch = presets.get("paper").train.batch_size
-    sampler = P.BatchSampler(len(data.train_lengths), batch, seed)
+def warmed_recipes(data: Any, tokenizer: Any, device: torch.device, sampler: Any,
+                   seed: int) -> tuple[dict[str, Callable], dict[str, float | None], dict[str, str]]:
+    """Each recipe built and warmed up in turn (so the memory it adds is its own): steps, memory in MiB, failures."""
     steps, memory, failed = {}, {}, {}
-    for name, make in recipes(tokenizer, device, seed).items():  # built one after another: memory is its own
+    for name, make in recipes(tokenizer, device, seed).items():
         sync(device)
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
@@ -249,7 +248,14 @@ def speed(data: Any, tokenizer: Any, device: torch.device, budget_s: float, bloc
         steps[name] = step
         memory[name] = (torch.cuda.max_memory_allocated(device) - before) / 2 ** 20 if device.type == "cuda" else None
         print(f"speed: {name} built and warmed up in {time.perf_counter() - start:.1f} s", flush=True)
-    timings: dict[str, list[tuple[float, float, int]]] = {n: [] for n in steps}  # (wall, host, real tokens)
+    return steps, memory, failed
+
+
+def timed_rounds(data: Any, steps: dict[str, Callable], device: torch.device, sampler: Any, budget_s: float,
+                 block: int, peak_n: int) -> tuple[dict[str, list[tuple[float, float, int]]], list[float], int]:
+    """Interleaved rounds until ``budget_s``: per recipe and round (wall, host, real tokens) of ``block`` steps on the
+    round's batches, the order rotating; the matmul peak measured in every round."""
+    timings: dict[str, list[tuple[float, float, int]]] = {n: [] for n in steps}
     peaks, names, started, r = [], list(steps), time.perf_counter(), 0
     while r == 0 or time.perf_counter() - started < budget_s:
         peaks.append(matmul_peak(device, peak_n))
@@ -264,15 +270,23 @@ def speed(data: Any, tokenizer: Any, device: torch.device, budget_s: float, bloc
             sync(device)
             timings[name].append((time.perf_counter() - start, host, int(sum(n.sum() for _, n in picked))))
         r += 1
+    return timings, peaks, r
+
+
+def speed(data: Any, tokenizer: Any, device: torch.device, budget_s: float, block: int, peak_n: int,
+          seed: int = 0) -> dict[str, Any]:
+    batch = presets.get("paper").train.batch_size
+    sampler = P.BatchSampler(len(data.train_lengths), batch, seed)
+    steps, memory, failed = warmed_recipes(data, tokenizer, device, sampler, seed)
+    timings, peaks, rounds = timed_rounds(data, steps, device, sampler, budget_s, block, peak_n)
     peak = float(np.median(peaks))
     vocab, width = len(tokenizer), data.seq_len
-    out: dict[str, Any] = {"batch": f"{batch} x {width}, random batches (paper preset)", "rounds": r,
+    out: dict[str, Any] = {"batch": f"{batch} x {width}, random batches (paper preset)", "rounds": rounds,
                            "steps_per_round": block, "failed": failed, "recipes": {},
                            "matmul_peak_tflops": {"median": peak, "all": peaks, "size": peak_n}}
     for name, rows in timings.items():
         wall, host, real = (np.array(v, dtype=float) for v in zip(*rows))
         per_step = wall / block
-        tokens = real.sum() / wall.sum()
         # Matmul work: our head at the masked positions (15 % of the real tokens but [CLS] and [SEP]), HF's at all.
         masked = 0.15 * (real.sum() / len(rows) / block - 2 * batch)
         flops = throughput.step_flops(batch, width, int(masked), full_head=name == throughput.BASELINE, vocab=vocab)
@@ -280,9 +294,9 @@ def speed(data: Any, tokenizer: Any, device: torch.device, budget_s: float, bloc
             "seconds_per_step": {"median": float(np.median(per_step)), "min": float(per_step.min()),
                                  "max": float(per_step.max())},
             "host_seconds_per_step": float(np.median(host / block)),
-            "real_tokens_per_s": float(tokens),
+            "real_tokens_per_s": float(real.sum() / wall.sum()),
             "positions_per_s": float(batch * width * block * len(rows) / wall.sum()),
-            "useful_tflops": flops / float(np.median(per_step)) / 1e12,
+            "useful_tflops": flops / float(np.median(per_step)) / 1e12,  # the key of the committed results: work done
             "fraction_of_peak": flops / float(np.median(per_step)) / 1e12 / peak,
             "peak_memory_mib": memory[name]}
     base = out["recipes"][throughput.BASELINE]["real_tokens_per_s"]

@@ -108,6 +108,13 @@ def model_for(tokenizer: Any, seed: int, **overrides: Any) -> torch.nn.Module:
                        **overrides)
 
 
+def step_context(tokenizer: Any, cfg: presets.TrainConfig, device: torch.device, seed: int) -> P.StepContext:
+    """BERT_TINY on ``device`` with the attention ``cfg`` resolves to there, and its optimiser, schedule and loss."""
+    model = model_for(tokenizer, seed)
+    use_attention(model, P.step_options(cfg, device).attention)
+    return P.make_step_context(model.to(device).train(), cfg, tokenizer, str(device), seed)
+
+
 # --------------------------------------------------------------------------------------------
 # 1. float32 on the device against float32 and float64 on the CPU
 # --------------------------------------------------------------------------------------------
@@ -185,9 +192,7 @@ def use_cuda_graphs(ctx: P.StepContext) -> None:
 
 def ours(tokenizer: Any, cfg: presets.TrainConfig, device: torch.device, seed: int, graphs: bool = False) -> Callable:
     """This project's train_step with ``cfg``'s options; ``graphs`` compiles with CUDA graphs (reduce-overhead)."""
-    model = model_for(tokenizer, seed)
-    use_attention(model, P.step_options(cfg, device).attention)
-    ctx = P.make_step_context(model.to(device).train(), cfg, tokenizer, str(device), seed)
+    ctx = step_context(tokenizer, cfg, device, seed)
     if graphs:
         use_cuda_graphs(ctx)
 
@@ -338,9 +343,7 @@ def curve(data: Any, tokenizer: Any, device: torch.device, steps: int, seed: int
           **options: Any) -> dict[str, Any]:
     cfg = P.cap_steps(presets.get("paper").train, steps).replace(shards=False, eval_every=max(1, steps // 10),
                                                                **options)
-    model = model_for(tokenizer, seed)
-    use_attention(model, P.step_options(cfg, device).attention)
-    ctx = P.make_step_context(model.to(device).train(), cfg, tokenizer, str(device), seed)
+    ctx = step_context(tokenizer, cfg, device, seed)
     if graphs:
         use_cuda_graphs(ctx)
     run = P.InMemoryRun()

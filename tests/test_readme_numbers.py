@@ -278,21 +278,32 @@ def test_the_readmes_prediction_kinds_paragraph_quotes_the_committed_table() -> 
             f"(the true tokens: {share('es', 'true token', 'top 50 words')})") in readme
 
 
-FR_4800 = REFERENCE / "runs4800" / "reference-fr-seed1" / "pretrain"
+RUNS_4800 = REFERENCE / "runs4800"
 
 
-@pytest.mark.skipif(not FR_4800.is_dir(), reason="no 4,800-step French record committed")
-def test_the_readmes_first_4800_step_run_quotes_its_record() -> None:
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
-    comparison = json.loads((FR_4800 / "comparison.json").read_text(encoding="utf-8"))
-    tiny, ft = comparison["bert_tiny_final"], comparison["bert_ft_final"]
-    seconds = {name: json.loads((FR_4800 / name / "run.json").read_text())["train_seconds"]
-               for name in ("bert_tiny", "bert_ft")}
-    assert (f"{seconds['bert_tiny']:,.0f} s for BERT_TINY and {seconds['bert_ft']:,.0f} s for BERT_FT") in readme
-    assert (f"BERT_TINY ends at evaluation loss {tiny['eval_loss']:.3f} (accuracy {tiny['eval_accuracy']:.3f}), "
-            f"BERT_FT at {ft['eval_loss']:.3f} ({ft['eval_accuracy']:.3f}); BERT_FT passes BERT_TINY's final loss at "
-            f"step {comparison['ft_steps_to_tiny_final_eval_loss']:,} and its final accuracy at step "
-            f"{comparison['ft_steps_to_tiny_final_eval_accuracy']:,} of {tiny['step']:,}") in readme
+def _run_label(record: Path) -> str:
+    """reference-fr-seed1 -> 'FR seed 1', reference-es -> 'ES seed 0'."""
+    lang, _, seed = record.name.removeprefix("reference-").partition("-seed")
+    return f"{lang.upper()} seed {seed or 0}"
+
+
+@pytest.mark.skipif(not RUNS_4800.is_dir(), reason="no 4,800-step record committed")
+def test_the_readmes_4800_step_table_has_one_row_per_record_from_its_files() -> None:
+    rows = {row[0]: row[1:] for row in _readme_table("run", "commit", "`train_seconds` BERT_TINY / BERT_FT")}
+    records = sorted(RUNS_4800.iterdir())
+    assert sorted(rows) == sorted(_run_label(record) for record in records)
+    for record in records:
+        comparison = json.loads((record / "pretrain" / "comparison.json").read_text(encoding="utf-8"))
+        infos = {name: json.loads((record / "pretrain" / name / "run.json").read_text(encoding="utf-8"))
+                 for name in ("bert_tiny", "bert_ft")}
+        commits = {info["environment"]["git_commit"][:7] for info in infos.values()}
+        finals = [comparison[f"{name}_final"] for name in ("bert_tiny", "bert_ft")]
+        assert rows[_run_label(record)] == [
+            " / ".join(commits),
+            " / ".join(f"{infos[name]['train_seconds']:,.0f}" for name in ("bert_tiny", "bert_ft")),
+            *(f"{final['eval_loss']:.3f} ({final['eval_accuracy']:.3f})" for final in finals),
+            " / ".join(f"{comparison[f'ft_steps_to_tiny_final_eval_{key}']:,}" for key in ("loss", "accuracy")),
+        ], record.name
 
 
 def test_the_readmes_time_per_4800_step_model_and_the_plans_estimate_come_from_the_records() -> None:

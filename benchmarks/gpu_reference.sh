@@ -154,7 +154,7 @@ collect() {  # every record so far, the logs' ends, and a line per run
         if [ -e "$LOGS/$name.rc" ]; then
             echo "$name: job exit status $(cat "$LOGS/$name.rc"), $([ -d "$RECORDS/$name" ] && echo recorded || echo NOT recorded)"
         else
-            echo "$name: running: $(tail -c 300 "$LOGS/$name.log" | tr '\r' '\n' | grep -v '^$' | tail -1)"
+            echo "$name: running: $(tail -c 300 "$LOGS/$name.log" | tr '\r' '\n' | grep -av "^$" | tail -1)"
         fi
     done
     for log in "$LOGS"/*.log; do tail -c 20000 "$log" > "runs/logs-short/$(basename "$log")"; done

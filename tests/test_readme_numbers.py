@@ -303,7 +303,17 @@ def test_the_readmes_4800_step_table_has_one_row_per_record_from_its_files() -> 
             " / ".join(f"{infos[name]['train_seconds']:,.0f}" for name in ("bert_tiny", "bert_ft")),
             *(f"{final['eval_loss']:.3f} ({final['eval_accuracy']:.3f})" for final in finals),
             " / ".join(f"{comparison[f'ft_steps_to_tiny_final_eval_{key}']:,}" for key in ("loss", "accuracy")),
+            f"{_off_plateau(record):.2f}".replace("-", "−"),
         ], record.name
+
+
+def _off_plateau(record: Path) -> float:
+    """BERT_TINY's loss at the [MASK] positions minus the unigram's there (the testability rule's number)."""
+    from pipeline.position_scores import kind_mean
+    from pipeline.results import SeedGroup, load_runs
+
+    group = SeedGroup(_run_label(record)[:2].lower(), load_runs([record]).runs)
+    return kind_mean(group, "bert_tiny", "loss", "mask") - kind_mean(group, "unigram", "loss", "mask")
 
 
 def test_the_readmes_time_per_4800_step_model_and_the_plans_estimate_come_from_the_records() -> None:

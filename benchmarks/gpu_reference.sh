@@ -98,6 +98,12 @@ run_name() {  # LANG SEED -> the job's run folder (pipeline.layout.run_folder_na
     if [ "$2" = 0 ]; then echo "$PRESET-$1"; else echo "$PRESET-$1-seed$2"; fi
 }
 
+spec_name() {  # LANG:SEED[:control] -> the job's run folder
+    local lang seed _
+    IFS=: read -r lang seed _ <<< "$1"
+    run_name "$lang" "$seed"
+}
+
 start_run() {  # SPEC: the job in its own process session (it outlives this call), recorded as soon as it ends
     local lang seed control name
     IFS=: read -r lang seed control <<< "$1"
@@ -130,15 +136,13 @@ run_all() {  # UNTIL_S SPEC...: start what is pending while fewer than MAX_JOBS 
     while :; do
         running=0 ended=0
         for spec in "$@"; do
-            IFS=: read -r lang seed _ <<< "$spec"
-            name=$(run_name "$lang" "$seed")
+            name=$(spec_name "$spec")
             if [ -e "$LOGS/$name.rc" ]; then ended=$((ended + 1)); elif [ -e "$LOGS/$name.started" ]; then
                 running=$((running + 1)); fi
         done
         for spec in "$@"; do
             [ $running -lt "$MAX_JOBS" ] && [ $SECONDS -lt $((until_s - 60)) ] || break
-            IFS=: read -r lang seed _ <<< "$spec"
-            [ -e "$LOGS/$(run_name "$lang" "$seed").started" ] && continue
+            [ -e "$LOGS/$(spec_name "$spec").started" ] && continue
             start_run "$spec" && running=$((running + 1))
         done
         [ $ended -ge $# ] || [ $SECONDS -ge "$until_s" ] && break

@@ -299,7 +299,7 @@ def test_the_readmes_4800_step_table_has_one_row_per_record_from_its_files() -> 
         commits = {info["environment"]["git_commit"][:7] for info in infos.values()}
         finals = [comparison[f"{name}_final"] for name in ("bert_tiny", "bert_ft")]
         assert rows[_run_label(record)] == [
-            " / ".join(commits),
+            " / ".join(sorted(commits)),
             " / ".join(f"{infos[name]['train_seconds']:,.0f}" for name in ("bert_tiny", "bert_ft")),
             *(f"{final['eval_loss']:.3f} ({final['eval_accuracy']:.3f})" for final in finals),
             " / ".join(f"{comparison[f'ft_steps_to_tiny_final_eval_{key}']:,}" for key in ("loss", "accuracy")),
@@ -312,7 +312,8 @@ def _off_plateau(record: Path) -> float:
     from pipeline.position_scores import kind_mean
     from pipeline.results import SeedGroup, load_runs
 
-    group = SeedGroup(_run_label(record)[:2].lower(), load_runs([record]).runs)
+    runs = load_runs([record]).runs
+    group = SeedGroup(runs[0].lang, runs)
     return kind_mean(group, "bert_tiny", "loss", "mask") - kind_mean(group, "unigram", "loss", "mask")
 
 

@@ -71,11 +71,9 @@ reference: $(STAMP)
 	    $$( [ $$run = reference-en ] && echo $(SERIES_OUT)/reference-en-steps2400 ) \
 	    --records $(REFERENCE_DIR)/series --figures $(REFERENCE_DIR) || exit 1; \
 	done
-	$(PY) -m pipeline.records $(REFERENCE_DIR)
 
 reference-record: $(STAMP)
 	$(PY) -m pipeline.records --runs $(RUNS) $(REFERENCE_DIR)/runs4800
-	$(PY) -m pipeline.records $(REFERENCE_DIR)
 
 # The ablations of pipeline.ablations on English seeds 0 and 1 (needs runs/reference-en-seed1 too); their
 # records go beside the others and reference-figures draws their table when they exist.
@@ -83,7 +81,6 @@ reference-ablations: $(STAMP)
 	$(PY) -m pipeline.job --preset reference --lang en --seeds 1 --no-figures
 	$(PY) -m pipeline.ablations --runs runs/reference-en runs/reference-en-seed1 --out runs/reference-ablations \
 	  --records $(REFERENCE_DIR)/ablations --figures $(REFERENCE_DIR)
-	$(PY) -m pipeline.records $(REFERENCE_DIR)
 
 reference-figures: $(STAMP)
 	$(PY) -m pipeline.job --figures-from $(addprefix $(REFERENCE_DIR)/runs/,$(REFERENCE_RUNS)) --figures $(REFERENCE_DIR) \
@@ -92,8 +89,6 @@ reference-figures: $(STAMP)
 	  --figures $(REFERENCE_DIR)
 	if [ -d $(REFERENCE_DIR)/ablations ]; then $(PY) -m pipeline.ablations --table-only --run-records \
 	  $(REFERENCE_DIR)/runs --records $(REFERENCE_DIR)/ablations --figures $(REFERENCE_DIR); fi
-	@# The hash manifest that tests/test_reference_records.py checks: a record edited by hand fails the tests.
-	$(PY) -m pipeline.records $(REFERENCE_DIR)
 
 # --durations: every run names its slowest tests, so the suite's 15-minute budget is watched where it is spent.
 test: $(STAMP) lint

@@ -1,7 +1,7 @@
 """The taught code of the static-embedding BERT notebooks: what a student reads.
 
 Each notebook writes its algorithm in ``#| export`` cells; the same definitions live here, checked
-equal by ``pipeline.notebook_sync``. One module per lesson: ``masking`` (01), ``tokenizer`` (02),
+equal by ``tests/notebook_exports.py``. One module per lesson: ``masking`` (01), ``tokenizer`` (02),
 ``static_vectors`` and ``fasttext_training`` (03), ``model``, ``pretrain`` and ``batching`` (04),
 ``probe`` (05), ``claims``, ``baselines`` and ``crossing`` (06); ``presets`` holds every preset whole,
 ``paper_values`` the paper's numbers, ``plots`` the figures of each lesson.

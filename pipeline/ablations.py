@@ -29,7 +29,6 @@ from helpers import static_vectors as sv
 from helpers.claims import seed_estimate
 from helpers.presets import VectorsConfig
 from helpers.pretrain import cap_steps
-from pipeline.checkpoints import written_whole
 from pipeline.data import CorpusSpec
 from pipeline.fasttext_training import FastTextSettings
 from pipeline.figure_plots import FIGURE_FORMATS, save_figure
@@ -37,7 +36,7 @@ from pipeline.figures import to_markdown
 from pipeline.layout import AblationLayout, RunLayout, VariantFiles
 from pipeline.results import ModelRun, Run, display_path, load_run, metrics_frame, pair_mismatch, read_positions
 from pipeline.runinfo import device_argument, environment
-from pipeline.staging import move_into, staged
+from pipeline.staging import move_into, staged, written_whole
 from pipeline.static_files import load_aligned, save_aligned
 
 TABLE_NAME = "ablations"

@@ -6,21 +6,19 @@ library, numpy, torch and two pipeline modules: this runs on the GPU machines to
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import io
 import json
-import os
-from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 import torch
 
 from pipeline.fingerprints import differences, input_kind, portable
 from pipeline.layout import StaticFiles
+from pipeline.staging import written_whole
 
 RESUME_HINT = ("to start this model again, delete the file (the job and the notebooks resume from it; "
                "train_cli takes --no-resume, Python resume=False)")
@@ -113,24 +111,6 @@ def set_rng_state(state: Mapping[str, Any], mask_generator: torch.Generator | No
         mask_generator.set_state(state["mask"])
     if device.type == "cuda" and "cuda" in state:
         torch.cuda.set_rng_state(state["cuda"], device)
-
-
-@contextmanager
-def written_whole(path: Path, what: str = "write", tmp: Path | None = None,
-                  rerun: str = "training resumes from the last checkpoint") -> Iterator[Path]:
-    """A temporary path to write ``path``'s new content to; it replaces ``path`` only once written whole. Any
-    failure (a full disk, Ctrl-C) removes it; a full disk says which folder needs space and what a rerun does."""
-    path = Path(path)
-    tmp = tmp or path.with_name(f".{path.stem}.partial{path.suffix}")
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    except BaseException as err:
-        tmp.unlink(missing_ok=True)
-        if isinstance(err, OSError) and err.errno == errno.ENOSPC:
-            raise OSError(err.errno, f"no space left to {what} {path}: free space on that disk (in {path.parent}), "
-                                     f"then run the same command again; {rerun}") from err
-        raise
 
 
 def save_checkpoint(path: Path, payload: Mapping[str, Any]) -> None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from pipeline.layout import INPUT_HASHES_NAME, PROJECT_PACKAGES, REPO_ROOT, read_json, stamp_of, started_of
 from pipeline.notebook_sync import cell_source, notebook_cells
+from pipeline.staging import written_whole
 
 if TYPE_CHECKING:
     from pipeline.steps import Step
@@ -101,12 +102,11 @@ def input_digests(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     before = json.dumps(cache, sort_keys=True)
     digests = {name: _digest_entry(path, cache) for name, path in sorted(input_files(params).items())}
     if cache_file and cache_file.parent.is_dir() and json.dumps(cache, sort_keys=True) != before:
-        temporary = cache_file.with_name(f"{INPUT_HASHES_NAME}.{os.getpid()}.tmp")  # written whole, then renamed
         try:
-            temporary.write_text(json.dumps(cache, indent=1, sort_keys=True), encoding="utf-8")
-            os.replace(temporary, cache_file)
+            with written_whole(cache_file, tmp=cache_file.with_name(f"{INPUT_HASHES_NAME}.{os.getpid()}.tmp")) as tmp:
+                tmp.write_text(json.dumps(cache, indent=1, sort_keys=True), encoding="utf-8")
         except OSError:
-            temporary.unlink(missing_ok=True)
+            pass
     return digests
 
 

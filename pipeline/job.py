@@ -44,12 +44,12 @@ def spread_over_devices(jobs: Sequence[Job], devices: Sequence[int], launch: Cal
         return list(pool.map(one, jobs))
 
 
-def worker_command(settings: RunSettings, out: Path, force: bool, until: str | None = None) -> list[str]:
+def worker_command(settings: RunSettings, out: Path, force: bool) -> list[str]:
     """The command line of one worker process: one language and seed on the one GPU it sees, no figures."""
     command = [sys.executable, "-m", "pipeline.job", "--preset", settings.preset, "--lang", settings.lang,
                "--seeds", str(settings.seed), "--corpus", str(settings.corpus), "--out", str(out),
                "--device", "cuda", "--no-figures"]
-    given = {"--vectors": settings.vectors, "--max-steps": settings.max_steps or None, "--until": until,
+    given = {"--vectors": settings.vectors, "--max-steps": settings.max_steps or None,
              "--labelled": settings.labelled if settings.labelled.kind != "auto" else None}
     command += [part for option, value in given.items() if value is not None for part in (option, str(value))]
     return command + [flag for flag, on in {"--control": settings.control, "--force": force}.items() if on]
@@ -65,7 +65,7 @@ def run_on_gpus(options: JobOptions) -> None:
         logs[run].parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)}
         with logs[run].open("w") as handle:
-            command = worker_command(run, options.out, options.force, options.until)
+            command = worker_command(run, options.out, options.force)
             return subprocess.run(command, cwd=REPO_ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT).returncode
 
     codes = spread_over_devices(runs, options.gpus, launch)
@@ -92,10 +92,10 @@ def check_runs(options: JobOptions) -> int:
             print(f"{run_dir.name}: would be refused: {refused[run]}")
             stale.append(refused[run])
             continue
-        steps = stale_steps(run, options.out, options.until)
+        steps = stale_steps(run, options.out)
         print(f"{run_dir.name}: {'would rerun ' + ', '.join(steps) if steps else 'up to date'}")
         stale += steps
-    if not (options.no_figures or options.until):  # 06 too: a kill during it, or an edited record, leaves old figures
+    if not options.no_figures:  # 06 too: a kill during it, or an edited record, leaves old figures
         figures = bool(stale) or figures_stale([run.run_dir(options.out) for run in options.runs()],
                                                options.figures_dir)
         print(f"{options.figures_dir}: {'would rerun ' + FIGURES_STEP.name if figures else 'up to date'}")
@@ -140,8 +140,8 @@ def run_job(options: JobOptions) -> int:
     else:
         for run in options.runs():
             print(f"== {run.preset} · {run.lang} · seed {run.seed}")
-            run_language(run, options.out, options.force, until=options.until)
-    if options.no_figures or options.until:
+            run_language(run, options.out, options.force)
+    if options.no_figures:
         return 0
     figures_and_docs(options, [run.run_dir(options.out) for run in options.runs()],
                      RunsFolder(options.out).figures_notebooks(options.preset))

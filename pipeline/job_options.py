@@ -18,7 +18,7 @@ from pipeline.data import CORPUS_HELP, EMBEDDED_FILES, CorpusSpec
 from pipeline.labelled import LABELLED_HELP, LabelledSpec
 from pipeline.layout import DOCS_DIR, FIGURES_DIR, INPUT_HASHES_NAME, RUNS_DIR, RunLayout, check_lang
 from pipeline.runinfo import check_seed, device_argument
-from pipeline.steps import STEPS, JobError, RunSettings
+from pipeline.steps import JobError, RunSettings
 
 # The README's main job (`make figures`): the only configuration that writes the committed figures/.
 README_PRESET = "demo"
@@ -150,10 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
                         " the independent runs (language x seed) are spread one per GPU, each in its own process")
     parser.add_argument("--no-figures", action="store_true", help="run notebooks 01-05 only (for example to "
                         "collect runs with different seeds per language, then --figures-from)")
-    exclusive = parser.add_mutually_exclusive_group()  # --until stops notebooks 01-05; --figures-from runs only 06
-    exclusive.add_argument("--until", choices=[step.name[:2] for step in STEPS], help="stop after this notebook, no "
-                        "figures (03: tokenizer and vectors on a CPU, then the same job trains on a GPU machine)")
-    exclusive.add_argument("--figures-from", dest="run_dirs", nargs="+", default=None, type=folder, metavar="RUN_DIR",
+    parser.add_argument("--figures-from", dest="run_dirs", nargs="+", default=None, type=folder, metavar="RUN_DIR",
                         help="run only notebook 06, over these run folders (or saved records); needs --figures")
     parser.add_argument("--records", default=None, type=folder, help="with --figures-from: first save each run's "
                         "record (the small files 06 reads, pipeline.records) into this folder, then make the "
@@ -188,7 +185,6 @@ class JobOptions:
     docs: Path | None
     gpus: tuple[int, ...] | None
     no_figures: bool
-    until: str | None
     force: bool
     check: bool
     labelled: LabelledSpec

@@ -131,13 +131,6 @@ class RunLayout:
             raise ValueError(f"unknown step folder {name!r}; choose from {', '.join(STEP_FOLDERS)}")
         return self.root / name
 
-    # notebook 04's files, as its PretrainFiles names them
-    data = property(lambda self: self.pretrain.data)
-    comparison = property(lambda self: self.pretrain.comparison)
-    cloze = property(lambda self: self.pretrain.cloze)
-    baseline = property(lambda self: self.pretrain.baseline)
-    token_facts = property(lambda self: self.pretrain.token_facts)
-
     def model(self, name: str) -> ModelFiles:
         return self.pretrain.model(name)
 

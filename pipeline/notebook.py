@@ -131,7 +131,7 @@ def load_pretraining_data(setup: Setup) -> Any:
     """The prepared arrays of this run (a helpers.pretrain.TrainingData)."""
     from pipeline.prepare import load_data
 
-    return load_data(setup.layout.data.folder)
+    return load_data(setup.layout.pretrain.data.folder)
 
 
 def train_model(setup: Setup, model_name: str, init: Any, cfg: Any, tokenizer: Any) -> dict[str, Any]:

@@ -4,7 +4,6 @@ the run folder it came from. Each step's fingerprint goes along, so the figures 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -28,8 +27,10 @@ def model_record_files(run: RunLayout | PretrainFiles, name: str) -> tuple[Path,
 def record_files(run: RunLayout) -> list[Path]:
     """The files of a finished run that notebook 06 reads (all small); the control's where it was trained."""
     names = [*MODEL_NAMES, *([CONTROL_MODEL] if run.model(CONTROL_MODEL).run_json.is_file() else [])]
-    return [run.static.manifest, run.comparison, *(path for name in names for path in model_record_files(run, name)),
-            run.probe_table, run.probe_differences, *([run.cloze] if run.cloze.is_file() else [])]
+    cloze = [run.pretrain.cloze] if run.pretrain.cloze.is_file() else []
+    return [run.static.manifest, run.pretrain.comparison,
+            *(path for name in names for path in model_record_files(run, name)), run.probe_table, run.probe_differences,
+            *cloze]
 
 
 def copy_into(paths: Iterable[Path], source: Path, target: Path) -> None:
@@ -159,27 +160,6 @@ def save_control(trained: str | Path, record_dir: str | Path) -> Path:
     return target
 
 
-MANIFEST_NAME = "records.sha256"  # the hash manifest of committed records (figures/reference/), tests compare it
-# the records, and the tables and notes beside them; runs4800 holds the 4,800-step reference runs beside the
-# 1,200-step ones until all nine are recorded (issue 29)
-MANIFEST_FOLDERS = ("runs", "runs4800", "series", "ablations")
-
-
-def manifest_lines(figures_dir: Path) -> list[str]:
-    """``sha256  relative/path`` per record file and table, sorted, as sha256sum writes them (``sha256sum -c``)."""
-    records = [p for folder in MANIFEST_FOLDERS for p in (figures_dir / folder).rglob("*") if p.is_file()]
-    tables = [p for p in figures_dir.iterdir() if p.is_file() and p.suffix in (".csv", ".md")]
-    return [f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.relative_to(figures_dir).as_posix()}"
-            for p in sorted(records + tables)]
-
-
-def write_manifest(figures_dir: Path) -> Path:
-    """Record what the committed records and tables hold now (``make reference-figures`` calls this)."""
-    path = Path(figures_dir) / MANIFEST_NAME
-    path.write_text("\n".join(manifest_lines(Path(figures_dir))) + "\n", encoding="utf-8")
-    return path
-
-
 if __name__ == "__main__":
     import sys
 
@@ -194,9 +174,6 @@ if __name__ == "__main__":
             print(*(f"recorded {path}" for path in save_records(args[1:-1], args[-1])), sep="\n")
         except (OSError, ValueError) as err:  # RecordConflict and UncommittedRun among them
             sys.exit(f"error: {err}")
-    elif len(args) == 1 and Path(args[0]).is_dir():
-        print(f"wrote {write_manifest(Path(args[0]))}")
     else:
-        sys.exit("usage: python -m pipeline.records FIGURES_DIR  (writes FIGURES_DIR/records.sha256)\n"
-                 "       python -m pipeline.records --control TRAINED_PRETRAIN_DIR RECORD_DIR  (adds a control)\n"
+        sys.exit("usage: python -m pipeline.records --control TRAINED_PRETRAIN_DIR RECORD_DIR  (adds a control)\n"
                  "       python -m pipeline.records --runs RUN_DIR... RECORDS_DIR  (records finished runs)")

@@ -19,6 +19,7 @@ from typing import Any, Iterator, Mapping
 
 from pipeline.fingerprints import finished_with, mark_started, portable, started_with
 from pipeline.layout import STEP_FOLDERS, RunLayout, lock_of, read_json, stamp_of
+from pipeline.staging import written_whole
 
 JOB_FOLDER_ENV = "PIPELINE_JOB_FOLDER"  # the run folder a job holds, told to the kernels it starts
 
@@ -74,9 +75,8 @@ def claim_identity(layout: RunLayout, identity: Mapping[str, Any], force: bool =
     if merged == found:
         return
     layout.root.mkdir(parents=True, exist_ok=True)
-    temporary = Path(f"{layout.identity}.tmp-{os.getpid()}")
-    temporary.write_text(json.dumps(merged, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(temporary, layout.identity)
+    with written_whole(layout.identity, tmp=Path(f"{layout.identity}.tmp-{os.getpid()}")) as tmp:
+        tmp.write_text(json.dumps(merged, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 class FolderInUse(ValueError):

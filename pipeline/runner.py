@@ -96,27 +96,26 @@ def run_step(step: Step, run_dir: Path, params: dict[str, Any], upstream: Sequen
     return True
 
 
-def run_language(settings: RunSettings, runs_dir: Path, force: bool = False, log: Log = print,
-                 until: str | None = None) -> Path:
-    """Steps 01 to 05 (or to ``until``, '03' say) for one language and seed; returns the run folder."""
-    run_dir, steps = settings.run_dir(runs_dir), STEPS[:int(until or len(STEPS))]
+def run_language(settings: RunSettings, runs_dir: Path, force: bool = False, log: Log = print) -> Path:
+    """Steps 01 to 05 for one language and seed; returns the run folder."""
+    run_dir = settings.run_dir(runs_dir)
     with folder_lock(run_dir):
         claim_identity(RunLayout(run_dir), settings.identity(), force)
-        for step in steps:  # a step held by hand stops the job now, not after hours of the steps before it
+        for step in STEPS:  # a step held by hand stops the job now, not after hours of the steps before it
             with folder_lock(run_dir, step.out):
                 pass
-        for step in steps:
+        for step in STEPS:
             with folder_lock(run_dir, step.out):  # a notebook or train_cli writing this step by hand stops us here
                 run_step(step, run_dir, settings.parameters(step, run_dir), upstream_of(step, run_dir), force, log)
     return run_dir
 
 
-def stale_steps(settings: RunSettings, runs_dir: Path, until: str | None = None) -> list[str]:
+def stale_steps(settings: RunSettings, runs_dir: Path) -> list[str]:
     """The steps a run of these settings would execute now (none: its results come from the current code and
     inputs), each with why when an input file changed: 'name (input vectors /v.vec changed (sha256 ...))'."""
     run_dir = settings.run_dir(runs_dir)
     stale: list[str] = []
-    for step in STEPS[:int(until or len(STEPS))]:
+    for step in STEPS:
         params = settings.parameters(step, run_dir)
         out_dir = out_dir_of(step, params)
         if stale or not fp.is_up_to_date(out_dir, fp.fingerprint(step, params, upstream_of(step, run_dir))):
@@ -130,7 +129,7 @@ def figures_key(run_dirs: Sequence[Path], figures_dir: Path, solve_exercises: bo
     params = figures_parameters(run_dirs, Path(figures_dir).resolve(), solve_exercises)
     key = fp.fingerprint(FIGURES_STEP, params, [Path(d) / s.out for d in run_dirs for s in STEPS])
     layouts = [RunLayout(Path(d)) for d in run_dirs]
-    return fp.with_contents(key, [path for run in layouts for path in (*record_files(run), run.baseline)])
+    return fp.with_contents(key, [path for run in layouts for path in (*record_files(run), run.pretrain.baseline)])
 
 
 def figures_stale(run_dirs: Sequence[Path], figures_dir: Path) -> bool:

@@ -10,7 +10,6 @@ with the documents read so far, so an interrupted run resumes at the next shard.
 from __future__ import annotations
 
 import itertools
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -23,6 +22,7 @@ from helpers.pretrain import lengths_to_mask
 from helpers.static_vectors import vocab_fingerprint
 from pipeline import checkpoints as ck
 from pipeline.layout import ShardFiles
+from pipeline.staging import written_whole
 
 EVAL_MASK_SEED = 1234  # fixed: the evaluation mask belongs to the data, not to a training seed
 NO_DOCUMENTS = "no non-empty documents to tokenise; check the corpus (pipeline.data.load_corpus)"
@@ -140,11 +140,6 @@ def read_manifest(out_dir: str | Path) -> dict[str, Any] | None:
     return ck.read_run_json(ShardFiles(Path(out_dir)).manifest)
 
 
-def _write_manifest(path: Path, manifest: dict[str, Any]) -> None:
-    with ck.written_whole(path) as tmp:
-        tmp.write_text(json.dumps(manifest, indent=1))
-
-
 def _start(out_dir: Path, tokenizer: Any, seq_len: int, shard_size: int, n_sequences: int | None) -> dict[str, Any]:
     """The manifest to continue from: the existing one if it was written with the same settings (else the shards
     would mix two datasets), or a fresh one."""
@@ -180,13 +175,13 @@ def _save_shard(files: ShardFiles, manifest: dict[str, Any], ids: np.ndarray, le
     """Save the next shard; it counts only once the manifest, written after it, says so."""
     index = len(manifest["shards"])
     for path, rows in ((files.ids(index), ids), (files.lengths(index), lengths)):
-        with ck.written_whole(path) as tmp:  # a .npy name, so np.save adds no suffix
+        with written_whole(path) as tmp:  # a .npy name, so np.save adds no suffix
             np.save(tmp, rows)
     manifest["shards"].append({"ids": files.ids(index).name, "lengths": files.lengths(index).name,
                                "sequences": len(ids)})
     manifest["sequences"] += len(ids)
     manifest.update(counts)
-    _write_manifest(files.manifest, manifest)
+    ck.write_run_json(files.manifest, manifest)
 
 
 def write_shards(tokenizer: Any, documents: Iterable[str], out_dir: str | Path, n_sequences: int | None = None,
@@ -232,7 +227,7 @@ def write_shards(tokenizer: Any, documents: Iterable[str], out_dir: str | Path, 
                 break  # the stream ended
     manifest["complete"] = True
     manifest["exhausted"] = manifest["sequences"] < wanted  # the stream ended before n_sequences
-    _write_manifest(files.manifest, manifest)
+    ck.write_run_json(files.manifest, manifest)
     return manifest
 
 

@@ -5,6 +5,7 @@ whatever happens; one left by a killed process, by the next writer.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 from contextlib import contextmanager
@@ -60,3 +61,21 @@ def remove_abandoned_staging(target: Path) -> None:
             shutil.rmtree(staging, ignore_errors=True)
         except (PermissionError, ValueError):  # ValueError: the name ends in no process number
             pass
+
+
+@contextmanager
+def written_whole(path: Path, what: str = "write", tmp: Path | None = None,
+                  rerun: str = "training resumes from the last checkpoint") -> Iterator[Path]:
+    """A temporary path to write ``path``'s new content to; it replaces ``path`` only once written whole. Any
+    failure (a full disk, Ctrl-C) removes it; a full disk says which folder needs space and what a rerun does."""
+    path = Path(path)
+    tmp = tmp or path.with_name(f".{path.stem}.partial{path.suffix}")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException as err:
+        tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError) and err.errno == errno.ENOSPC:
+            raise OSError(err.errno, f"no space left to {what} {path}: free space on that disk (in {path.parent}), "
+                                     f"then run the same command again; {rerun}") from err
+        raise

@@ -126,7 +126,7 @@ def cloze_table(runset: RunSet) -> pd.DataFrame:
     probable tokens per masked word; none from records made before 04 kept them."""
     rows = []
     for group in (g for g in comparison_groups(runset) if g.runs):
-        path = RunLayout(group.first.run_dir).cloze
+        path = RunLayout(group.first.run_dir).pretrain.cloze
         if path.is_file():
             rows += [{"lang": group.lang, "label": group.first_seed_label, **row}
                      for row in json.loads(path.read_text(encoding="utf-8"))["rows"]]

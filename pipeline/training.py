@@ -34,6 +34,7 @@ from pipeline import distributed
 from pipeline.layout import CONTROL_MODEL, METRIC_COLUMNS, TRAINABLE_MODELS, ModelFiles, PretrainFiles, read_metrics
 from pipeline.prepare import PreparedData, load_data, load_data_tokenizer
 from pipeline.runinfo import environment, pick_device
+from pipeline.staging import written_whole
 from pipeline.static_files import load_aligned
 
 
@@ -236,7 +237,7 @@ class RunFiles:
                           "elapsed_s": round(time.perf_counter() - self.started, 2)})
         write_metrics(self.files.metrics, self.rows)
         if evaluation.positions is not None:
-            with ck.written_whole(self.files.positions) as tmp:  # a .npz name, so np.savez adds no suffix
+            with written_whole(self.files.positions) as tmp:  # a .npz name, so np.savez adds no suffix
                 np.savez(tmp, **evaluation.positions)
         if self.bar is not None:
             self.bar.set_postfix(train=f"{train_loss:.3f}", eval=f"{evaluation.loss:.3f}",
@@ -269,7 +270,7 @@ class RunFiles:
 
 def write_metrics(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
     """metrics.csv rewritten whole (a full disk or a kill leaves the previous one, never half of it)."""
-    with ck.written_whole(Path(path)) as tmp, open(tmp, "w", newline="") as handle:
+    with written_whole(Path(path)) as tmp, open(tmp, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=METRIC_COLUMNS)
         writer.writeheader()
         writer.writerows({k: row[k] for k in METRIC_COLUMNS} for row in rows)

@@ -28,6 +28,7 @@ from pipeline.data import CorpusSpec, load_corpus
 from pipeline.fasttext_training import has_subwords, train_fasttext, vectors_from_model
 from pipeline.fingerprints import content_digest
 from pipeline.layout import REPO_ROOT
+from pipeline.staging import written_whole
 
 CC_URL = "https://dl.fbaipublicfiles.com/fasttext/vectors-crawl/cc.{lang}.300.vec.gz"
 CC_PAGE = "https://fasttext.cc/docs/en/crawl-vectors.html"
@@ -149,7 +150,6 @@ def save_prefix(source: IO[bytes], dest: Path, top_n: int, where: str, progress:
     header's counts and the bytes read go to ``dest`` + '.json'."""
     from tqdm.auto import tqdm
 
-    from pipeline.checkpoints import written_whole  # imports torch: only when a download is cached
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()

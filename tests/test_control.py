@@ -89,7 +89,7 @@ def test_the_smoke_run_of_notebook_04_trains_the_control_and_06_draws_its_table(
                                                                                  smoke_run_dir: Path) -> None:
     info = json.loads(RunLayout(smoke_run_dir).model(CONTROL_MODEL).run_json.read_text())
     assert info["finished"] and info["init"]["permutation"]["rows"] > 0
-    cloze = json.loads(RunLayout(smoke_run_dir).cloze.read_text())
+    cloze = json.loads(RunLayout(smoke_run_dir).pretrain.cloze.read_text())
     assert set(cloze["hits"]) == {"bert_tiny", "bert_ft", CONTROL_MODEL}
     table = pd.read_csv(smoke_figures / "table_control.csv")
     assert set(table["comparison"]) == {c for _, _, c in control.COMPARISONS}

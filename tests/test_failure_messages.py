@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pipeline import checkpoints, fasttext_training, fingerprints, runner
+from pipeline import checkpoints, fasttext_training, fingerprints, runner, staging
 from pipeline.data import CorpusSpec, load_corpus
 from pipeline.files import data_files, text_lines
 from pipeline.layout import stamp_of
@@ -40,7 +40,7 @@ def test_a_full_disk_while_caching_a_vectors_download_says_the_download_starts_a
     def full_disk(source: str, target: str) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(checkpoints.os, "replace", full_disk)
+    monkeypatch.setattr(staging.os, "replace", full_disk)
     stream = io.BytesIO(gzip.compress("2 3\nun 0.1 0.2 0.3\ndeux 0.4 0.5 0.6\n".encode()))
     with pytest.raises(OSError, match="then run the same command again; the download starts again"):
         save_prefix(stream, tmp_path / "cc.fr.300.vec.gz", top_n=2, where="cc.fr.300.vec.gz")
@@ -96,7 +96,7 @@ def test_a_record_edited_by_hand_reruns_the_figures(tmp_path: Path) -> None:
     from pipeline.records import record_files
 
     run = RunLayout(tmp_path / "demo-en")
-    for path in (*record_files(run), run.baseline):
+    for path in (*record_files(run), run.pretrain.baseline):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("step,eval_accuracy\n300,0.10\n")
     before = runner.figures_key([run.root], tmp_path / "figures")

@@ -218,32 +218,3 @@ def test_a_run_folder_accepts_its_corpus_and_vectors_at_new_paths_but_not_anothe
     refused = identity_conflict(folder, {**run, "seed": 1, "corpus": "files:/new/corpus", "vectors": None})
     assert refused and "seed=1" in refused and "vectors=None" in refused
     assert "corpus" not in refused.split("asks for")[1]
-
-
-def test_until_03_runs_notebooks_01_to_03_and_the_same_job_later_runs_only_04_and_05(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], notebooks_not_executed: list[str]) -> None:
-    """Prepare the tokenizer and the vectors on one machine, train on another: the stamps of 01-03 hold there."""
-    from pipeline import job
-    from pipeline.steps import STEPS
-
-    names = [step.name for step in STEPS]
-    command = ["--preset", "smoke", "--lang", "en", "--out", str(tmp_path / "runs")]
-    assert job.main([*command, "--until", "03"]) == 0
-    assert notebooks_not_executed == names[:3]  # and no 06: --until implies --no-figures
-    assert job.main([*command, "--until", "03", "--check"]) == 0
-    assert job.main([*command, "--check", "--no-figures"]) == 1
-    assert "would rerun 04_pretraining, 05_probing" in capsys.readouterr().out
-    assert job.main([*command, "--no-figures"]) == 0
-    assert notebooks_not_executed == names
-    settings = job.RunSettings("smoke", "en")
-    assert job.worker_command(settings, tmp_path, False, "03")[-2:] == ["--until", "03"]
-
-
-def test_until_goes_with_notebooks_01_to_05_not_with_figures_from(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    from pipeline import job
-
-    assert job.main(["--until", "03", "--figures-from", str(tmp_path), "--figures", str(tmp_path / "f")]) == 1
-    assert "argument --figures-from: not allowed with argument --until" in capsys.readouterr().err
-    assert job.main(["--until", "3"]) == 1
-    assert "invalid choice: '3'" in capsys.readouterr().err

@@ -6,8 +6,10 @@ import json
 import math
 
 import pytest
+from notebook_exports import check_notebook, exported_cells
 
-from pipeline.notebook_sync import NOTEBOOKS_DIR, check_notebook, definitions, exported_cells
+from pipeline.layout import NOTEBOOKS_DIR
+from pipeline.notebook_sync import definitions
 
 NOMINAL = {"selection": 0.15, "mask": 0.8, "random": 0.1, "unchanged": 0.1}
 NOTEBOOK = NOTEBOOKS_DIR / "01_masking.ipynb"

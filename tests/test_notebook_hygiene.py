@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import notebook_exports
 import pytest
 
-from pipeline import notebook_sync
+from pipeline.notebook_sync import cell_source
 from pipeline.steps import FIGURES_STEP, STEPS
 
 NOTEBOOKS = [step.notebook for step in (*STEPS, FIGURES_STEP)]
@@ -27,8 +28,8 @@ def test_committed_notebooks_carry_no_outputs_or_execution_counts(path: Path) ->
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_every_notebook_shows_its_algorithm_in_export_cells_equal_to_the_package(path: Path) -> None:
-    assert notebook_sync.exported_cells(path), f"{path.name} shows no algorithm in a '#| export' cell"
-    problems = notebook_sync.check_notebook(path)
+    assert notebook_exports.exported_cells(path), f"{path.name} shows no algorithm in a '#| export' cell"
+    problems = notebook_exports.check_notebook(path)
     assert not problems, "\n".join(map(str, problems))
 
 
@@ -46,10 +47,10 @@ def test_the_sync_check_catches_a_notebook_that_drifted_from_the_package(tmp_pat
           "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     path = tmp_path / "drift.ipynb"
     path.write_text(json.dumps(nb))
-    [problem] = notebook_sync.check_notebook(path)
+    [problem] = notebook_exports.check_notebook(path)
     assert problem.name == "fraction_of" and "differs" in problem.problem
-    assert notebook_sync.write_notebook(path) == 1
-    assert notebook_sync.check_notebook(path) == []
+    assert notebook_exports.write_notebook(path) == 1
+    assert notebook_exports.check_notebook(path) == []
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -83,7 +84,7 @@ def lesson_minutes(path: Path) -> float:
     """Minutes to read a notebook's lesson: every cell before its exercises and appendices."""
     minutes = 0.0
     for cell in _cells(path):
-        source = notebook_sync.cell_source(cell)
+        source = cell_source(cell)
         if cell["cell_type"] == "markdown" and source.startswith(("## Exercises", "## Appendix")):
             break
         if cell["cell_type"] == "markdown":

@@ -61,7 +61,8 @@ def test_the_labelled_set_of_notebook_05_is_parsed_from_its_parameters(tmp_path:
 
 def test_notebooks_reach_the_machinery_through_this_module_only() -> None:
     """Notebooks 01-05 import helpers, exercises and pipeline.notebook, and nothing else of pipeline."""
-    from pipeline.notebook_sync import NOTEBOOKS_DIR, cell_source, notebook_cells
+    from pipeline.layout import NOTEBOOKS_DIR
+    from pipeline.notebook_sync import cell_source, notebook_cells
 
     for notebook in sorted(NOTEBOOKS_DIR.glob("0[1-5]_*.ipynb")):
         sources = [cell_source(cell) for cell in notebook_cells(notebook) if cell["cell_type"] == "code"]

@@ -223,7 +223,7 @@ def test_metrics_and_run_json_are_replaced_whole_or_not_at_all(tmp_path: Path, m
 def test_a_full_disk_while_writing_names_the_file_its_folder_and_the_fix(tmp_path: Path) -> None:
     target = tmp_path / "eval_positions.npz"
     with pytest.raises(OSError, match=rf"no space left to write {target}: free space on that disk \(in {tmp_path}\)"):
-        with checkpoints.written_whole(target) as tmp:
+        with staging.written_whole(target) as tmp:
             tmp.write_bytes(b"half")
             raise OSError(errno.ENOSPC, "No space left on device")
     assert list(tmp_path.iterdir()) == []

@@ -15,8 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from pipeline.layout import DOCS_DIR, RunLayout
-from pipeline.notebook_sync import NOTEBOOKS_DIR
+from pipeline.layout import DOCS_DIR, NOTEBOOKS_DIR, RunLayout
 from pipeline.render_tables import markdown_table
 from pipeline.runner import render_notebook
 

@@ -68,7 +68,7 @@ def test_a_token_group_that_one_seed_lacks_is_left_out_not_averaged_over_the_oth
 
 def test_the_fill_mask_answers_are_each_models_five_guesses_at_each_recorded_sentence(
         smoke_runset: results.RunSet, smoke_run_dir: Path, tmp_path: Path) -> None:
-    recorded = json.loads(layout.RunLayout(smoke_run_dir).cloze.read_text(encoding="utf-8"))
+    recorded = json.loads(layout.RunLayout(smoke_run_dir).pretrain.cloze.read_text(encoding="utf-8"))
     table = token_analysis.cloze_table(smoke_runset)
     truths = [example["truth"] for example in recorded["examples"]]
     assert truths and table["masked word"].drop_duplicates().tolist() == truths
@@ -76,6 +76,6 @@ def test_the_fill_mask_answers_are_each_models_five_guesses_at_each_recorded_sen
     # a record from before notebook 04 kept the answers gives no rows, not an error
     older = tmp_path / smoke_run_dir.name
     shutil.copytree(smoke_run_dir / "pretrain", older / "pretrain", ignore=shutil.ignore_patterns(
-        "data", "model", "checkpoint.pt", layout.RunLayout(smoke_run_dir).cloze.name))
+        "data", "model", "checkpoint.pt", layout.RunLayout(smoke_run_dir).pretrain.cloze.name))
     shutil.copytree(smoke_run_dir / "static", older / "static")
     assert token_analysis.cloze_table(results.load_runs([older])).empty

@@ -1,7 +1,7 @@
 """A pretraining run's identity (which experiment), checkpoints (where it stopped) and run.json (what it did).
 
 BERT_TINY and BERT_FT of one experiment share an identity and differ only in their init record. Only the standard
-library, numpy, torch and two pipeline modules: this runs on the GPU machines too.
+library, numpy, torch and three pipeline modules: this runs on the GPU machines too.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from pipeline.figure_plots import (
     figure3_accuracy_by_language,
     save_figure,
 )
-from pipeline.layout import INTERACTIVE_DIR, PROVENANCE_NAME, run_folder_name
+from pipeline.layout import INTERACTIVE_DIR, PROVENANCE_NAME, repo_path, run_folder_name
 from pipeline.notebook import quiet_libraries
 from pipeline.position_scores import SCORER_LABELS, group_positions, kind_mean, position_kinds_table
 from pipeline.results import (
@@ -38,7 +38,6 @@ from pipeline.results import (
     main_groups,
     order_langs,
     pair_problem,
-    resolve_path,
     sort_runs,
 )
 from pipeline.runinfo import RECORDED_PACKAGES, code_version, package_versions
@@ -84,9 +83,9 @@ class FiguresSetup(NamedTuple):
 def start(run_dirs: Sequence[str | Path] | None, out_dir: str | Path | None) -> FiguresSetup:
     """Notebook 06's first cell; by hand (no folders passed) it draws the English demo run of notebooks 01-05."""
     quiet_libraries()
-    folders = ([resolve_path(d).resolve() for d in run_dirs] if run_dirs
+    folders = ([repo_path(d) for d in run_dirs] if run_dirs
                else [INTERACTIVE_DIR / run_folder_name("demo", "en")])
-    out = resolve_path(out_dir).resolve() if out_dir else INTERACTIVE_DIR / "figures"
+    out = repo_path(out_dir) if out_dir else INTERACTIVE_DIR / "figures"
     print("run folders:", *folders)
     print("figures and tables go to:", out)
     return FiguresSetup(folders, out)
@@ -482,7 +481,7 @@ TABLE_NAMES = tuple(TABLE_BUILDERS)
 def write_outputs(runset: RunSet, out_dir: str | Path) -> list[Path]:
     """Every figure (PNG + PDF), table (CSV + Markdown) and provenance.json, under fixed names, into ``out_dir``
     only; Figures 1-2 (their language in titles and provenance) only when a run has metrics."""
-    out_dir = resolve_path(out_dir)
+    out_dir = repo_path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     lang = featured_lang(runset)
     tables = {name: build(runset) for name, build in TABLE_BUILDERS.items()}

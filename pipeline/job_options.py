@@ -10,14 +10,14 @@ import argparse
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NoReturn, Sequence, TypeVar
+from typing import Callable, NoReturn, Sequence
 
 from helpers.paper_values import LANGS as C4_PAPER_LANGS
 from helpers.presets import PRESET_HELP, check_preset
 from pipeline.data import CORPUS_HELP, EMBEDDED_FILES, CorpusSpec
 from pipeline.labelled import LABELLED_HELP, LabelledSpec
 from pipeline.layout import DOCS_DIR, FIGURES_DIR, INPUT_HASHES_NAME, RUNS_DIR, RunLayout, check_lang
-from pipeline.runinfo import check_seed, device_argument
+from pipeline.runinfo import T, check_seed, checked, device_argument
 from pipeline.steps import JobError, RunSettings
 
 # The README's main job (`make figures`): the only configuration that writes the committed figures/.
@@ -34,20 +34,9 @@ GUARD_HELP = ("figures/ and docs/ hold committed files: only the README's job (m
               "--vectors) count by content, never by path: their SHA-256 digests are kept in each run folder's "
               f"{INPUT_HASHES_NAME} and trusted while a file's size and modification time are unchanged; delete "
               "that file to read every input again")
-T = TypeVar("T")
 
 
 # --------------------------------------------------------------------------- one option each
-
-
-def checked(check: Callable[[str], T]) -> Callable[[str], T]:
-    """``check`` as an argparse type: its ValueError's message becomes the command line's error."""
-    def argument(text: str) -> T:
-        try:
-            return check(text)
-        except ValueError as err:
-            raise argparse.ArgumentTypeError(str(err)) from None
-    return argument
 
 
 def names(text: str) -> tuple[str, ...]:

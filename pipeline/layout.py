@@ -49,6 +49,12 @@ INPUT_HASHES_NAME = ".input-hashes.json"  # the content hashes of a run's input 
 PROVENANCE_NAME = "provenance.json"  # in a figures folder: which runs and which commit drew it
 
 
+def repo_path(path: str | Path) -> Path:
+    """An absolute path, relative ones taken from the repository root: a notebook works from notebooks/ too."""
+    path = Path(path).expanduser()
+    return (path if path.is_absolute() else REPO_ROOT / path).resolve()
+
+
 def _at(relative: str, doc: str | None = None, kind: type = Path) -> property:
     """``relative`` under the layout's ``folder`` (as a ``kind``): each layout below is a table, one line a file."""
     return property(lambda self: kind(Path(self.folder) / relative), doc=doc)

@@ -18,7 +18,7 @@ from pipeline.data import CorpusSpec, load_corpus, partition_record
 from pipeline.documents import Corpus
 from pipeline.fasttext_training import train_fasttext, vectors_from_model
 from pipeline.labelled import LabelledSpec, how_to_give_one, no_labelled_set
-from pipeline.layout import CONTROL_MODEL, INTERACTIVE_DIR, REPO_ROOT, RunLayout, RunsFolder, check_lang
+from pipeline.layout import CONTROL_MODEL, INTERACTIVE_DIR, REPO_ROOT, RunLayout, RunsFolder, check_lang, repo_path
 from pipeline.probe_runs import (
     load_encoders,
     load_probe_data,
@@ -40,15 +40,9 @@ __all__ = [
     "CONTROL_MODEL", "INTERACTIVE_DIR", "LabelledSpec", "REPO_ROOT", "Setup", "compare_pretraining", "environment",
     "gain_estimate", "kind_mean", "labelled_set", "load_aligned", "load_encoders", "load_pretraining_data",
     "load_probe_data", "obtain_vectors", "partition_record", "prepare_pretraining_data", "pretraining_metrics",
-    "quiet_libraries", "resolve", "save_aligned", "save_probe_results", "scored_run", "skip_without_labelled_set",
+    "quiet_libraries", "repo_path", "save_aligned", "save_probe_results", "scored_run", "skip_without_labelled_set",
     "start", "train_fasttext", "train_model", "vectors_from_model", "word_similarity", "word_similarity_rows",
 ]
-
-
-def resolve(path: str | Path) -> Path:
-    """An absolute path: relative ones are taken from the repository root, wherever the kernel started."""
-    path = Path(path).expanduser()
-    return (path if path.is_absolute() else REPO_ROOT / path).resolve()
 
 
 def quiet_libraries() -> None:
@@ -103,7 +97,7 @@ def start(preset: str, lang: str, seed: int = 0, run_dir: str | Path | None = No
     if quiet:
         quiet_libraries()
     set_seed(seed)
-    folder = resolve(run_dir) if run_dir else RunsFolder(INTERACTIVE_DIR).run(preset, lang, seed).root
+    folder = repo_path(run_dir) if run_dir else RunsFolder(INTERACTIVE_DIR).run(preset, lang, seed).root
     setup = Setup(preset, lang, seed, spec, folder, pick_device(device))
     refuse_while_a_job_runs(folder)  # before identity.json: a job's folder is the job's while it runs
     claim_identity(setup.layout, {"preset": preset, "lang": lang, "seed": seed, "corpus": str(spec)})

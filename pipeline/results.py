@@ -27,6 +27,7 @@ from pipeline.layout import (
     ModelFiles,
     RunLayout,
     read_metrics,
+    repo_path,
     split_run_folder_name,
 )
 
@@ -229,12 +230,6 @@ def display_path(path: str | Path) -> str:
     return str(resolved.relative_to(REPO_ROOT)) if resolved.is_relative_to(REPO_ROOT) else str(path)
 
 
-def resolve_path(path: str | Path) -> Path:
-    """Relative paths are relative to the repository root, so the notebook works from notebooks/ too."""
-    path = Path(path).expanduser()
-    return path if path.is_absolute() else REPO_ROOT / path
-
-
 def _read_json(path: Path, missing: list[str], what: str) -> dict[str, Any] | None:
     try:
         return json.loads(path.read_text())
@@ -258,7 +253,7 @@ def _load_model(files: ModelFiles, name: str, missing: list[str]) -> ModelRun:
 
 def load_run(run_dir: str | Path) -> Run:
     """Read one run folder; every absent or unreadable piece is recorded in ``Run.missing``, not raised."""
-    run_dir = resolve_path(run_dir)
+    run_dir = repo_path(run_dir)
     layout = RunLayout(run_dir)
     missing = [] if run_dir.is_dir() else ["run folder not found"]
     manifest = _read_json(layout.static.manifest, missing, "static vectors")
@@ -294,7 +289,7 @@ def load_runs(run_dirs: Sequence[str | Path] | str | Path) -> RunSet:
         run_dirs = [run_dirs]
     if not run_dirs:
         raise ValueError("run_dirs is empty; pass run folders such as ['runs/demo-en']")
-    resolved = dict.fromkeys(resolve_path(d).resolve() for d in run_dirs)  # one folder given twice counts once
+    resolved = dict.fromkeys(repo_path(d) for d in run_dirs)  # one folder given twice counts once
     runs = [load_run(d) for d in resolved]
     if not any(r.run_dir.is_dir() for r in runs):
         raise FileNotFoundError(

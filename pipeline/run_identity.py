@@ -75,7 +75,8 @@ def claim_identity(layout: RunLayout, identity: Mapping[str, Any], force: bool =
     if merged == found:
         return
     layout.root.mkdir(parents=True, exist_ok=True)
-    with written_whole(layout.identity, tmp=Path(f"{layout.identity}.tmp-{os.getpid()}")) as tmp:
+    with written_whole(layout.identity, tmp=Path(f"{layout.identity}.tmp-{os.getpid()}"),
+                       rerun="the folder is left as it was") as tmp:
         tmp.write_text(json.dumps(merged, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 

@@ -15,7 +15,7 @@ import random
 import re
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from pipeline.layout import REPO_ROOT
 
@@ -42,13 +42,17 @@ def set_seed(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def device_argument(text: str) -> str:
-    """:func:`pick_device`'s checks as an argparse ``type``: a wrong ``--device`` stops the command line at once, not
-    in notebook 04 after an hour of notebooks 01-03."""
-    try:
-        return text if text in ("auto", "cpu") else pick_device(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
+T = TypeVar("T")
+
+
+def checked(check: Callable[[str], T]) -> Callable[[str], T]:
+    """``check`` as an argparse type: its ValueError's message becomes the command line's error."""
+    def argument(text: str) -> T:
+        try:
+            return check(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+    return argument
 
 
 def pick_device(prefer: str = "auto") -> str:
@@ -68,6 +72,9 @@ def pick_device(prefer: str = "auto") -> str:
                          "numbered from 0")
     return prefer
 
+
+# pick_device's checks as an argparse type: a wrong --device stops the command line, not notebook 04 an hour later
+device_argument = checked(lambda text: text if text in ("auto", "cpu") else pick_device(text))
 
 GIT_TIMEOUT_S = 300  # a loaded machine took over 10 s; a silent None then left a run with no provenance
 

@@ -10,6 +10,7 @@ with the documents read so far, so an interrupted run resumes at the next shard.
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -140,6 +141,11 @@ def read_manifest(out_dir: str | Path) -> dict[str, Any] | None:
     return ck.read_run_json(ShardFiles(Path(out_dir)).manifest)
 
 
+def _write_manifest(path: Path, manifest: dict[str, Any]) -> None:
+    with written_whole(path) as tmp:
+        tmp.write_text(json.dumps(manifest, indent=1))
+
+
 def _start(out_dir: Path, tokenizer: Any, seq_len: int, shard_size: int, n_sequences: int | None) -> dict[str, Any]:
     """The manifest to continue from: the existing one if it was written with the same settings (else the shards
     would mix two datasets), or a fresh one."""
@@ -181,7 +187,7 @@ def _save_shard(files: ShardFiles, manifest: dict[str, Any], ids: np.ndarray, le
                                "sequences": len(ids)})
     manifest["sequences"] += len(ids)
     manifest.update(counts)
-    ck.write_run_json(files.manifest, manifest)
+    _write_manifest(files.manifest, manifest)
 
 
 def write_shards(tokenizer: Any, documents: Iterable[str], out_dir: str | Path, n_sequences: int | None = None,
@@ -227,7 +233,7 @@ def write_shards(tokenizer: Any, documents: Iterable[str], out_dir: str | Path, 
                 break  # the stream ended
     manifest["complete"] = True
     manifest["exhausted"] = manifest["sequences"] < wanted  # the stream ended before n_sequences
-    ck.write_run_json(files.manifest, manifest)
+    _write_manifest(files.manifest, manifest)
     return manifest
 
 

@@ -1,6 +1,7 @@
-"""A set of files written whole: staged in a hidden folder, moved into place only once every one is written, so a
-failure part-way leaves the previous set whole (never new tables beside old figures). The staging folder is removed
-whatever happens; one left by a killed process, by the next writer.
+"""Files written whole: one file through a temporary beside it (:func:`written_whole`), or a set staged in a hidden
+folder and moved into place only once every one is written, so a failure part-way leaves the previous set whole
+(never new tables beside old figures). The staging folder is removed whatever happens; one left by a killed
+process, by the next writer.
 """
 
 from __future__ import annotations

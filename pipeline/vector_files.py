@@ -150,7 +150,6 @@ def save_prefix(source: IO[bytes], dest: Path, top_n: int, where: str, progress:
     header's counts and the bytes read go to ``dest`` + '.json'."""
     from tqdm.auto import tqdm
 
-
     dest.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with tqdm(unit="B", unit_scale=True, desc=f"download {dest.name}", disable=not progress) as bar:

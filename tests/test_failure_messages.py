@@ -47,6 +47,20 @@ def test_a_full_disk_while_caching_a_vectors_download_says_the_download_starts_a
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_full_disk_while_claiming_a_run_folder_says_the_folder_is_left_as_it_was(tmp_path: Path,
+                                                                                   monkeypatch) -> None:
+    from pipeline.layout import RunLayout
+    from pipeline.run_identity import claim_identity
+
+    def full_disk(source: str, target: str) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(staging.os, "replace", full_disk)
+    with pytest.raises(OSError, match="then run the same command again; the folder is left as it was"):
+        claim_identity(RunLayout(tmp_path / "run"), {"preset": "smoke", "lang": "en", "seed": 0})
+    assert list((tmp_path / "run").iterdir()) == []
+
+
 def test_a_utf16_file_gets_the_utf16_hint_not_the_latin1_one(tmp_path: Path) -> None:
     with_mark = tmp_path / "bom.txt"
     with_mark.write_text("Une phrase.\nUne autre.\n", encoding="utf-16")

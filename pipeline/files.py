@@ -18,6 +18,7 @@ import re
 import shlex
 import sys
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -150,10 +151,20 @@ def _iconv_command(path: Path, encoding: str) -> str:
     return f"iconv -f {encoding} -t UTF-8 {source} > {converted} && mv {converted} {source}"
 
 
+@contextmanager
+def gzip_checked(where: Any) -> Iterator[None]:
+    """A truncated or damaged .gz, reported as such with the file or URL it came from."""
+    try:
+        yield
+    except (EOFError, gzip.BadGzipFile, zlib.error) as err:
+        raise ValueError(f"{where} is not a complete gzip file: the data is truncated or damaged "
+                         f"({type(err).__name__}: {err}); write or download it again") from None
+
+
 def text_lines(path: Path) -> Iterator[tuple[int, str]]:
     """(line number, line) of a UTF-8 text file (gunzipped when named .gz), lines ending in \\n, \\r\\n or a lone
     \\r as universal newlines read them; decoded line by line, so an encoding error names the file and line."""
-    try:
+    with gzip_checked(path):
         with _open(path) as fh:
             for n, raw in enumerate(_split_lines(fh, path), 1):
                 try:
@@ -164,8 +175,6 @@ def text_lines(path: Path) -> Iterator[tuple[int, str]]:
                 if "\x00" in line:  # UTF-16 without a byte-order mark decodes, as garbage with NULs
                     raise _not_text(path, f"{path}:{n} holds NUL bytes, so it is not UTF-8 text", nul=True)
                 yield n, line.removeprefix("\ufeff") if n == 1 else line
-    except (EOFError, gzip.BadGzipFile, zlib.error) as err:
-        raise ValueError(f"{path} is not a complete gzip file ({err}); write or download it again") from None
 
 
 def _split_lines(chunks: Iterable[bytes], path: Path) -> Iterator[bytes]:

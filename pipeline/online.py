@@ -1,4 +1,4 @@
-"""The Hub loaders (WikiText-103, ``allenai/c4`` per language, AG News, SIB-200). Without a network they fail at
+"""The Hub loaders (``allenai/c4`` per language, AG News, SIB-200). Without a network they fail at
 once with one :class:`HubUnavailableError` that names the offline default, instead of retrying for half a minute and
 ending in a chain of library errors. The record handling is plain Python, tested on records in memory.
 """
@@ -10,14 +10,12 @@ import os
 import socket
 import urllib.parse
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
-from pipeline.documents import AG_NEWS_LABELS, Corpus, LabelledSet, as_text, check_choice, check_max_docs, take
+from pipeline.documents import AG_NEWS_LABELS, Corpus, LabelledSet, as_text, check_choice, check_max_docs
 
-# Checked against the dataset cards: Salesforce/wikitext (splits train/validation/test; field text), allenai/c4 (a
-# config per language; splits train/validation; fields text, timestamp, url), fancyzhx/ag_news (the former "ag_news";
-# splits train/test; fields text, label 0-3).
-WIKITEXT_ID, WIKITEXT_CONFIG = "Salesforce/wikitext", "wikitext-103-raw-v1"
+# Checked against the dataset cards: allenai/c4 (a config per language; splits train/validation; fields text,
+# timestamp, url), fancyzhx/ag_news (the former "ag_news"; splits train/test; fields text, label 0-3).
 C4_ID = "allenai/c4"
 AG_NEWS_ID = "fancyzhx/ag_news"
 C4_LANGS = ("en", "de", "cs", "pl", "it", "es", "fr")  # the paper's languages (Mištera & Král)
@@ -46,18 +44,11 @@ class HubUnavailableError(ConnectionError):
     """Raised once, with the offline alternative named, when the Hub cannot be reached."""
 
 
-def import_datasets() -> Any:
-    try:
-        import datasets
-    except ImportError as err:
-        raise ImportError("the hub corpus needs the `datasets` package (pip install datasets); "
-                          "the embedded and files corpora work without it") from err
-    return datasets
-
-
 def offline_mode() -> bool:
     """Whether the user switched ``datasets`` to offline mode (HF_HUB_OFFLINE, read at its import)."""
-    return bool(import_datasets().config.HF_HUB_OFFLINE)
+    import datasets  # imported when the Hub is asked for: the offline corpora start faster without it
+
+    return bool(datasets.config.HF_HUB_OFFLINE)
 
 
 def hub_reachable(endpoint: str | None = None, timeout: float = HUB_PROBE_TIMEOUT_S) -> bool:
@@ -115,13 +106,15 @@ def from_hub(dataset: str, read: Callable[[], Any], instead: str | None = None) 
 
 
 def _dataset(path: str, config: str | None, split: str, streaming: bool, **options: Any) -> Any:
-    return import_datasets().load_dataset(path, config, split=split, streaming=streaming, **options)
+    import datasets
+
+    return datasets.load_dataset(path, config, split=split, streaming=streaming, **options)
 
 
 def _read(records: Iterable[dict[str, Any]], fields: Sequence[str], what: str, max_docs: int | None,
           label_of: Callable[[int, dict[str, Any]], int] | None = None, hint: str = "",
-          where: str | None = None, text_key: str = "text") -> tuple[list[str], list[int]]:
-    """The texts (``text_key``) and labels (``label_of(number, record)``) of the first ``max_docs`` records, each
+          where: str | None = None) -> tuple[list[str], list[int]]:
+    """The texts and labels (``label_of(number, record)``) of the first ``max_docs`` records, each
     refused unless it has ``fields``; numbered from 2, as line 1 of a file ``where`` is its header. A stream is read
     no further."""
     check_max_docs(max_docs)
@@ -132,35 +125,13 @@ def _read(records: Iterable[dict[str, Any]], fields: Sequence[str], what: str, m
             raise ValueError(f"{f'{where}:{n}: ' if where else ''}{what} has no {', '.join(map(repr, missing))} "
                              f"field (fields: {', '.join(map(str, record))}){hint}")
         labels += [label_of(n, record)] if label_of else []
-        texts.append(as_text(record[text_key]))
+        texts.append(as_text(record["text"]))
     return texts, labels
 
 
-def records_to_texts(records: Iterable[dict[str, Any]], text_key: str = "text",
-                     max_docs: int | None = None) -> list[str]:
-    """Turn loaded records into a list of documents; stop after ``max_docs`` (streams stay lazy)."""
-    return _read(records, [text_key], "record", max_docs, text_key=text_key)[0]
-
-
-# WikiText's tokenisation splits numbers and hyphenated words with '@' markers: '1 @,@ 000', 'role @-@ playing'.
-_WIKITEXT_MARKERS = (" @-@ ", "-"), (" @,@ ", ","), (" @.@ ", ".")
-
-
-def wikitext_articles(lines: Iterable[str]) -> Iterator[str]:
-    """Whole articles, lazily, from WikiText-103's lines (one per paragraph): a heading ' = Title = ' starts one;
-    section headings (' = = ') and blank lines are dropped, and the '@-@'-style markers undone."""
-    parts: list[str] = []
-    for line in itertools.chain(lines, [" = End = "]):  # a last heading closes the last article
-        stripped = line.strip()
-        if stripped.startswith("= ") and stripped.endswith(" ="):
-            if not stripped.startswith("= =") and parts:  # a new article: the one before is whole
-                text = " ".join(parts)
-                for marker, plain in _WIKITEXT_MARKERS:
-                    text = text.replace(marker, plain)
-                yield text
-                parts = []
-        elif stripped:
-            parts.append(stripped)
+def records_to_texts(records: Iterable[dict[str, Any]], max_docs: int | None = None) -> list[str]:
+    """Turn loaded records (field ``text``) into a list of documents; stop after ``max_docs`` (streams stay lazy)."""
+    return _read(records, ["text"], "record", max_docs)[0]
 
 
 def _ag_news_label(_: int, record: dict[str, Any]) -> int:
@@ -175,29 +146,17 @@ def ag_news_records(records: Iterable[dict[str, Any]], max_docs: int | None = No
     return _read(records, ("text", "label"), "AG News record", max_docs, _ag_news_label)
 
 
-def hub_corpus(lang: str, split: str, name: str = "c4", max_docs: int | None = None,
-               eval_docs: int = C4_EVAL_DOCS, streaming: bool | None = None) -> Corpus:
-    """C4 in ``lang`` (always streamed) or English WikiText-103, as a Corpus."""
-    check_choice("hub corpus", name, ("c4", "wikitext-103"))
-    hub_split = HUB_SPLITS[split]
-    if name == "wikitext-103":
-        if lang != "en":
-            raise ValueError(f"WikiText-103 is English only, got lang={lang!r}; use name='c4' for other languages")
-        texts = from_hub(f"{WIKITEXT_ID} ({WIKITEXT_CONFIG})", lambda: take(wikitext_articles(
-            r["text"] for r in _dataset(WIKITEXT_ID, WIKITEXT_CONFIG, hub_split, bool(streaming))), max_docs))
-        return Corpus(texts, lang, "hub", split, "wikitext-103", "CC BY-SA 3.0 (Wikipedia)",
-                      meta={"hub_id": WIKITEXT_ID, "config": WIKITEXT_CONFIG, "hub_split": hub_split,
-                            "max_docs": max_docs})
+def hub_corpus(lang: str, split: str, max_docs: int | None = None, eval_docs: int = C4_EVAL_DOCS) -> Corpus:
+    """C4 in ``lang``, streamed (hundreds of GB per language), as a Corpus: the paper's pretraining text."""
     check_choice("C4 language", lang, C4_LANGS, " (the paper's languages)")
-    if streaming is False:
-        raise ValueError("C4 is always streamed (hundreds of GB per language); leave streaming unset")
     if split == "train" and max_docs is None:
         raise ValueError("C4 is streamed and has millions of documents; pass max_docs "
                          "(the paper trained its tokenizer on 5,000,000)")
     check_max_docs(eval_docs)
+    hub_split = HUB_SPLITS[split]
     limit = max_docs if split == "train" else min(eval_docs, max_docs or eval_docs)
     texts = from_hub(f"{C4_ID} ({lang})",
-                     lambda: records_to_texts(_dataset(C4_ID, lang, hub_split, True), "text", limit))
+                     lambda: records_to_texts(_dataset(C4_ID, lang, hub_split, True), limit))
     return Corpus(texts, lang, "hub", split, f"c4-{lang}", "ODC-BY (C4, allenai/c4)",
                   meta={"hub_id": C4_ID, "config": lang, "hub_split": hub_split, "max_docs": limit})
 

@@ -13,10 +13,10 @@ import mmap
 import re
 import struct
 import time
+import urllib.error
 import urllib.request
-import zlib
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from http.client import HTTPException
 from pathlib import Path
 from typing import IO, Any, Iterator
 
@@ -26,6 +26,7 @@ from helpers.presets import PAPER_TOP_N, VectorsConfig
 from helpers.static_vectors import WordVectors
 from pipeline.data import CorpusSpec, load_corpus
 from pipeline.fasttext_training import has_subwords, train_fasttext, vectors_from_model
+from pipeline.files import gzip_checked
 from pipeline.fingerprints import content_digest
 from pipeline.layout import REPO_ROOT
 from pipeline.staging import written_whole
@@ -39,16 +40,6 @@ TEXT = {"encoding": "utf-8", "errors": "replace", "newline": "\n"}
 
 
 # ---- Reading .vec / .vec.gz ----
-
-
-@contextmanager
-def _gzip_checked(where: Any) -> Iterator[None]:
-    """A truncated or damaged .gz, reported as such with the file or URL it came from."""
-    try:
-        yield
-    except (EOFError, gzip.BadGzipFile, zlib.error) as err:
-        raise ValueError(f"{where}: the gzip data is truncated or damaged ({type(err).__name__}: {err}); "
-                         "download it again") from None
 
 
 def iter_vec(fh: IO[str], where: str, top_n: int | None = PAPER_TOP_N,
@@ -109,7 +100,7 @@ def read_vec(path: str | Path, top_n: int | None = PAPER_TOP_N, expected_dim: in
         raise FileNotFoundError(f"no vector file at {path}; download cc.LANG.300.vec.gz from {CC_PAGE} "
                                 "(download_vectors(lang) does it), or train vectors locally with preset 'demo'")
     words, rows = [], []
-    with _gzip_checked(path), (gzip.open if path.suffix == ".gz" else open)(path, "rt", **TEXT) as fh:
+    with gzip_checked(path), (gzip.open if path.suffix == ".gz" else open)(path, "rt", **TEXT) as fh:
         lines = iter_vec(fh, str(path), top_n, expected_dim)
         next(lines)  # the header, checked
         for lineno, (fields, _) in enumerate(lines, start=2):
@@ -155,7 +146,7 @@ def save_prefix(source: IO[bytes], dest: Path, top_n: int, where: str, progress:
     with tqdm(unit="B", unit_scale=True, desc=f"download {dest.name}", disable=not progress) as bar:
         counting = _CountingReader(source, bar)
         part_file = dest.with_name(dest.name + ".part")
-        with (written_whole(dest, tmp=part_file, rerun="the download starts again") as part, _gzip_checked(where),
+        with (written_whole(dest, tmp=part_file, rerun="the download starts again") as part, gzip_checked(where),
               gzip.open(counting, "rt", **TEXT) as fh, gzip.open(part, "wt", encoding="utf-8") as out):
             lines = iter_vec(fh, where, top_n)
             n_words, dim = next(lines)
@@ -181,9 +172,8 @@ def download_vectors(lang: str, cache_dir: str | Path = DEFAULT_CACHE, top_n: in
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:
             save_prefix(response, dest, top_n, url, progress)
-    except ValueError:
-        raise
-    except Exception as err:
+    except (urllib.error.URLError, ConnectionError, TimeoutError, HTTPException) as err:  # a full disk or a damaged
+        # file is not the network's fault: those pass as they are, saying so themselves
         raise ConnectionError(f"could not download {url} ({type(err).__name__}: {err}). Offline alternatives: copy "
                               f"cc.{lang}.300.vec.gz (from {CC_PAGE}) here and pass vectors=PATH (it is read only up "
                               f"to {top_n:,} words), or use preset 'demo' / 'smoke', which train fastText vectors "

@@ -31,22 +31,10 @@ def test_records_to_texts_stops_early_on_a_stream() -> None:
             pulled += 1
             yield {"text": f"document {i}", "url": "u", "timestamp": "t"}
 
-    assert online.records_to_texts(stream(), "text", max_docs=5) == [f"document {i}" for i in range(5)]
+    assert online.records_to_texts(stream(), max_docs=5) == [f"document {i}" for i in range(5)]
     assert pulled <= 6
     with pytest.raises(ValueError, match="no 'text' field"):
         online.records_to_texts([{"body": "x"}])
-
-
-def test_wikitext_lines_become_articles() -> None:
-    lines = [
-        "", " = Valkyria Chronicles III = \n", "", " Senjō no Valkyria 3 is a role @-@ playing game . \n",
-        " = = Gameplay = = \n", " It sold 1 @,@ 000 copies at 3 @.@ 5 dollars . \n", "",
-        " = Tower Building = \n", " The building is tall . \n",
-    ]
-    assert list(online.wikitext_articles(lines)) == [
-        "Senjō no Valkyria 3 is a role-playing game . It sold 1,000 copies at 3.5 dollars .",
-        "The building is tall .",
-    ]
 
 
 def test_ag_news_records() -> None:
@@ -93,14 +81,7 @@ def test_hub_c4_streams_the_asked_language(hub_up: None, monkeypatch: pytest.Mon
     assert (corpus.source, corpus.lang, corpus.name) == ("hub", "cs", "c4-cs")
 
 
-def test_hub_wikitext_and_ag_news_paths(hub_up: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    lines = [" = A = \n", " First . \n", " = B = \n", " Second . \n"]
-    wiki = FakeLoad(result=[{"text": line} for line in lines])
-    _patch_load(monkeypatch, wiki)
-    corpus = load_corpus(HUB, "en", "train", name="wikitext-103", max_docs=1)
-    assert corpus.texts == ["First ."]
-    assert wiki.calls == [("Salesforce/wikitext", "wikitext-103-raw-v1", {"split": "train", "streaming": False})]
-
+def test_hub_ag_news_path(hub_up: None, monkeypatch: pytest.MonkeyPatch) -> None:
     news = FakeLoad(result=[{"text": "Stocks fall", "label": 2}, {"text": "Team wins", "label": 1}])
     _patch_load(monkeypatch, news)
     labelled = load_labelled(HUB, "en", "test", name="ag_news")
@@ -226,7 +207,7 @@ def test_dead_connection_is_reported_before_any_download(monkeypatch: pytest.Mon
     monkeypatch.setattr(online, "offline_mode", lambda: False)
     monkeypatch.setattr(online, "hub_reachable", lambda *a, **k: False)
     with pytest.raises(HubUnavailableError, match="the corpus 'embedded'"):
-        load_corpus(HUB, "en", "eval", name="wikitext-103")
+        load_corpus(HUB, "en", "eval")
     assert fake.calls == []
 
 
@@ -289,9 +270,7 @@ def test_hub_bad_requests() -> None:
         load_corpus(HUB, "en", "train")
     with pytest.raises(ValueError, match="unknown C4 language 'ja'"):
         load_corpus(HUB, "ja", "eval", eval_docs=5)
-    with pytest.raises(ValueError, match="English only"):
-        load_corpus(HUB, "fr", "eval", name="wikitext-103")
-    with pytest.raises(ValueError, match="unknown hub corpus"):
+    with pytest.raises(ValueError, match="unknown option.s. name for the hub corpus"):  # C4 only
         load_corpus(HUB, "en", "eval", name="bookcorpus")
     with pytest.raises(ValueError, match="English only"):
         load_labelled(HUB, "de", "train")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import gzip
 import hashlib
 import io
@@ -11,6 +12,7 @@ import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -259,6 +261,18 @@ def test_download_failure_is_clear_and_leaves_nothing(tmp_path: Path, monkeypatc
     with pytest.raises(ConnectionError, match="connection dropped"):
         vf.download_vectors("cs", tmp_path, progress=False)
     assert list(tmp_path.iterdir()) == []  # the .part file is gone, no half-written cache
+
+
+def test_a_full_disk_while_downloading_is_not_called_a_network_failure(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    def full_disk(*args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.ENOSPC, "no space left to write the cache")
+
+    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout=0: io.BytesIO(b""))
+    monkeypatch.setattr(vf, "save_prefix", full_disk)
+    with pytest.raises(OSError, match="no space left") as info:
+        vf.download_vectors("cs", tmp_path, progress=False)
+    assert not isinstance(info.value, ConnectionError)
 
 
 def test_a_truncated_download_names_the_url_and_leaves_nothing(tmp_path: Path) -> None:

@@ -121,22 +121,21 @@ def _changed_files(then: Mapping[str, Any], now: Mapping[str, Any], shown: int =
     return f": {', '.join(changes[:shown])}{more}" if changes else ""
 
 
-def compare_inputs(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    """One line per input whose content differs from what a finished step recorded, naming a folder's files."""
+def changed_inputs(step_folder: Path, params: dict[str, Any]) -> list[str]:
+    """Why a step would rerun because of its input files: one line per input whose content is not the one its
+    finished stamp recorded, naming a folder's files (none without a finished stamp)."""
+    stamp = read_json(stamp_of(step_folder))
+    if stamp is None:
+        return []
+    recorded = stamp.get("inputs", {})
     lines = []
-    for name, now in current.items():
+    for name, now in input_digests(params).items():
         then = recorded.get(name)
         if not isinstance(then, dict) or then.get("sha256") != now["sha256"]:
             was = str(then.get("sha256"))[:12] if isinstance(then, dict) else "not recorded"
             files = _changed_files(then, now) if isinstance(then, dict) else ""
             lines.append(f"input {name} {now['path']} changed (sha256 {was} -> {now['sha256'][:12]}){files}")
     return lines
-
-
-def changed_inputs(step_folder: Path, params: dict[str, Any]) -> list[str]:
-    """Why a step would rerun because of its input files: one line per file whose content is not the one it ran on."""
-    stamp = read_json(stamp_of(step_folder))
-    return [] if stamp is None else compare_inputs(stamp.get("inputs", {}), input_digests(params))
 
 
 def notebook_sources(notebook: Path) -> list[tuple[str, str]]:

@@ -10,14 +10,14 @@ import argparse
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NoReturn, Sequence
+from typing import Callable, NoReturn, Sequence, TypeVar
 
 from helpers.paper_values import LANGS as C4_PAPER_LANGS
 from helpers.presets import PRESET_HELP, check_preset
 from pipeline.data import CORPUS_HELP, EMBEDDED_FILES, CorpusSpec
 from pipeline.labelled import LABELLED_HELP, LabelledSpec
 from pipeline.layout import DOCS_DIR, FIGURES_DIR, INPUT_HASHES_NAME, RUNS_DIR, RunLayout, check_lang
-from pipeline.runinfo import T, check_seed, checked, device_argument
+from pipeline.runinfo import check_seed, checked, device_argument, setting_argument
 from pipeline.steps import JobError, RunSettings
 
 # The README's main job (`make figures`): the only configuration that writes the committed figures/.
@@ -39,34 +39,26 @@ GUARD_HELP = ("figures/ and docs/ hold committed files: only the README's job (m
 # --------------------------------------------------------------------------- one option each
 
 
-def names(text: str) -> tuple[str, ...]:
-    """'en,fr' -> ('en', 'fr'): at least one, each once."""
+def names(text: str, number: bool = False) -> tuple[str, ...] | tuple[int, ...]:
+    """'en,fr' -> ('en', 'fr'), or with ``number`` '0,1,2' -> (0, 1, 2) for --seeds and --gpus (non-negative
+    integers): at least one, each once, compared after conversion ('1,01' names 1 twice)."""
     items = [part.strip() for part in str(text).split(",") if part.strip()]
     if not items:
         raise ValueError("needs at least one value, e.g. en,fr or 0,1,2")
-    duplicates = sorted({item for item in items if items.count(item) > 1})
-    if duplicates:
-        raise ValueError(f"lists {', '.join(duplicates)} more than once")
-    return tuple(items)
-
-
-def indices(text: str) -> tuple[int, ...]:
-    """'0,1,2' -> (0, 1, 2) for --seeds and --gpus: non-negative integers, each once ('1,01' names 1 twice)."""
-    items = names(text)
-    wrong = [item for item in items if not item.isdigit()]
+    wrong = [item for item in items if not item.isdigit()] if number else []
     if wrong:
         raise ValueError(f"takes non-negative integers such as 0,1,2, got {wrong[0]!r}")
-    numbers = [int(item) for item in items]
-    twice = sorted({n for n in numbers if numbers.count(n) > 1})
+    values = [int(item) for item in items] if number else items
+    twice = sorted({value for value in values if values.count(value) > 1})
     if twice:
         raise ValueError(f"lists {', '.join(map(str, twice))} more than once ({text})")
-    return tuple(numbers)
+    return tuple(values)
 
 
 @checked
 def gpu_indices(text: str) -> tuple[int, ...]:
     """'0,1' -> (0, 1), checked against the GPUs torch sees."""
-    gpus = indices(text)
+    gpus = names(text, number=True)
     import torch
 
     available = torch.cuda.device_count()
@@ -77,11 +69,7 @@ def gpu_indices(text: str) -> tuple[int, ...]:
     return gpus
 
 
-@checked
-def positive_int(text: str) -> int:
-    if not str(text).isdigit() or int(text) < 1:
-        raise ValueError(f"must be a positive integer, got {text!r}")
-    return int(text)
+T = TypeVar("T")  # the value a spec's parser returns
 
 
 def spec_argument(parse: Callable[[str], T], hint: str) -> Callable[[str], T]:
@@ -125,9 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"notebook 05's labelled set for the probe: {LABELLED_HELP}")
     parser.add_argument("--vectors", default=None, type=vectors_file, help="a local .vec/.vec.gz/.bin file for "
                         "notebook 03 (default: per the preset: trained here, or the published cc.LANG.300 for paper)")
-    parser.add_argument("--max-steps", type=positive_int, default=None, help="cap pretraining at N steps")
-    parser.add_argument("--seeds", default="0", type=checked(lambda text: tuple(map(check_seed, indices(text)))),
-                        help="seeds, comma-separated; each language runs once per seed")
+    parser.add_argument("--max-steps", type=setting_argument("max_steps"), help="cap pretraining at N steps")
+    parser.add_argument("--seeds", default="0", help="seeds, comma-separated; each language runs once per seed",
+                        type=checked(lambda text: tuple(map(check_seed, names(text, number=True)))))
     parser.add_argument("--out", default=str(RUNS_DIR), type=folder, help="folder for run folders (default: runs/)")
     parser.add_argument("--figures", dest="figures_dir", metavar="FIGURES", default=None, type=folder,
                         help="folder for figures (default: figures/ for the README's demo job, else "

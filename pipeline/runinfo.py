@@ -17,6 +17,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+from helpers import presets
 from pipeline.layout import REPO_ROOT
 
 RECORDED_PACKAGES = ("torch", "transformers", "tokenizers", "numpy", "datasets", "fasttext", "scikit-learn",
@@ -53,6 +54,20 @@ def checked(check: Callable[[str], T]) -> Callable[[str], T]:
         except ValueError as err:
             raise argparse.ArgumentTypeError(str(err)) from None
     return argument
+
+
+def setting_argument(name: str, number: bool = False, low: int = 1) -> Callable[[str], float | int]:
+    """A TrainConfig setting as an argparse type, checked by the presets' own rules while parsing (an integer of at
+    least ``low``, or with ``number`` a float in ``name``'s range): a bad value stops the command line, not training."""
+    def parse(text: str) -> float | int:
+        if number:
+            return presets.check_number(name, float(text))
+        try:
+            value = int(text)
+        except ValueError:
+            raise ValueError(f"{name} must be an integer, got {text!r}") from None
+        return presets.check_count(name, value, low)
+    return checked(parse)
 
 
 def pick_device(prefer: str = "auto") -> str:

@@ -81,7 +81,7 @@ def run_step(step: Step, run_dir: Path, params: dict[str, Any], upstream: Sequen
     if not force and fp.is_up_to_date(out_dir, key):
         log(f"[skip] {step.name}: unchanged since its last successful run")
         return False
-    if step.owns_out_dir and out_dir.exists() and (force or fp.started_with(out_dir) != key):
+    if out_dir.exists() and (force or fp.started_with(out_dir) != key):
         log(f"[new ] {step.name}: inputs changed, so {out_dir} starts empty")
         shutil.rmtree(inside(out_dir, run_dir, f"{step.name}'s folder"))
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -33,7 +33,6 @@ class Step:
     name: str  # notebook file stem, e.g. '02_tokenizer'
     out: str  # output folder inside the run folder (one of layout.STEP_FOLDERS)
     needs: tuple[str, ...] = ()  # names of steps whose outputs it reads
-    owns_out_dir: bool = True  # the job may empty out_dir before a rerun with other inputs
 
     @property
     def notebook(self) -> Path:
@@ -48,7 +47,7 @@ STEPS: tuple[Step, ...] = (
     Step("04_pretraining", PRETRAIN, ("02_tokenizer", "03_static_vectors")),
     Step("05_probing", PROBE, ("02_tokenizer", "03_static_vectors", "04_pretraining")),
 )
-FIGURES_STEP = Step("06_figures", "figures", owns_out_dir=False)
+FIGURES_STEP = Step("06_figures", "figures")
 STEP_BY_NAME = {s.name: s for s in (*STEPS, FIGURES_STEP)}
 
 
@@ -102,8 +101,8 @@ def upstream_of(step: Step, run_dir: Path) -> list[Path]:
 
 
 def out_dir_of(step: Step, params: dict[str, Any]) -> Path:
-    """The folder a step writes: run_dir/<step folder>, or out_dir for the figures step."""
-    return Path(params["out_dir"]) if "out_dir" in params else Path(params["run_dir"]) / step.out
+    """The folder a per-language step writes: run_dir/<step folder> (06 writes through runner.run_figures)."""
+    return Path(params["run_dir"]) / step.out
 
 
 def check_parameters(notebook: Path, params: dict[str, Any]) -> None:

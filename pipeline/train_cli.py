@@ -12,7 +12,7 @@ import json
 import sys
 from dataclasses import fields
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from helpers import presets
 from helpers.presets import PRESET_HELP, PRESET_NAMES, TrainConfig
@@ -20,24 +20,11 @@ from helpers.pretrain import TrainingDiverged, cap_steps
 from pipeline import distributed, training
 from pipeline.layout import MODEL_NAMES, TRAINABLE_MODELS, PretrainFiles, read_metrics
 from pipeline.run_identity import hold_step
-from pipeline.runinfo import device_argument
+from pipeline.runinfo import device_argument, setting_argument
 
 # TrainConfig fields given as options of the same name: integers of at least 1, or numbers in their presets range
 COUNTS = ("steps", "batch_size", "eval_every", "checkpoint_every", "eval_sequences", "eval_batch_size")
 NUMBERS = ("lr", "weight_decay", "grad_clip", "eps", "warmup_fraction")
-
-
-def _checked(name: str, number: bool = False, low: int = 1) -> Callable[[str], float | int]:
-    """An argparse type: an integer of at least ``low``, or with ``number`` a float in ``name``'s presets range."""
-
-    def parse(text: str) -> float | int:
-        try:
-            return presets.check_number(name, float(text)) if number else presets.check_count(name, int(text), low)
-        except ValueError as err:
-            message = str(err) if number or "must" in str(err) else f"{name} must be an integer, got {text!r}"
-            raise argparse.ArgumentTypeError(message) from None
-
-    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,12 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
                                          "and bert_ft_perm (required)")
     add("--preset", default="paper", choices=PRESET_NAMES, help=PRESET_HELP)
     add("--device", default="auto", type=device_argument, help="auto, cpu, cuda or cuda:N")
-    add("--seed", type=_checked("seed", low=0), default=0)
-    add("--max-steps", type=_checked("max_steps"), help="cap the preset's steps (schedule rescaled)")
+    add("--seed", type=setting_argument("seed", low=0), default=0)
+    add("--max-steps", type=setting_argument("max_steps"), help="cap the preset's steps (schedule rescaled)")
     for name in COUNTS + NUMBERS:
-        add("--" + name.replace("_", "-"), type=_checked(name, number=name in NUMBERS))
-    add("--beta1", type=_checked("beta", number=True))
-    add("--beta2", type=_checked("beta", number=True))
+        add("--" + name.replace("_", "-"), type=setting_argument(name, number=name in NUMBERS))
+    add("--beta1", type=setting_argument("beta", number=True))
+    add("--beta2", type=setting_argument("beta", number=True))
     add("--attention", choices=presets.ATTENTION, help="attention kernel (auto: sdpa_padded on CUDA, sdpa elsewhere)")
     add("--precision", choices=presets.PRECISION, help="bf16 autocast or fp32 (auto: bf16 on CUDA only)")
     add("--batching", choices=presets.BATCHING)
@@ -66,10 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     add("--compile", action="store_const", const=True, help="torch.compile the loss (any device)")
     add("--static-cap", dest="cap_masked", action="store_const", const=True,
         help="score a fixed number of masked rows per batch, for static shapes (default on CUDA)")
-    add("--model-dropout", type=_checked("dropout_probability", number=True),
+    add("--model-dropout", type=setting_argument("dropout_probability", number=True),
         help="the model's dropout probability (Table 4: 0.1); 0 makes runs with different numbers of processes "
              "give the same losses")
-    add("--stop-at", type=_checked("stop_at"), help="stop after this step with a checkpoint")
+    add("--stop-at", type=setting_argument("stop_at"), help="stop after this step with a checkpoint")
     add("--no-resume", action="store_true", help="ignore an existing checkpoint and start again")
     add("--compare", action="store_true", help="afterwards, write comparison.json if both runs exist")
     return parser

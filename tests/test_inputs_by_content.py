@@ -152,10 +152,12 @@ def test_the_job_names_a_corpus_vectors_or_labelled_file_replaced_at_the_same_pa
     assert job.main(command) == 0 and notebooks_not_executed == ["05_probing"]
 
 
-def test_a_folder_input_names_the_files_added_changed_and_removed() -> None:
+def test_a_folder_input_names_the_files_added_changed_and_removed(tmp_path: Path, monkeypatch) -> None:
     then = {"corpus": {"path": "/c", "sha256": "a" * 64, "files": {"x.txt": "1", "y.txt": "2", "z.txt": "3"}}}
     now = {"corpus": {"path": "/c", "sha256": "b" * 64, "files": {"x.txt": "1", "y.txt": "9", "w.txt": "4"}}}
-    assert fingerprints.compare_inputs(then, now) == [
+    fingerprints.mark_finished(tmp_path, "key", 1.0, {}, inputs=then)
+    monkeypatch.setattr(fingerprints, "input_digests", lambda params: now)
+    assert fingerprints.changed_inputs(tmp_path, {}) == [
         f"input corpus /c changed (sha256 {'a' * 12} -> {'b' * 12}): w.txt added, y.txt changed, z.txt removed"]
 
 

@@ -18,7 +18,7 @@ from pipeline.data import CorpusSpec
 
 def _notebook(path: Path, body: str) -> None:
     nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell('run_dir = "x"\nout_dir = None\nvalue = 1')
+    params = nbformat.v4.new_code_cell('run_dir = "x"\nvalue = 1')
     params.metadata["tags"] = ["parameters"]
     nb.cells = [params, nbformat.v4.new_code_cell(body)]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -31,7 +31,7 @@ def toy_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> steps.Step:
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
     _notebook(notebooks / "99_toy.ipynb",
-              "from pathlib import Path\nout = Path(out_dir) if out_dir else Path(run_dir) / 'toy'\n"
+              "from pathlib import Path\nout = Path(run_dir) / 'toy'\n"
               "out.mkdir(parents=True, exist_ok=True)\n(out / 'value.txt').write_text(str(value))")
     monkeypatch.setattr(steps, "NOTEBOOKS_DIR", notebooks)
     return steps.Step("99_toy", "toy")
@@ -72,16 +72,6 @@ def test_rerun_after_a_change_starts_empty_but_a_rerun_after_a_crash_keeps_its_f
     (out / "checkpoint.pt").write_text("state of value=2")
     assert runner.run_step(toy_step, run_dir, {**params, "value": 2}, force=True, log=lambda m: None)
     assert not (out / "checkpoint.pt").exists()  # --force reruns from scratch
-
-
-def test_the_figures_folder_is_never_emptied(tmp_path: Path, toy_step: steps.Step) -> None:
-    figures_like = steps.Step(toy_step.name, "figures", owns_out_dir=False)
-    out = tmp_path / "figures"
-    out.mkdir()
-    (out / "README.txt").write_text("kept")
-    assert runner.run_step(figures_like, tmp_path, {"out_dir": str(out), "value": 3}, force=True, log=lambda m: None)
-    assert (out / "README.txt").read_text() == "kept" and (out / "value.txt").read_text() == "3"
-    assert not steps.FIGURES_STEP.owns_out_dir and all(step.owns_out_dir for step in steps.STEPS)
 
 
 def test_upstream_change_reruns_the_step(tmp_path: Path, toy_step: steps.Step) -> None:
@@ -279,7 +269,7 @@ def test_an_out_that_is_a_file_or_read_only_is_refused(tmp_path: Path, capsys: p
 
 
 def test_a_zero_max_steps_is_refused_by_the_parser() -> None:
-    with pytest.raises(steps.JobError, match="argument --max-steps: must be a positive integer"):
+    with pytest.raises(steps.JobError, match="argument --max-steps: max_steps must be at least 1, got 0"):
         job_options.build_parser().parse_args(["--max-steps", "0"])
 
 

@@ -13,7 +13,6 @@ import hashlib
 import itertools
 import json
 import os
-import shutil
 import sys
 import textwrap
 from dataclasses import asdict, replace
@@ -34,6 +33,8 @@ from pipeline.fasttext_training import FastTextSettings
 from pipeline.figure_plots import FIGURE_FORMATS, save_figure
 from pipeline.figures import to_markdown
 from pipeline.layout import AblationLayout, RunLayout, VariantFiles
+from pipeline.position_scores import seed_differences
+from pipeline.records import copy_into
 from pipeline.results import ModelRun, Run, display_path, load_run, metrics_frame, pair_mismatch, read_positions
 from pipeline.runinfo import device_argument, environment
 from pipeline.staging import move_into, staged, written_whole
@@ -177,9 +178,7 @@ def save_variant_record(files: VariantFiles, records_dir: Path) -> Path:
     paths = [files.static.manifest, files.model.metrics, files.model.run_json, files.model.positions]
     for absent in (path for path in paths if not path.is_file()):
         raise FileNotFoundError(f"{absent} not found: train the variant first")
-    for path in paths:
-        (record / path.relative_to(files.folder)).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, record / path.relative_to(files.folder))
+    copy_into(paths, files.folder, record)
     return record
 
 
@@ -217,20 +216,12 @@ def _results(run: Run, ablation_dir: Path) -> dict[str, VariantResult]:
     return found
 
 
-def _per_seed_differences(results: list[VariantResult], papers: list[VariantResult],
-                          key: str) -> tuple[list[np.ndarray], bool]:
-    """Each seed's per-position difference to the paper recipe, and whether the seeds share their positions."""
-    found = [(read_positions(res.model.files), read_positions(base.model.files)) for res, base in zip(results, papers)]
-    where = [np.stack([base["sequence"], base["position"]]) for _, base in found]
-    same = all(w.shape == where[0].shape and (w == where[0]).all() for w in where)
-    return [res[key] - base[key] for res, base in found], same
-
-
 def _paired_columns(results: list[VariantResult], papers: list[VariantResult], column: str) -> dict[str, Any]:
     """A variant's difference to the paper recipe in ``column``: mean over seeds, interval, each seed's own."""
     key, short = ("loss", "loss") if column == "eval_loss" else ("correct", "accuracy")
     values = [res.model.final(column) - base.model.final(column) for res, base in zip(results, papers)]
-    est = seed_estimate(values, lambda: _per_seed_differences(results, papers, key))
+    pairs = ((read_positions(base.model.files), read_positions(res.model.files)) for res, base in zip(results, papers))
+    est = seed_estimate(values, lambda: seed_differences(pairs, key))  # the files read only if an interval is drawn
     # with under three seeds the interval is over positions only: each seed's own shows whether they agree in sign
     return {f"{short}_vs_paper": est.mean, f"{short}_ci_low": est.low, f"{short}_ci_high": est.high,
             f"{short}_per_seed": " / ".join(f"{v:+.3f}" for v in values), "interval": est.interval}

@@ -91,44 +91,6 @@ def start(run_dirs: Sequence[str | Path] | None, out_dir: str | Path | None) -> 
     return FiguresSetup(folders, out)
 
 
-FLOOR_LABELS = {  # the rows of the floors that need no context, on the same evaluation positions
-    "unigram": "unigram (training-text token frequencies, no context; same evaluation positions)",
-    "copy-aware": "copy-aware (copy the visible token, else unigram; no context; same evaluation positions)"}
-
-
-def _row(lang: str, label: str, status: str, values: dict[str, Any], group: SeedGroup | None = None,
-         source: str = "ours", run_dir: str | None = None) -> dict[str, Any]:
-    """A row of Tables 2-3: the paper's, ours or a floor's (over ``group``), or a run of ours that cannot count."""
-    published = source == "paper"
-    return {"lang": lang, "source": source, "label": label, "preset": group.first.preset if group else None,
-            "steps": paper.STEPS if published else group.total_steps if group else None,
-            "n_seeds": None if published else len(group.runs) if group else 0,
-            "seeds": ",".join(map(str, group.seeds)) if group else None, **values, "status": status,
-            "run_dir": ", ".join(display_path(r.run_dir) for r in group.runs) if group else run_dir}
-
-
-def _table(runset: RunSet, paper_values: dict[str, dict[str, Any]], our_values: Callable[[SeedGroup], dict[str, Any]],
-           floor_values: Callable[[SeedGroup, str], dict[str, Any]], nan_values: dict[str, Any]) -> pd.DataFrame:
-    """Rows per language: the paper's, ours (mean over seeds), the context-free floors, then runs that cannot count;
-    ``steps``: where the numbers were measured (100,000 for the paper, our last shared evaluation for us)."""
-    groups = comparison_groups(runset)
-    rows = []
-    for lang in order_langs(set(paper.LANGS) | set(runset.langs())):
-        if lang in paper_values:
-            rows.append(_row(lang, PAPER_RUN_LABEL, "published", paper_values[lang], source="paper"))
-        lang_groups = [g for g in groups if g.lang == lang]  # none: the paper's row only, no row of "—"
-        for group in (g for g in lang_groups if g.runs):
-            rows.append(_row(lang, group.label, "ok" + (f"; {group.note}" if group.note else ""), our_values(group),
-                             group))
-            floors = [("unigram", "unigram")] if group.baseline is not None else []
-            floors += [] if isinstance(group_positions(group), str) else [("copy-aware", "copy_aware")]
-            rows += [_row(lang, FLOOR_LABELS[source], "baseline", floor_values(group, scorer), group, source)
-                     for source, scorer in floors]
-        for path, why in (lang_groups[0].excluded.items() if lang_groups else ()):
-            rows.append(_row(lang, "ours (no comparable run)", why, nan_values, run_dir=path))
-    return pd.DataFrame(rows).astype({"steps": "Int64", "n_seeds": "Int64"})
-
-
 def vector_source_text(manifest: dict[str, Any] | None) -> str | None:
     """Readable origin of a run's static vectors from its manifest ('train', 'published' or 'file')."""
     if not manifest:
@@ -176,71 +138,116 @@ def _interval_columns(estimate: Estimate | None, prefix: str = "") -> dict[str, 
     return {f"{prefix}ci_low": estimate.low, f"{prefix}ci_high": estimate.high, f"{prefix}interval": interval}
 
 
+FLOOR_LABELS = {  # the rows of the floors that need no context, on the same evaluation positions
+    "unigram": "unigram (training-text token frequencies, no context; same evaluation positions)",
+    "copy-aware": "copy-aware (copy the visible token, else unigram; no context; same evaluation positions)"}
+NO_VALUES = (math.nan, math.nan)  # one per model
+
+
+class _Finals(NamedTuple):
+    """What Tables 2 and 3 tell apart: the metric they compare, where its floors come from, their column names."""
+
+    metric: str  # the final evaluation's column: eval_loss or eval_accuracy
+    key: str  # the same per scored position: loss or correct
+    unigram: str  # the unigram floor's value in baseline.json
+    head: str  # each model's column is head + its label
+    diff: str  # the column of BERT_FT minus BERT_TINY
+    published: dict[str, dict[str, float]]  # the paper's, per language and model
+
+
+_TABLE2 = _Finals("eval_loss", "loss", "unigram_loss", "eval_loss ", "eval FT - TINY", paper.EVAL_LOSS)
+_TABLE3 = _Finals("eval_accuracy", "correct", "unigram_accuracy", "", "FT - TINY", paper.EVAL_ACCURACY)
+FrontColumns = Callable[[str, SeedGroup | None, str], dict[str, Any]]  # (lang, group, row's source) -> columns
+
+
+def _per_model(head: str, values: Sequence[float]) -> dict[str, float]:
+    return {f"{head}{paper.MODEL_LABELS[name]}": value for name, value in zip(paper.MODELS, values)}
+
+
+def _final_columns(spec: _Finals, finals: Sequence[float] = NO_VALUES, diff: float = math.nan,
+                   est: Estimate | None = None, at_mask: Sequence[float] = NO_VALUES,
+                   mask_est: Estimate | None = None) -> dict[str, Any]:
+    """Each model's final value, FT - TINY with its interval, then the same at [MASK] alone; NaN where unmeasured."""
+    return {**_per_model(spec.head, finals), spec.diff: diff, **_interval_columns(est),
+            **_per_model(f"[MASK] {spec.head}", at_mask), "[MASK] FT - TINY": mask_est.mean if mask_est else math.nan,
+            **_interval_columns(mask_est, "[MASK] ")}
+
+
+def _our_finals(spec: _Finals, group: SeedGroup) -> dict[str, Any]:
+    """Both models' final values (means over seeds) and FT's paired difference with its interval."""
+    est = gain_estimate(group, spec.metric)
+    finals = [group.mean(lambda run, name=name: run.final(name, spec.metric)) for name in paper.MODELS]
+    at_mask = [kind_mean(group, name, spec.key, "mask") for name in paper.MODELS]
+    return _final_columns(spec, finals, est.mean, est, at_mask, gain_estimate(group, spec.metric, "mask"))
+
+
+def _floor_finals(spec: _Finals, group: SeedGroup, scorer: str) -> dict[str, Any]:
+    """A floor's values on our positions, in both models' columns: what a run must clear."""
+    every = (group.baseline[spec.unigram] if scorer == "unigram" and group.baseline
+             else kind_mean(group, scorer, spec.key, "all"))
+    at_mask = kind_mean(group, scorer, spec.key, "mask")
+    return _final_columns(spec, (every, every), at_mask=(at_mask, at_mask))
+
+
+def _finals_table(runset: RunSet, spec: _Finals, front: FrontColumns = lambda lang, group, source: {}) -> pd.DataFrame:
+    """Rows per language: the paper's, ours (mean over seeds), the context-free floors, then runs that cannot count;
+    ``steps``: where the numbers were measured (100,000 for the paper, our last shared evaluation for us)."""
+    def row(lang: str, label: str, status: str, finals: dict[str, Any], group: SeedGroup | None = None,
+            source: str = "ours", run_dir: str | None = None) -> dict[str, Any]:
+        return {"lang": lang, "source": source, "label": label, "preset": group.first.preset if group else None,
+                "steps": paper.STEPS if source == "paper" else group.total_steps if group else None,
+                "n_seeds": None if source == "paper" else len(group.runs) if group else 0,
+                "seeds": ",".join(map(str, group.seeds)) if group else None, **front(lang, group, source),
+                **finals, "status": status,
+                "run_dir": ", ".join(display_path(r.run_dir) for r in group.runs) if group else run_dir}
+
+    groups = comparison_groups(runset)
+    rows = []
+    for lang in order_langs(set(paper.LANGS) | set(runset.langs())):
+        if lang in spec.published:
+            values = [spec.published[lang][name] for name in paper.MODELS]
+            rows.append(row(lang, PAPER_RUN_LABEL, "published", _final_columns(spec, values, values[1] - values[0]),
+                            source="paper"))
+        lang_groups = [g for g in groups if g.lang == lang]  # none: the paper's row only, no row of "—"
+        for group in (g for g in lang_groups if g.runs):
+            rows.append(row(lang, group.label, "ok" + (f"; {group.note}" if group.note else ""),
+                            _our_finals(spec, group), group))
+            floors = [("unigram", "unigram")] if group.baseline is not None else []
+            floors += [] if isinstance(group_positions(group), str) else [("copy-aware", "copy_aware")]
+            rows += [row(lang, FLOOR_LABELS[source], "baseline", _floor_finals(spec, group, scorer), group, source)
+                     for source, scorer in floors]
+        for path, why in (lang_groups[0].excluded.items() if lang_groups else ()):
+            rows.append(row(lang, "ours (no comparable run)", why, _final_columns(spec), run_dir=path))
+    return pd.DataFrame(rows).astype({"steps": "Int64", "n_seeds": "Int64"})
+
+
+def _training_losses(lang: str, group: SeedGroup | None, source: str) -> dict[str, Any]:
+    """Table 2's first columns: each model's training loss in both readings (``TRAIN_LOSS_NOTE``); the paper gives
+    one, the unigram floor its loss on the training text."""
+    train = run_mean = NO_VALUES
+    if source == "paper":
+        train = [paper.TRAIN_LOSS[lang][name] for name in paper.MODELS]
+    elif source == "ours" and group is not None:
+        train = [group.mean(lambda run, name=name: run.final(name, "train_loss")) for name in paper.MODELS]
+        run_mean = [group.mean(lambda run, name=name: run.model(name).run_mean("train_loss", run.last_step))
+                    for name in paper.MODELS]
+    elif source == "unigram" and group is not None and group.baseline:
+        train = (group.baseline["unigram_train_loss"],) * 2
+    return {**_per_model("train_loss ", train), **_per_model("train_loss (run mean) ", run_mean)}
+
+
 @built_once
 def table2_loss(runset: RunSet) -> pd.DataFrame:
     """Table 2: final losses of both models (means over seeds; two readings of the training loss, see
     ``TRAIN_LOSS_NOTE``), FT's difference, the floors; also at [MASK] alone, where no context-free shortcut helps."""
-    names = [(n, paper.MODEL_LABELS[n]) for n in paper.MODELS]
-
-    def columns(train: Callable, run_mean: Callable, evaluation: Callable, at_mask: Callable, diff: float,
-                est: Estimate | None, mask_est: Estimate | None) -> dict[str, Any]:
-        return {**{f"train_loss {label}": train(n) for n, label in names},
-                **{f"train_loss (run mean) {label}": run_mean(n) for n, label in names},
-                **{f"eval_loss {label}": evaluation(n) for n, label in names},
-                "eval FT - TINY": diff, **_interval_columns(est),
-                **{f"[MASK] eval_loss {label}": at_mask(n) for n, label in names},
-                "[MASK] FT - TINY": mask_est.mean if mask_est else math.nan, **_interval_columns(mask_est, "[MASK] ")}
-
-    nan = lambda n: math.nan  # noqa: E731
-    published = {lang: columns(lambda n, lang=lang: paper.TRAIN_LOSS[lang][n], nan,
-                               lambda n, lang=lang: paper.EVAL_LOSS[lang][n], nan,
-                               paper.EVAL_LOSS[lang]["bert_ft"] - paper.EVAL_LOSS[lang]["bert_tiny"], None, None)
-                 for lang in paper.LANGS}
-
-    def ours(group: SeedGroup) -> dict[str, Any]:
-        est, mask_est = gain_estimate(group, "eval_loss"), gain_estimate(group, "eval_loss", "mask")
-        return columns(lambda n: group.mean(lambda r: r.final(n, "train_loss")),
-                       lambda n: group.mean(lambda r: r.model(n).run_mean("train_loss", r.last_step)),
-                       lambda n: group.mean(lambda r: r.final(n, "eval_loss")),
-                       lambda n: kind_mean(group, n, "loss", "mask"), est.mean, est, mask_est)
-
-    def floor(group: SeedGroup, scorer: str) -> dict[str, Any]:
-        train = group.baseline["unigram_train_loss"] if scorer == "unigram" and group.baseline else math.nan
-        evaluation = (group.baseline["unigram_loss"] if scorer == "unigram" and group.baseline
-                      else kind_mean(group, scorer, "loss", "all"))
-        return columns(lambda n: train, nan, lambda n: evaluation, lambda n: kind_mean(group, scorer, "loss", "mask"),
-                       math.nan, None, None)
-
-    return _table(runset, published, ours, floor, columns(nan, nan, nan, nan, math.nan, None, None))
+    return _finals_table(runset, _TABLE2, _training_losses)
 
 
 @built_once
 def table3_accuracy(runset: RunSet) -> pd.DataFrame:
     """Table 3: final masked-token accuracy of both models (means over seeds), FT's gain with its interval,
     at all scored positions (as the paper reports) and at the [MASK] positions alone."""
-    def columns(tiny: float, ft: float, gain: float, est: Estimate | None, mask: tuple[float, float] = (math.nan,) * 2,
-                mask_est: Estimate | None = None) -> dict[str, Any]:
-        return {"BERT_TINY": tiny, "BERT_FT": ft, "FT - TINY": gain, **_interval_columns(est),
-                "[MASK] BERT_TINY": mask[0], "[MASK] BERT_FT": mask[1],
-                "[MASK] FT - TINY": mask_est.mean if mask_est else math.nan, **_interval_columns(mask_est, "[MASK] ")}
-
-    published = {lang: columns(acc["bert_tiny"], acc["bert_ft"], acc["bert_ft"] - acc["bert_tiny"], None)
-                 for lang, acc in paper.EVAL_ACCURACY.items()}
-
-    def ours(group: SeedGroup) -> dict[str, Any]:
-        est = gain_estimate(group, "eval_accuracy")
-        return columns(group.mean(lambda r: r.final("bert_tiny", "eval_accuracy")),
-                       group.mean(lambda r: r.final("bert_ft", "eval_accuracy")), est.mean, est,
-                       tuple(kind_mean(group, n, "correct", "mask") for n in paper.MODELS),
-                       gain_estimate(group, "eval_accuracy", "mask"))
-
-    def floor(group: SeedGroup, scorer: str) -> dict[str, Any]:
-        every = (group.baseline["unigram_accuracy"] if scorer == "unigram" and group.baseline
-                 else kind_mean(group, scorer, "correct", "all"))
-        at_mask = kind_mean(group, scorer, "correct", "mask")
-        return columns(every, every, math.nan, None, (at_mask, at_mask))
-
-    return _table(runset, published, ours, floor, columns(math.nan, math.nan, math.nan, None))
+    return _finals_table(runset, _TABLE3)
 
 
 LATE_FRACTION = 0.1  # "at the end" of a run: from its last evaluation at or before 90 % of its steps

@@ -105,17 +105,26 @@ def group_positions(group: SeedGroup) -> tuple[list[RunPositions], bool] | str:
     return found, same
 
 
+def seed_differences(pairs: Iterable[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]],
+                     key: str) -> tuple[list[np.ndarray], bool]:
+    """Each seed's change from its base, ``(base, changed)`` positions read by ``read_positions``: ``changed`` minus
+    ``base`` in ``key``, and whether the bases share their positions (by index in records without their ids)."""
+    diffs, where = [], []
+    for base, changed in pairs:
+        diffs.append(changed[key] - base[key])
+        where.append(base["sequence"] * 65_536 + base["position"] if "sequence" in base else np.arange(len(base[key])))
+    return diffs, all(len(w) == len(where[0]) and (w == where[0]).all() for w in where)
+
+
 def model_differences(group: SeedGroup, key: str) -> tuple[list[np.ndarray], bool] | str:
     """BERT_FT minus BERT_TINY in ``key`` at every scored position, per seed, and whether the seeds share
     their positions: all positions, so records from before the [MASK]-only scores serve too."""
-    diffs, where = [], []
+    pairs = []
     for run in group.runs:
-        tiny, ft = positions_of(run, "bert_tiny"), positions_of(run, "bert_ft")
-        if problem := next((f for f in (tiny, ft) if isinstance(f, str)), None):
+        pairs.append((positions_of(run, "bert_tiny"), positions_of(run, "bert_ft")))
+        if problem := next((f for f in pairs[-1] if isinstance(f, str)), None):
             return problem
-        diffs.append(ft[key] - tiny[key])
-        where.append(tiny["sequence"] * 65_536 + tiny["position"] if "sequence" in tiny else np.arange(len(tiny[key])))
-    return diffs, all(len(w) == len(where[0]) and (w == where[0]).all() for w in where)
+    return seed_differences(pairs, key)
 
 
 def paired_difference(runs: list[RunPositions], chosen: list[np.ndarray], same: bool, first: str, second: str,

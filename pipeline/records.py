@@ -164,16 +164,12 @@ if __name__ == "__main__":
     import sys
 
     args = sys.argv[1:]
-    if len(args) == 3 and args[0] == "--control":
-        try:
-            print(f"recorded {save_control(args[1], args[2])}")
-        except (RecordConflict, OSError) as err:
-            sys.exit(f"error: {err}")
-    elif len(args) >= 3 and args[0] == "--runs":
-        try:
-            print(*(f"recorded {path}" for path in save_records(args[1:-1], args[-1])), sep="\n")
-        except (OSError, ValueError) as err:  # RecordConflict and UncommittedRun among them
-            sys.exit(f"error: {err}")
-    else:
+    control, runs = args[:1] == ["--control"] and len(args) == 3, args[:1] == ["--runs"] and len(args) >= 3
+    if not (control or runs):
         sys.exit("usage: python -m pipeline.records --control TRAINED_PRETRAIN_DIR RECORD_DIR  (adds a control)\n"
                  "       python -m pipeline.records --runs RUN_DIR... RECORDS_DIR  (records finished runs)")
+    try:
+        recorded = [save_control(args[1], args[2])] if control else save_records(args[1:-1], args[-1])
+        print(*(f"recorded {path}" for path in recorded), sep="\n")
+    except (OSError, ValueError) as err:  # RecordConflict and UncommittedRun among them
+        sys.exit(f"error: {err}")

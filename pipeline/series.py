@@ -103,12 +103,11 @@ def series_figure(table: pd.DataFrame, title: str) -> plt.Figure:
     return fig
 
 
-def series_title(run_dirs: Sequence[Path]) -> tuple[str, str]:
+def series_title(runset: RunSet) -> tuple[str, str]:
     """('English, reference preset', 'seed 0'): what the series is, named from its runs, never assumed."""
-    runs = load_runs(list(run_dirs)).runs
-    langs = sorted({lang_name(run.lang) for run in runs})
-    presets = sorted({run.preset or "?" for run in runs})
-    seeds = sorted({run.seed for run in runs})
+    langs = sorted({lang_name(run.lang) for run in runset.runs})
+    presets = sorted({run.preset or "?" for run in runset.runs})
+    seeds = sorted({run.seed for run in runset.runs})
     seed_text = f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
     return f"{' and '.join(langs)}, {' and '.join(presets)} preset", seed_text
 
@@ -116,7 +115,7 @@ def series_title(run_dirs: Sequence[Path]) -> tuple[str, str]:
 def write_series(run_dirs: Sequence[Path], figures_dir: Path) -> list[Path]:
     runset = load_runs(list(run_dirs))
     table = series_table(runset)
-    what, seeds = series_title(run_dirs)
+    what, seeds = series_title(runset)
     spread = ", so they hold no seed variance" if seeds.startswith("seed ") else ", seeds resampled with positions"
     figures_dir.mkdir(parents=True, exist_ok=True)
     paths = write_table(table, figures_dir, TABLE_NAME, NOTE.format(seeds=seeds, spread=spread), table.round(3))

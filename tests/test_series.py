@@ -59,8 +59,8 @@ def test_a_recorded_pair_gives_one_row_per_length_with_intervals(longer_pair: Pa
             low, high = table[f"{prefix}{short} low"].iloc[1], table[f"{prefix}{short} high"].iloc[1]
             assert low <= table[f"{prefix}{short} FT - TINY"].iloc[1] <= high
     run = load_runs([smoke_run_dir]).runs[0]  # the title and note name the runs' language, preset and seed
-    assert series.series_title([smoke_run_dir, record]) == (f"{lang_name(run.lang)}, {run.preset} preset",
-                                                           f"seed {run.seed}")
+    assert series.series_title(load_runs([smoke_run_dir, record])) == (f"{lang_name(run.lang)}, {run.preset} preset",
+                                                                       f"seed {run.seed}")
     note = (tmp_path / "figures" / f"{series.TABLE_NAME}.md").read_text()
     assert f"per length and seed (seed {run.seed}), each with its own" in note
 

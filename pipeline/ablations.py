@@ -220,8 +220,11 @@ def _paired_columns(results: list[VariantResult], papers: list[VariantResult], c
     """A variant's difference to the paper recipe in ``column``: mean over seeds, interval, each seed's own."""
     key, short = ("loss", "loss") if column == "eval_loss" else ("correct", "accuracy")
     values = [res.model.final(column) - base.model.final(column) for res, base in zip(results, papers)]
-    pairs = ((read_positions(base.model.files), read_positions(res.model.files)) for res, base in zip(results, papers))
-    est = seed_estimate(values, lambda: seed_differences(pairs, key))  # the files read only if an interval is drawn
+
+    def differences() -> tuple[list[np.ndarray], bool]:  # the position files are read only if an interval is drawn
+        return seed_differences([(read_positions(base.model.files), read_positions(res.model.files))
+                                 for res, base in zip(results, papers)], key)
+    est = seed_estimate(values, differences)
     # with under three seeds the interval is over positions only: each seed's own shows whether they agree in sign
     return {f"{short}_vs_paper": est.mean, f"{short}_ci_low": est.low, f"{short}_ci_high": est.high,
             f"{short}_per_seed": " / ".join(f"{v:+.3f}" for v in values), "interval": est.interval}

@@ -193,9 +193,10 @@ def portable(params: Any) -> Any:
     return kept
 
 
-def fingerprint(step: Step, params: dict[str, Any], upstream: Sequence[Path] = ()) -> str:
+def fingerprint(step: Step, params: dict[str, Any], upstream: Sequence[Path] = (), files: Sequence[Path] = ()) -> str:
     """Notebook cell sources, portable parameters, imported modules' code, the inputs' content hashes (never their
-    paths: a folder's file list adds nothing, its hash covers the files) and upstream fingerprints."""
+    paths: a folder's file list adds nothing, its hash covers the files), upstream fingerprints, and the content of
+    ``files`` (absent ones count as absent): 06's are the record files of every run, so an edited record reruns it."""
     digest = hashlib.sha256()
     digest.update(json.dumps(notebook_sources(step.notebook)).encode())
     digest.update(json.dumps(portable(params), sort_keys=True, default=str).encode())
@@ -206,16 +207,8 @@ def fingerprint(step: Step, params: dict[str, Any], upstream: Sequence[Path] = (
     digest.update(json.dumps(contents, sort_keys=True).encode())
     for folder in upstream:
         digest.update(f"{Path(folder).name}:{finished_with(folder) or 'missing'}".encode())
-    return digest.hexdigest()
-
-
-def with_contents(key: str, files: Sequence[Path]) -> str:
-    """``key`` extended by the content of ``files`` (absent ones count as absent): for notebook 06, whose inputs
-    are the record files of every run, so a record edited by hand reruns the figures."""
-    digest = hashlib.sha256(key.encode())
-    cache: dict[str, Any] = {}
     for path in files:
-        digest.update(f"{Path(path).name}:{content_digest(Path(path), cache)}".encode())
+        digest.update(f"{Path(path).name}:{content_digest(Path(path), {})}".encode())
     return digest.hexdigest()
 
 

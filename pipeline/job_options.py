@@ -10,7 +10,7 @@ import argparse
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NoReturn, Sequence, TypeVar
+from typing import Callable, Literal, NoReturn, Sequence, TypeVar, overload
 
 from helpers.paper_values import LANGS as C4_PAPER_LANGS
 from helpers.presets import PRESET_HELP, check_preset
@@ -39,6 +39,10 @@ GUARD_HELP = ("figures/ and docs/ hold committed files: only the README's job (m
 # --------------------------------------------------------------------------- one option each
 
 
+@overload
+def names(text: str, number: Literal[False] = False) -> tuple[str, ...]: ...
+@overload
+def names(text: str, number: Literal[True]) -> tuple[int, ...]: ...
 def names(text: str, number: bool = False) -> tuple[str, ...] | tuple[int, ...]:
     """'en,fr' -> ('en', 'fr'), or with ``number`` '0,1,2' -> (0, 1, 2) for --seeds and --gpus (non-negative
     integers): at least one, each once, compared after conversion ('1,01' names 1 twice)."""

@@ -153,8 +153,7 @@ def hub_corpus(lang: str, split: str, max_docs: int | None = None, eval_docs: in
         raise ValueError("C4 is streamed and has millions of documents; pass max_docs "
                          "(the paper trained its tokenizer on 5,000,000)")
     check_max_docs(eval_docs)
-    hub_split = HUB_SPLITS[split]
-    limit = max_docs if split == "train" else min(eval_docs, max_docs or eval_docs)
+    hub_split, limit = HUB_SPLITS[split], max_docs if split == "train" else min(eval_docs, max_docs or eval_docs)
     texts = from_hub(f"{C4_ID} ({lang})",
                      lambda: records_to_texts(_dataset(C4_ID, lang, hub_split, True), limit))
     return Corpus(texts, lang, "hub", split, f"c4-{lang}", "ODC-BY (C4, allenai/c4)",

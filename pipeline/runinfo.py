@@ -1,4 +1,4 @@
-"""Seed, device and the environment that produced a result, recorded next to it.
+"""Seed, device and the environment that produced a result, recorded next to it; argparse types that check them.
 
 No heavy imports at module level: the GPU machines have torch and numpy but may lack the rest, and a
 notebook's first cell should import quickly."""

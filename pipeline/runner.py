@@ -127,9 +127,9 @@ def stale_steps(settings: RunSettings, runs_dir: Path) -> list[str]:
 def figures_key(run_dirs: Sequence[Path], figures_dir: Path, solve_exercises: bool = False) -> str:
     """Notebook 06's fingerprint: its own, the steps' stamps, and the content of every record file it reads."""
     params = figures_parameters(run_dirs, Path(figures_dir).resolve(), solve_exercises)
-    key = fp.fingerprint(FIGURES_STEP, params, [Path(d) / s.out for d in run_dirs for s in STEPS])
     layouts = [RunLayout(Path(d)) for d in run_dirs]
-    return fp.with_contents(key, [path for run in layouts for path in (*record_files(run), run.pretrain.baseline)])
+    return fp.fingerprint(FIGURES_STEP, params, [Path(d) / s.out for d in run_dirs for s in STEPS],
+                          [path for run in layouts for path in (*record_files(run), run.pretrain.baseline)])
 
 
 def figures_stale(run_dirs: Sequence[Path], figures_dir: Path) -> bool:

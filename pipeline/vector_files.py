@@ -11,6 +11,7 @@ import gzip
 import json
 import mmap
 import re
+import ssl
 import struct
 import time
 import urllib.error
@@ -172,8 +173,8 @@ def download_vectors(lang: str, cache_dir: str | Path = DEFAULT_CACHE, top_n: in
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:
             save_prefix(response, dest, top_n, url, progress)
-    except (urllib.error.URLError, ConnectionError, TimeoutError, HTTPException) as err:  # a full disk or a damaged
-        # file is not the network's fault: those pass as they are, saying so themselves
+    # Only the network's errors: a full disk or a damaged file is not its fault, and says so itself.
+    except (urllib.error.URLError, ConnectionError, TimeoutError, HTTPException, ssl.SSLError) as err:
         raise ConnectionError(f"could not download {url} ({type(err).__name__}: {err}). Offline alternatives: copy "
                               f"cc.{lang}.300.vec.gz (from {CC_PAGE}) here and pass vectors=PATH (it is read only up "
                               f"to {top_n:,} words), or use preset 'demo' / 'smoke', which train fastText vectors "

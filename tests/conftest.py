@@ -2,6 +2,7 @@
 
 A notebook test asks for ``smoke_step("03_static_vectors")``; the fixture runs 02 first (once), then
 03, both through ``pipeline.runner.run_step`` with ``preset='smoke'``, and returns 03's output folder.
+The runner's own tests use stand-in notebooks instead (``write_notebook``), a kernel start each.
 """
 
 from __future__ import annotations
@@ -81,3 +82,31 @@ def small_prepared(tmp_path_factory: pytest.TempPathFactory, small_tokenizer) ->
         return made[seq_len]
 
     return prepared
+
+
+@pytest.fixture()
+def notebooks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty folder the steps take their notebooks from, in place of notebooks/, for this test only."""
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    monkeypatch.setattr(steps, "NOTEBOOKS_DIR", folder)
+    return folder
+
+
+@pytest.fixture()
+def write_notebook(notebooks: Path) -> Callable[[str, str, str], Path]:
+    """Write ``notebooks/<name>.ipynb``, a stand-in for a step's notebook: a cell tagged 'parameters' holding
+    ``parameters``, then one cell running ``body``. Returns its path."""
+    import nbformat
+
+    def write(name: str, parameters: str, body: str) -> Path:
+        nb = nbformat.v4.new_notebook()
+        params = nbformat.v4.new_code_cell(parameters)
+        params.metadata["tags"] = ["parameters"]
+        nb.cells = [params, nbformat.v4.new_code_cell(body)]
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        path = notebooks / f"{name}.ipynb"
+        nbformat.write(nb, path)
+        return path
+
+    return write

@@ -35,27 +35,28 @@ def test_a_full_disk_while_checkpointing_leaves_no_temporary_file_and_says_what_
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_full_disk_while_caching_a_vectors_download_says_the_download_starts_again(tmp_path: Path,
-                                                                                     monkeypatch) -> None:
+@pytest.fixture()
+def full_disk_when_replacing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """written_whole's last step, moving the written temporary into place, fails as on a full disk."""
     def full_disk(source: str, target: str) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(staging.os, "replace", full_disk)
+
+
+@pytest.mark.usefixtures("full_disk_when_replacing")
+def test_a_full_disk_while_caching_a_vectors_download_says_the_download_starts_again(tmp_path: Path) -> None:
     stream = io.BytesIO(gzip.compress("2 3\nun 0.1 0.2 0.3\ndeux 0.4 0.5 0.6\n".encode()))
     with pytest.raises(OSError, match="then run the same command again; the download starts again"):
         save_prefix(stream, tmp_path / "cc.fr.300.vec.gz", top_n=2, where="cc.fr.300.vec.gz")
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_full_disk_while_claiming_a_run_folder_says_the_folder_is_left_as_it_was(tmp_path: Path,
-                                                                                   monkeypatch) -> None:
+@pytest.mark.usefixtures("full_disk_when_replacing")
+def test_a_full_disk_while_claiming_a_run_folder_says_the_folder_is_left_as_it_was(tmp_path: Path) -> None:
     from pipeline.layout import RunLayout
     from pipeline.run_identity import claim_identity
 
-    def full_disk(source: str, target: str) -> None:
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(staging.os, "replace", full_disk)
     with pytest.raises(OSError, match="then run the same command again; the folder is left as it was"):
         claim_identity(RunLayout(tmp_path / "run"), {"preset": "smoke", "lang": "en", "seed": 0})
     assert list((tmp_path / "run").iterdir()) == []

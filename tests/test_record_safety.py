@@ -10,7 +10,6 @@ import os
 import shutil
 from pathlib import Path
 
-import nbformat
 import pandas as pd
 import pytest
 
@@ -88,37 +87,26 @@ def test_a_staging_folder_whose_process_is_gone_is_removed_by_the_next_writer_an
 # --------------------------------------------------------------------------- notebook 06's set of files
 
 
-def _figures_notebook(notebooks: Path, names: list[str], fail: bool = False) -> None:
-    """A stand-in for notebook 06 that writes ``names`` and a provenance.json listing them, as 06 does."""
+def _figures_notebook(write_notebook, names: list[str], fail: bool = False, text: str = "new") -> Path:
+    """A stand-in for notebook 06 that writes ``names`` (each holding ``text`` and its name) and a provenance.json
+    listing them, as 06 does; with ``fail``, its cell raises once they are written."""
     body = ("import json\nfrom pathlib import Path\n"
-            f"for name in {names!r}:\n    (Path(out_dir) / name).write_text('new ' + name)\n"
+            f"for name in {names!r}:\n    (Path(out_dir) / name).write_text({text!r} + ' ' + name)\n"
             f"(Path(out_dir) / {PROVENANCE_NAME!r}).write_text(json.dumps({{'files': {names!r}, "
             f"'generated_by': 'pipeline.figures.write_outputs (notebooks/06_figures.ipynb)'}}))\n")
-    nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell("run_dirs = None\nout_dir = None\nsolve_exercises = False")
-    params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(body + ("raise RuntimeError('plot failed')" if fail else ""))]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, notebooks / "06_figures.ipynb")
-
-
-@pytest.fixture()
-def notebooks(tmp_path: Path, monkeypatch) -> Path:
-    folder = tmp_path / "notebooks"
-    folder.mkdir()
-    monkeypatch.setattr(steps, "NOTEBOOKS_DIR", folder)
-    return folder
+    return write_notebook("06_figures", "run_dirs = None\nout_dir = None\nsolve_exercises = False",
+                          body + ("raise RuntimeError('plot failed')" if fail else ""))
 
 
 def test_figures_the_new_runs_do_not_draw_are_removed_so_a_folder_holds_one_set(tmp_path: Path,
-                                                                                notebooks: Path) -> None:
+                                                                                write_notebook) -> None:
     """The issue: --figures-from over runs without metrics left another run's fig1a/1b/2 beside the new tables."""
     figures, executed = tmp_path / "figures", tmp_path / "exec"
     figures.mkdir()
     (figures / "vector_quality.csv").write_text("not 06's")
-    _figures_notebook(notebooks, ["fig1a_train_loss.png", "fig3_accuracy_by_language.png", "table2_loss.csv"])
+    _figures_notebook(write_notebook, ["fig1a_train_loss.png", "fig3_accuracy_by_language.png", "table2_loss.csv"])
     assert runner.run_figures([], figures, executed, log=lambda m: None)
-    _figures_notebook(notebooks, ["fig3_accuracy_by_language.png", "table2_loss.csv"])  # no run with metrics
+    _figures_notebook(write_notebook, ["fig3_accuracy_by_language.png", "table2_loss.csv"])  # no run with metrics
     messages: list[str] = []
     assert runner.run_figures([], figures, executed, log=messages.append)
     assert sorted(p.name for p in figures.iterdir() if not p.name.startswith(".")) == [
@@ -144,11 +132,21 @@ def test_the_real_figures_step_lists_exactly_the_files_it_wrote(tmp_path: Path) 
     assert not any(name.startswith("fig1") or name.startswith("fig2") for name in listed)
 
 
-def test_a_kill_while_06_replaces_its_files_leaves_it_to_rerun_and_check_says_so(tmp_path: Path, notebooks: Path,
-                                                                                 monkeypatch) -> None:
+def test_a_failing_06_leaves_the_old_figures_and_a_kill_while_it_replaces_them_leaves_it_to_rerun(
+        tmp_path: Path, write_notebook, monkeypatch) -> None:
+    """Neither leaves a staging folder. The notebook fails before any file is replaced, so the previous set stays
+    whole; a kill part-way through the replacement comes after the stamp is gone, so --check says 06 would rerun."""
     figures, executed = tmp_path / "figures", tmp_path / "exec"
-    _figures_notebook(notebooks, ["table2_loss.csv"])
+    _figures_notebook(write_notebook, ["table2_loss.csv"])
     assert runner.run_figures([], figures, executed, log=lambda m: None)
+    assert not runner.figures_stale([], figures)
+
+    _figures_notebook(write_notebook, ["table2_loss.csv"], fail=True, text="newer")
+    with pytest.raises(steps.StepFailed, match="plot failed"):
+        runner.run_figures([], figures, executed, force=True, log=lambda m: None)
+    assert (figures / "table2_loss.csv").read_text() == "new table2_loss.csv"
+    assert [p.name for p in tmp_path.iterdir() if "incoming" in p.name] == []
+    _figures_notebook(write_notebook, ["table2_loss.csv"])  # 06 as it was: its stamp still holds
     assert not runner.figures_stale([], figures)
 
     def killed(source: Path, target: Path) -> None:
@@ -165,12 +163,12 @@ def test_a_kill_while_06_replaces_its_files_leaves_it_to_rerun_and_check_says_so
 
 
 def test_a_full_disk_while_papermill_writes_names_the_folder_and_leaves_no_broken_notebook(
-        tmp_path: Path, notebooks: Path, monkeypatch) -> None:
+        tmp_path: Path, write_notebook, monkeypatch) -> None:
     """The issue: papermill's raw `OSError: [Errno 28]` traceback, and an executed notebook that was not JSON."""
     import papermill.engines
     import papermill.execute
 
-    _figures_notebook(notebooks, ["table2_loss.csv"], fail=True)
+    notebook = _figures_notebook(write_notebook, ["table2_loss.csv"], fail=True)
     executed = tmp_path / "exec" / "06_figures.ipynb"
 
     def full_disk(nb, path):
@@ -180,20 +178,10 @@ def test_a_full_disk_while_papermill_writes_names_the_folder_and_leaves_no_broke
     monkeypatch.setattr(papermill.engines, "write_ipynb", full_disk)
     monkeypatch.setattr(papermill.execute, "write_ipynb", full_disk)
     with pytest.raises(steps.StepFailed) as info:
-        runner.execute_notebook(notebooks / "06_figures.ipynb", executed, {"out_dir": str(tmp_path / "out")})
+        runner.execute_notebook(notebook, executed, {"out_dir": str(tmp_path / "out")})
     message = str(info.value)
     assert "\n" not in message and str(executed.parent) in message and "free space there" in message
     assert list(executed.parent.iterdir()) == []  # neither a broken copy nor its temporary file
-
-
-def test_a_failing_cell_still_leaves_its_whole_executed_copy(tmp_path: Path, notebooks: Path) -> None:
-    _figures_notebook(notebooks, ["table2_loss.csv"], fail=True)
-    executed = tmp_path / "exec" / "06_figures.ipynb"
-    (tmp_path / "out").mkdir()
-    with pytest.raises(steps.StepFailed, match=rf"plot failed\nthe partially executed copy is {executed}"):
-        runner.execute_notebook(notebooks / "06_figures.ipynb", executed, {"out_dir": str(tmp_path / "out")})
-    assert nbformat.read(executed, as_version=4).cells and [p.name for p in executed.parent.iterdir()] == [
-        executed.name]
 
 
 def test_metrics_and_run_json_are_replaced_whole_or_not_at_all(tmp_path: Path, monkeypatch) -> None:
@@ -213,17 +201,9 @@ def test_metrics_and_run_json_are_replaced_whole_or_not_at_all(tmp_path: Path, m
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(Path, "write_text", full_disk)
-    with pytest.raises(OSError, match=f"no space left to write {run_json}"):
+    with pytest.raises(OSError, match=rf"no space left to write {run_json}: free space on that disk \(in {tmp_path}\), "
+                                      "then run the same command again"):
         checkpoints.write_run_json(run_json, {"finished": False})
     monkeypatch.undo()
     assert json.loads(run_json.read_text()) == {"finished": True}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.csv", "run.json"]
-
-
-def test_a_full_disk_while_writing_names_the_file_its_folder_and_the_fix(tmp_path: Path) -> None:
-    target = tmp_path / "eval_positions.npz"
-    with pytest.raises(OSError, match=rf"no space left to write {target}: free space on that disk \(in {tmp_path}\)"):
-        with staging.written_whole(target) as tmp:
-            tmp.write_bytes(b"half")
-            raise OSError(errno.ENOSPC, "No space left on device")
-    assert list(tmp_path.iterdir()) == []

@@ -15,25 +15,14 @@ import pytest
 from pipeline import fingerprints, job, job_options, layout, runner, steps
 from pipeline.data import CorpusSpec
 
-
-def _notebook(path: Path, body: str) -> None:
-    nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell('run_dir = "x"\nvalue = 1')
-    params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(body)]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, path)
+TOY_PARAMETERS = 'run_dir = "x"\nvalue = 1'
 
 
 @pytest.fixture()
-def toy_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> steps.Step:
+def toy_step(write_notebook) -> steps.Step:
     """A one-cell notebook standing in for a real step, so the runner is tested on its own."""
-    notebooks = tmp_path / "notebooks"
-    notebooks.mkdir()
-    _notebook(notebooks / "99_toy.ipynb",
-              "from pathlib import Path\nout = Path(run_dir) / 'toy'\n"
-              "out.mkdir(parents=True, exist_ok=True)\n(out / 'value.txt').write_text(str(value))")
-    monkeypatch.setattr(steps, "NOTEBOOKS_DIR", notebooks)
+    write_notebook("99_toy", TOY_PARAMETERS, "from pathlib import Path\nout = Path(run_dir) / 'toy'\n"
+                   "out.mkdir(parents=True, exist_ok=True)\n(out / 'value.txt').write_text(str(value))")
     return steps.Step("99_toy", "toy")
 
 
@@ -85,21 +74,17 @@ def test_upstream_change_reruns_the_step(tmp_path: Path, toy_step: steps.Step) -
     assert runner.run_step(toy_step, tmp_path, params, [upstream], log=lambda m: None)
 
 
-def test_failing_notebook_names_itself_the_error_and_the_partial_copy(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    notebooks = tmp_path / "notebooks"
-    notebooks.mkdir()
-    _notebook(notebooks / "98_broken.ipynb", "raise ValueError('corpus is empty')")
-    monkeypatch.setattr(steps, "NOTEBOOKS_DIR", notebooks)
+def test_failing_notebook_names_itself_the_error_and_the_partial_copy(tmp_path: Path, write_notebook) -> None:
+    write_notebook("98_broken", TOY_PARAMETERS, "raise ValueError('corpus is empty')")
     step = steps.Step("98_broken", "broken")
     params = {"run_dir": str(tmp_path), "value": 1}
     with pytest.raises(steps.StepFailed) as info:
         runner.run_step(step, tmp_path, params, log=lambda m: None)
-    message = str(info.value)
-    assert "98_broken.ipynb" in message
-    assert "ValueError: corpus is empty" in message
-    assert str(tmp_path / "98_broken.ipynb") in message
-    assert (tmp_path / "98_broken.ipynb").exists()
+    message, executed = str(info.value), tmp_path / "98_broken.ipynb"
+    assert "98_broken.ipynb failed in cell" in message
+    assert f"ValueError: corpus is empty\nthe partially executed copy is {executed}" in message
+    # the copy, with the cell's error, is whole where the message says, and its temporary file is gone
+    assert nbformat.read(executed, as_version=4).cells and not list(tmp_path.glob(".98_broken*"))
     # a failed step leaves no stamp, so the next run does not skip it
     assert not (tmp_path / "broken" / layout.STAMP_NAME).exists()
 
@@ -209,35 +194,6 @@ def test_a_second_job_on_the_same_folder_stops_and_names_the_holder(tmp_path: Pa
                 pass
     with folder_lock(tmp_path / "demo-en"):  # released on exit, so the next job may start
         pass
-
-
-def _figures_notebook(notebooks: Path, body: str) -> None:
-    nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell("run_dirs = None\nout_dir = None\nsolve_exercises = False")
-    params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(body)]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, notebooks / "06_figures.ipynb")
-
-
-def test_figures_that_fail_part_way_leave_the_old_figures_untouched(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    notebooks = tmp_path / "notebooks"
-    notebooks.mkdir()
-    monkeypatch.setattr(steps, "NOTEBOOKS_DIR", notebooks)
-    figures = tmp_path / "figures"
-    figures.mkdir()
-    (figures / "table.csv").write_text("old")
-    (figures / "kept.txt").write_text("not written by 06")
-    _figures_notebook(notebooks, "from pathlib import Path\n(Path(out_dir) / 'table.csv').write_text('new')\n"
-                                 "raise RuntimeError('plot failed')")
-    with pytest.raises(steps.StepFailed, match="plot failed"):
-        runner.run_figures([], figures, tmp_path / "exec", log=lambda m: None)
-    assert (figures / "table.csv").read_text() == "old"
-    assert sorted(p.name for p in tmp_path.iterdir() if "incoming" in p.name) == []
-    _figures_notebook(notebooks, "from pathlib import Path\n(Path(out_dir) / 'table.csv').write_text('new')")
-    assert runner.run_figures([], figures, tmp_path / "exec", log=lambda m: None)
-    assert (figures / "table.csv").read_text() == "new" and (figures / "kept.txt").exists()
 
 
 @pytest.mark.parametrize("argv, expected", [

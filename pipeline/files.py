@@ -152,13 +152,13 @@ def _iconv_command(path: Path, encoding: str) -> str:
 
 
 @contextmanager
-def gzip_checked(where: Any) -> Iterator[None]:
-    """A truncated or damaged .gz, reported as such with the file or URL it came from."""
+def gzip_checked(where: Any, fix: str = "write or download it again") -> Iterator[None]:
+    """A truncated or damaged .gz, reported as such with the file or URL it came from and what to do."""
     try:
         yield
     except (EOFError, gzip.BadGzipFile, zlib.error) as err:
         raise ValueError(f"{where} is not a complete gzip file: the data is truncated or damaged "
-                         f"({type(err).__name__}: {err}); write or download it again") from None
+                         f"({type(err).__name__}: {err}); {fix}") from None
 
 
 def text_lines(path: Path) -> Iterator[tuple[int, str]]:

@@ -83,16 +83,16 @@ def is_hub_failure(err: BaseException | None, offline: bool) -> bool:
     return False
 
 
-def from_hub(dataset: str, read: Callable[[], Any], instead: str | None = None) -> Any:
+def from_hub(dataset: str, read: Callable[[], Any], instead: str, streamed: bool) -> Any:
     """``read()`` (a ``datasets`` call and the reading of its records) after a quick probe of the Hub's host. A Hub
-    failure becomes one HubUnavailableError naming the offline way on (``instead`` for a never cached, streamed
-    dataset), its chain cut and the underlying error in its message; any other error passes unchanged."""
+    failure becomes one HubUnavailableError naming the offline way on (``instead``), and the cached copy only where
+    one can exist (a streamed dataset is never cached), its chain cut and the underlying error in its message; any
+    other error passes unchanged."""
     offline = offline_mode()
-    cache = ("HF_HUB_OFFLINE is set and no cached copy was found." if offline else
-             "If you loaded this dataset before without streaming, set HF_HUB_OFFLINE=1 to use the cached copy.")
-    hint = f"Could not reach the Hugging Face Hub for {dataset}. " + (
-        f"Offline, use {instead}." if instead is not None else "Use the offline default instead: the corpus "
-        f"'embedded' (Wikipedia summaries for en, fr, es), or 'files:PATH' with a local copy. {cache}")
+    cache = ("A streamed dataset is never cached, so it needs the Hub." if streamed else
+             "HF_HUB_OFFLINE is set and no cached copy was found." if offline else
+             "If you loaded this dataset before, set HF_HUB_OFFLINE=1 to use the cached copy.")
+    hint = f"Could not reach the Hugging Face Hub for {dataset}. Offline, use {instead}. {cache}"
     if not offline and not hub_reachable():
         raise HubUnavailableError(f"{hint} (no connection to the Hub's host within {HUB_PROBE_TIMEOUT_S:g} s)")
     try:
@@ -154,8 +154,9 @@ def hub_corpus(lang: str, split: str, max_docs: int | None = None, eval_docs: in
                          "(the paper trained its tokenizer on 5,000,000)")
     check_max_docs(eval_docs)
     hub_split, limit = HUB_SPLITS[split], max_docs if split == "train" else min(eval_docs, max_docs or eval_docs)
-    texts = from_hub(f"{C4_ID} ({lang})",
-                     lambda: records_to_texts(_dataset(C4_ID, lang, hub_split, True), limit))
+    texts = from_hub(f"{C4_ID} ({lang})", lambda: records_to_texts(_dataset(C4_ID, lang, hub_split, True), limit),
+                     "the corpus 'embedded' (Wikipedia summaries for en, fr, es), or 'files:PATH' with a local copy",
+                     streamed=True)
     return Corpus(texts, lang, "hub", split, f"c4-{lang}", "ODC-BY (C4, allenai/c4)",
                   meta={"hub_id": C4_ID, "config": lang, "hub_split": hub_split, "max_docs": limit})
 
@@ -172,8 +173,10 @@ def hub_labelled(lang: str, split: str, name: str = "ag_news", max_docs: int | N
         if lang != "en":
             raise ValueError(f"AG News is English only, got lang={lang!r}; the embedded corpus has labelled fr and es")
         hub_split = HUB_SPLITS[split]
-        texts, labels = from_hub(AG_NEWS_ID,
-                                 lambda: ag_news_records(_dataset(AG_NEWS_ID, None, hub_split, streaming), max_docs))
+        texts, labels = from_hub(
+            AG_NEWS_ID, lambda: ag_news_records(_dataset(AG_NEWS_ID, None, hub_split, streaming), max_docs),
+            "the labelled set 'embedded' (the Wikipedia summaries' topics for en, fr, es), or 'files:PATH' with a "
+            "local copy (csv_format='ag_news')", streamed=streaming)
         return LabelledSet(texts, lang, "hub", split, "ag_news", "AG's corpus of news articles (academic, "
                            "non-commercial use)", labels=labels, label_names=list(AG_NEWS_LABELS),
                            meta={"hub_id": AG_NEWS_ID, "hub_split": hub_split, "max_docs": max_docs})
@@ -189,7 +192,7 @@ def hub_labelled(lang: str, split: str, name: str = "ag_news", max_docs: int | N
             f"a local copy of the dataset's repository (git clone https://huggingface.co/datasets/{SIB200_ID}), "
             f"given as --labelled sib200:PATH (notebook 05: labelled = 'sib200:PATH'), PATH holding "
             f"data/{config}/train.tsv and test.tsv; or files:PATH with your own labelled set; "
-            "or --labelled none to skip the probe"))
+            "or --labelled none to skip the probe"), streamed=True)
     elif not Path(file).is_file():
         raise FileNotFoundError(f"{file} is missing: a local copy of SIB-200 holds data/<code>/train.tsv, dev.tsv "
                                 f"and test.tsv as in the repository (git clone https://huggingface.co/datasets/"

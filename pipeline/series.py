@@ -76,12 +76,6 @@ def series_row(group: SeedGroup) -> dict[str, Any]:
     return row
 
 
-def series_table(runset: RunSet) -> pd.DataFrame:
-    """One row per training length, shortest first."""
-    groups = [g for g in comparison_groups(runset) if g.runs]
-    return pd.DataFrame([series_row(g) for g in sorted(groups, key=lambda g: g.total_steps or 0)])
-
-
 def series_figure(table: pd.DataFrame, title: str) -> plt.Figure:
     """BERT_FT minus BERT_TINY against training length, at all and at [MASK] positions, with 95 % intervals."""
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -114,7 +108,8 @@ def series_title(runset: RunSet) -> tuple[str, str]:
 
 def write_series(run_dirs: Sequence[Path], figures_dir: Path) -> list[Path]:
     runset = load_runs(list(run_dirs))
-    table = series_table(runset)
+    groups = sorted((g for g in comparison_groups(runset) if g.runs), key=lambda g: g.total_steps or 0)
+    table = pd.DataFrame([series_row(g) for g in groups])  # one row per training length, shortest first
     what, seeds = series_title(runset)
     spread = ", so they hold no seed variance" if seeds.startswith("seed ") else ", seeds resampled with positions"
     figures_dir.mkdir(parents=True, exist_ok=True)

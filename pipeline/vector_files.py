@@ -147,7 +147,8 @@ def save_prefix(source: IO[bytes], dest: Path, top_n: int, where: str, progress:
     with tqdm(unit="B", unit_scale=True, desc=f"download {dest.name}", disable=not progress) as bar:
         counting = _CountingReader(source, bar)
         part_file = dest.with_name(dest.name + ".part")
-        with (written_whole(dest, tmp=part_file, rerun="the download starts again") as part, gzip_checked(where),
+        with (written_whole(dest, tmp=part_file, rerun="the download starts again") as part,
+              gzip_checked(where, "download it again, or pass a local copy as vectors=PATH"),
               gzip.open(counting, "rt", **TEXT) as fh, gzip.open(part, "wt", encoding="utf-8") as out):
             lines = iter_vec(fh, where, top_n)
             n_words, dim = next(lines)

@@ -171,6 +171,7 @@ def test_unreachable_hub_gives_one_clear_error(hub_up: None, monkeypatch: pytest
     assert len(fake.calls) == 1  # one attempt from us, no retry loop
     message = str(caught.value)
     assert "the corpus 'embedded'" in message and "allenai/c4" in message
+    assert "never cached" in message and "HF_HUB_OFFLINE=1" not in message  # C4 is streamed: no cache to offer
     assert caught.value.__cause__ is None and caught.value.__suppress_context__  # one error, not a chain
     assert caught.value.original is error  # type: ignore[attr-defined]
 
@@ -185,6 +186,17 @@ def test_other_hub_errors_pass_through_unchanged(hub_up: None, monkeypatch: pyte
     with pytest.raises(type(error)) as caught:
         load_labelled(HUB, "en", "train")
     assert caught.value is error
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_the_cached_copy_is_offered_only_for_a_dataset_that_was_not_streamed(
+        hub_up: None, monkeypatch: pytest.MonkeyPatch, streaming: bool) -> None:
+    _patch_load(monkeypatch, FakeLoad(error=TimeoutError("timed out")))
+    with pytest.raises(HubUnavailableError) as caught:
+        load_labelled(HUB, "en", "train", streaming=streaming)
+    message = str(caught.value)
+    assert "the labelled set 'embedded'" in message and "the corpus" not in message
+    assert ("HF_HUB_OFFLINE=1" in message) is not streaming and ("never cached" in message) is streaming
 
 
 def test_missing_dataset_means_not_cached_only_in_offline_mode(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -258,7 +270,7 @@ def test_real_datasets_without_network(tmp_path: Path, mode: str) -> None:
     assert run.returncode == 0, run.stderr
     results = json.loads(run.stdout)
     assert [kind for kind, _ in results] == ["HubUnavailableError"] * 3
-    assert all("the corpus 'embedded'" in message for _, message in results[:2])
+    assert "the corpus 'embedded'" in results[0][1] and "the labelled set 'embedded'" in results[1][1]
     assert "Davlan/sib200 (deu_Latn)" in results[2][1] and "--labelled sib200:PATH" in results[2][1]
     assert "Retrying" not in run.stderr
     cache = tmp_path / "hf_home"

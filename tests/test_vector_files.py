@@ -151,14 +151,20 @@ def test_a_non_finite_value_after_top_n_is_never_read(tmp_path: Path) -> None:
     assert vf.read_vec(path, top_n=3).words == WORDS[:3]
 
 
-def test_a_truncated_gzip_names_the_file(tmp_path: Path) -> None:
-    whole = gzip.compress(vec_text(WORDS * 50).replace(f"{len(WORDS) * 50} {DIM}", f"{len(WORDS) * 50} {DIM}")
-                          .encode())
+def test_a_truncated_gzip_names_the_file_or_url_and_what_to_do(tmp_path: Path) -> None:
+    whole = gzip.compress(vec_text(WORDS * 50).encode())
     path = tmp_path / "cut.vec.gz"
     path.write_bytes(whole[: len(whole) // 2])
     with pytest.raises(ValueError) as info:
         vf.read_vec(path, top_n=None)
-    assert "cut.vec.gz" in str(info.value) and "truncated or damaged" in str(info.value)
+    assert "cut.vec.gz is not a complete gzip file" in str(info.value)
+    assert "truncated or damaged" in str(info.value) and "write or download it again" in str(info.value)
+    cache = tmp_path / "cache"
+    with pytest.raises(ValueError) as info:
+        vf.download_vectors("xx", cache, top_n=10_000, progress=False, url=path.as_uri())
+    assert f"{path.as_uri()} is not a complete gzip file" in str(info.value)
+    assert "download it again, or pass a local copy as vectors=PATH" in str(info.value)
+    assert not cache.exists() or not list(cache.iterdir())  # nothing half-written is left to be taken as a cache
 
 
 def test_a_utf8_byte_order_mark_before_the_header_is_skipped(tmp_path: Path) -> None:

@@ -71,6 +71,7 @@ reference: $(STAMP)
 	    $$( [ $$run = reference-en ] && echo $(SERIES_OUT)/reference-en-steps2400 ) \
 	    --records $(REFERENCE_DIR)/series --figures $(REFERENCE_DIR) || exit 1; \
 	done
+	$(MAKE) --no-print-directory reference-figures  # each base above drew its own series; the committed one is English seed 0's
 
 reference-record: $(STAMP)
 	$(PY) -m pipeline.records --runs $(RUNS) $(REFERENCE_DIR)/runs4800

@@ -264,7 +264,7 @@ def ablation_table(run_dirs: Sequence[str | Path], ablation_dir: str | Path) -> 
         table["n_found"] = table["n_found"].astype("Int64")  # a count, blank for the random-init row
     first = runs[0]
     table.insert(0, "lang", first.lang)
-    table.insert(1, "setting", f"{first.preset}, {first.steps} steps")
+    table.insert(1, "setting", f"{first.preset}, {first.steps:,} steps")
     return table
 
 

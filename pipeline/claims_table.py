@@ -231,7 +231,7 @@ def _steps_saved_row(group: SeedGroup, name: str, level: float) -> dict[str, Any
     return {"lang": group.lang, "label": group.label, "model": paper.MODEL_LABELS[name], "level": level,
             "n_seeds": len(group.runs), "reached": len(saved), "tiny_step": float(np.mean(tiny)) if tiny else math.nan,
             "model_step": float(np.mean(other)), "steps_saved": float(np.mean(saved)) if every else math.nan,
-            "seed_ci_low": low, "seed_ci_high": high, "steps_saved_per_seed": " ".join(str(s) for s in saved)}
+            "seed_ci_low": low, "seed_ci_high": high, "steps_saved_per_seed": " / ".join(f"{s:,}" for s in saved)}
 
 
 @built_once

@@ -433,8 +433,7 @@ def provenance(runset: RunSet, files: Sequence[Path], lang: str | None) -> dict[
                           "corpus": paper.CORPUS, "vectors": paper.VECTOR_SOURCE},
         "figures_1_2_language": lang,
         "paper_languages_without_run": [x for x in paper.LANGS if x not in runset.langs_with_metrics()],
-        "runs": runs,
-        "files": [p.name for p in files],
+        "runs": runs, "files": [p.name for p in files],
     }
 
 

@@ -24,7 +24,7 @@ from pipeline.records import copy_into, model_record_files, read_info, save_cont
 from pipeline.results import RunSet, SeedGroup, comparison_groups, load_runs
 
 TABLE_NAME = "series_training_length"
-NOTE = ("One pair of models per length and seed ({seeds}), each with its own warm-up and decay; 1,200 steps is "
+NOTE = ("One pair of models per length and seed ({seeds}), each with its own warm-up and decay; {base:,} steps is "
         "the base run. "
         "Intervals (columns low, high): 95 %, bootstrap over the evaluation positions ({seeds}; 10,000 draws)"
         "{spread}. [MASK] TINY - unigram: BERT_TINY's loss at the [MASK] positions minus the "
@@ -113,7 +113,8 @@ def write_series(run_dirs: Sequence[Path], figures_dir: Path) -> list[Path]:
     what, seeds = series_title(runset)
     spread = ", so they hold no seed variance" if seeds.startswith("seed ") else ", seeds resampled with positions"
     figures_dir.mkdir(parents=True, exist_ok=True)
-    paths = write_table(table, figures_dir, TABLE_NAME, NOTE.format(seeds=seeds, spread=spread), table.round(3))
+    note = NOTE.format(seeds=seeds, spread=spread, base=runset.runs[0].steps)  # the base comes first
+    paths = write_table(table, figures_dir, TABLE_NAME, note, table.round(3))
     saved = steps_saved_table(runset)  # one group per length: each its own schedule
     paths += write_table(saved, figures_dir, f"{TABLE_NAME}_steps_saved", STEPS_NOTE, saved.round(1))
     figure = series_figure(table, f"{what}, {seeds}")
@@ -122,7 +123,7 @@ def write_series(run_dirs: Sequence[Path], figures_dir: Path) -> list[Path]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipeline.series", description=__doc__.splitlines()[0])
-    parser.add_argument("--base", required=True, type=Path, help="the base run (folder or record) of 1,200 steps")
+    parser.add_argument("--base", required=True, type=Path, help="the base run (folder or record) the pairs came from")
     parser.add_argument("--trained", nargs="*", default=[], type=Path, help="pretrain folders of the series to record")
     parser.add_argument("--records", required=True, type=Path, help="the series' records (read with --table-only)")
     parser.add_argument("--figures", required=True, type=Path, help="where the table and figure go")

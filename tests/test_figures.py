@@ -680,7 +680,7 @@ def test_steps_saved_count_the_evaluations_each_model_needs_to_reach_a_loss(tmp_
         dirs.append(write_run(tmp_path, "demo", "en", flat_curves(tiny, ft, [0] * 7, [0] * 7, steps), seed=seed))
     table = steps_saved_table(results.load_runs(dirs)).set_index("level")
     # 6.5 is first reached at step 20 by BERT_FT, at 30 / 40 / 40 by BERT_TINY
-    assert table.loc[6.5, "model_step"] == 20 and table.loc[6.5, "steps_saved_per_seed"] == "10 20 20"
+    assert table.loc[6.5, "model_step"] == 20 and table.loc[6.5, "steps_saved_per_seed"] == "10 / 20 / 20"
     assert table.loc[6.5, "steps_saved"] == pytest.approx(50 / 3)
     assert table.loc[6.5, "seed_ci_low"] < 50 / 3 < table.loc[6.5, "seed_ci_high"]
     # 5.0 is reached by no model, so it has no row; 5.5 by BERT_FT alone: not reached, not 'no saving'

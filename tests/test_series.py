@@ -63,6 +63,7 @@ def test_a_recorded_pair_gives_one_row_per_length_with_intervals(longer_pair: Pa
                                                                        f"seed {run.seed}")
     note = (tmp_path / "figures" / f"{series.TABLE_NAME}.md").read_text()
     assert f"per length and seed (seed {run.seed}), each with its own" in note
+    assert f"decay; {run.steps:,} steps is the base run." in note  # the base's own length, whichever it is
 
 
 def test_a_pair_trained_on_other_data_is_refused(longer_pair: Path, smoke_run_dir: Path, tmp_path: Path) -> None:

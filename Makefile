@@ -86,6 +86,8 @@ reference-ablations: $(STAMP)
 reference-figures: $(STAMP)
 	$(PY) -m pipeline.job --figures-from $(addprefix $(REFERENCE_DIR)/runs/,$(REFERENCE_RUNS)) --figures $(REFERENCE_DIR) \
 	  --docs $(REFERENCE_DOCS)
+	steps1200="$(wildcard $(REFERENCE_DIR)/series/*-steps1200)"; if [ -n "$$steps1200" ]; then \
+	  $(PY) -m pipeline.job --figures-from $$steps1200 --figures $(REFERENCE_DIR)/steps1200; fi
 	$(PY) -m pipeline.series --table-only --base $(REFERENCE_DIR)/runs/reference-en --records $(REFERENCE_DIR)/series \
 	  --figures $(REFERENCE_DIR)
 	if [ -d $(REFERENCE_DIR)/ablations ]; then $(PY) -m pipeline.ablations --table-only --run-records \

@@ -25,15 +25,16 @@ README_PRESET = "demo"
 README_LANGS = ("en", "fr", "es")
 # The reference targets (make reference, reference-figures): figures/reference and docs/reference, from the records.
 REFERENCE_FIGURES, REFERENCE_DOCS = FIGURES_DIR / "reference", DOCS_DIR / "reference"
-REFERENCE_RECORDS = REFERENCE_FIGURES / "runs"
+REFERENCE_RECORDS, REFERENCE_SERIES = REFERENCE_FIGURES / "runs", REFERENCE_FIGURES / "series"
 GUARD_HELP = ("figures/ and docs/ hold committed files: only the README's job (make figures, make docs) writes "
               "figures/ and docs/, and only a job over the committed records (--figures-from "
               "figures/reference/runs/RUN..., or --records figures/reference/runs) writes figures/reference and "
-              "docs/reference; anything else aimed inside figures/ or docs/ is refused unless --force. --out is "
-              "never inside them, and no output goes inside a run folder. Inputs (a files: corpus or labelled set, "
-              "--vectors) count by content, never by path: their SHA-256 digests are kept in each run folder's "
-              f"{INPUT_HASHES_NAME} and trusted while a file's size and modification time are unchanged; delete "
-              "that file to read every input again")
+              "docs/reference, and one over the series' records of N steps (figures/reference/series/RUN-stepsN...) "
+              "writes figures/reference/stepsN; anything else aimed inside figures/ or docs/ is refused unless "
+              "--force. --out is never inside them, and no output goes inside a run folder. Inputs (a files: corpus "
+              "or labelled set, --vectors) count by content, never by path: their SHA-256 digests are kept in each "
+              f"run folder's {INPUT_HASHES_NAME} and trusted while a file's size and modification time are "
+              "unchanged; delete that file to read every input again")
 
 
 # --------------------------------------------------------------------------- one option each
@@ -239,8 +240,8 @@ def guard_outputs(outputs: dict[str, Path | None], run_dirs: Sequence[Path], all
                            "--figures-from RECORD...)")
         if home is not None and not force and path not in allowed:
             raise JobError(f"{option} {path} is inside {home}, whose committed files only the README's job and the "
-                           "reference targets (from figures/reference/runs) write; choose a folder outside it, or "
-                           "add --force to replace them")
+                           "reference targets (from figures/reference/runs or series) write; choose a folder outside "
+                           "it, or add --force to replace them")
         run = next((d for d in run_dirs if option != "--out" and path.is_relative_to(d)), None)
         if run is not None:
             raise JobError(f"{option} {path} is inside the run folder {run}, whose step folders and stamps it would "
@@ -258,6 +259,15 @@ def check_sources(run_dirs: Sequence[Path]) -> None:
             raise JobError(f"--figures-from {d} holds neither a run (identity.json) nor a record (pretrain/){hint}")
 
 
+def reference_outputs(run_dirs: Sequence[Path], records: Path | None) -> list[Path]:
+    """What a job over committed records may write: figures/ and docs/reference from the runs' records, and
+    figures/reference/stepsN from the series' records of N steps."""
+    if records == REFERENCE_RECORDS.resolve() or all(d.is_relative_to(REFERENCE_RECORDS.resolve()) for d in run_dirs):
+        return [REFERENCE_FIGURES, REFERENCE_DOCS, REFERENCE_RECORDS]
+    lengths = {d.name.rpartition("-steps")[2] if d.parent == REFERENCE_SERIES.resolve() else "" for d in run_dirs}
+    return [REFERENCE_FIGURES / f"steps{lengths.pop()}"] if len(lengths) == 1 and "" not in lengths else []
+
+
 def parse_options(argv: Sequence[str] | None = None) -> JobOptions:
     """The command line, checked: JobError on the first mistake."""
     args = build_parser().parse_args(argv)
@@ -266,9 +276,7 @@ def parse_options(argv: Sequence[str] | None = None) -> JobOptions:
         if args.figures_dir is None:
             raise JobError("--figures-from needs --figures FOLDER (where the figures and tables go)")
         check_sources(args.run_dirs)
-        reference = (args.records == REFERENCE_RECORDS.resolve()
-                     or all(d.is_relative_to(REFERENCE_RECORDS.resolve()) for d in args.run_dirs))
-        run_dirs, allowed = args.run_dirs, [REFERENCE_FIGURES, REFERENCE_DOCS, REFERENCE_RECORDS] if reference else []
+        run_dirs, allowed = args.run_dirs, reference_outputs(args.run_dirs, args.records)
     else:
         if args.records is not None or args.draft:
             raise JobError("--records and --draft go with --figures-from")

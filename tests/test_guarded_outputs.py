@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.job_options import JobError, parse_options
+from pipeline.job_options import JobError, parse_options, reference_outputs
 from pipeline.layout import DOCS_DIR, FIGURES_DIR, PROVENANCE_NAME
 from pipeline.runner import replace_figures
 
@@ -63,6 +63,17 @@ def test_reference_figures_from_runs_that_are_not_records_are_refused(tmp_path: 
     (run / "pretrain").mkdir(parents=True)
     _refused(["--figures-from", str(run), "--figures", str(REFERENCE), "--out", str(tmp_path / "out")],
              "--figures", "figures/reference/runs")
+
+
+def test_the_series_records_of_one_length_may_write_only_their_own_steps_folder(tmp_path: Path) -> None:
+    series = (REFERENCE / "series").resolve()
+    assert reference_outputs([series / "reference-en-steps2400"], None) == [REFERENCE / "steps2400"]
+    assert reference_outputs([series / "reference-en-steps1200", series / "reference-fr-seed1-steps1200"],
+                             None) == [REFERENCE / "steps1200"]
+    assert reference_outputs([series / "reference-en-steps1200", series / "reference-en-steps2400"], None) == []
+    assert reference_outputs([series / "reference-en-steps1200", tmp_path / "reference-fr-steps1200"], None) == []
+    _refused(["--figures-from", str(series / "reference-en-steps2400"), "--figures", str(REFERENCE), "--out",
+              str(tmp_path)], "--figures", "figures/reference/runs or series")
 
 
 # ---------------------------------------------------------------- 2: a records folder is not a runs folder

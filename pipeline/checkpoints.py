@@ -145,9 +145,9 @@ def check_resumable(path: Path, saved_key: Mapping[str, Any], key: Mapping[str, 
         raise CheckpointError(f"{path} belongs to a different run ({'; '.join(changed)}); {RESUME_HINT}")
 
 
-def write_run_json(path: Path, record: Mapping[str, Any]) -> None:
+def write_run_json(path: Path, record: Mapping[str, Any], indent: int = 2) -> None:
     with written_whole(path) as tmp:
-        tmp.write_text(json.dumps(record, indent=2, default=str))
+        tmp.write_text(json.dumps(record, indent=indent, default=str))
 
 
 def read_run_json(path: Path) -> dict[str, Any] | None:

@@ -212,8 +212,7 @@ def embedded_partition(lang: str, seed: int = 0) -> Partition:
     share = EVAL_FRACTION / (1 - EMBEDDED_TEST_FRACTION)  # of the rest, so 5 % of all articles
     held = {i for i in rest if stable_fraction(keys[i], seed, purpose="eval:") < share}
     return Partition(lang, seed, train=tuple(hash_order([i for i in rest if i not in held], keys, seed)),
-                     eval=tuple(hash_order(held, keys, seed)),
-                     probe_test=tuple(hash_order(test, keys, seed)))
+                     eval=tuple(hash_order(held, keys, seed)), probe_test=tuple(hash_order(test, keys, seed)))
 
 
 def partition_record(lang: str, seed: int = 0) -> dict[str, Any]:

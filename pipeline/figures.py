@@ -83,8 +83,7 @@ class FiguresSetup(NamedTuple):
 def start(run_dirs: Sequence[str | Path] | None, out_dir: str | Path | None) -> FiguresSetup:
     """Notebook 06's first cell; by hand (no folders passed) it draws the English demo run of notebooks 01-05."""
     quiet_libraries()
-    folders = ([repo_path(d) for d in run_dirs] if run_dirs
-               else [INTERACTIVE_DIR / run_folder_name("demo", "en")])
+    folders = [repo_path(d) for d in run_dirs] if run_dirs else [INTERACTIVE_DIR / run_folder_name("demo", "en")]
     out = repo_path(out_dir) if out_dir else INTERACTIVE_DIR / "figures"
     print("run folders:", *folders)
     print("figures and tables go to:", out)

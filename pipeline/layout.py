@@ -205,8 +205,7 @@ def run_folder_name(preset: str, lang: str, seed: int = 0, max_steps: int | None
 
 def split_run_folder_name(name: str) -> tuple[str | None, str | None, int | None]:
     """'demo-en' -> ('demo', 'en', None); 'demo-en-seed2' -> ('demo', 'en', 2); another name -> Nones."""
-    match = RUN_FOLDER_NAME.match(name)
-    if not match:
+    if not (match := RUN_FOLDER_NAME.match(name)):
         return None, None, None
     return match["preset"], match["lang"], int(match["seed"]) if match["seed"] else None
 
@@ -259,11 +258,9 @@ class ShardFiles:
     folder: Path
     manifest = _at("manifest.json")
 
-    def ids(self, index: int) -> Path:
-        return self.folder / f"shard_{index:05d}_ids.npy"
-
-    def lengths(self, index: int) -> Path:
-        return self.folder / f"shard_{index:05d}_lengths.npy"
+    def shard(self, index: int, kind: str) -> Path:
+        """Shard ``index``'s ``kind`` of array, 'ids' or 'lengths' (the names the manifest lists it under)."""
+        return self.folder / f"shard_{index:05d}_{kind}.npy"
 
 
 # A model's metrics.csv: one row per evaluation.

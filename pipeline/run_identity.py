@@ -41,9 +41,7 @@ def recorded_identity(layout: RunLayout) -> dict[str, Any]:
     for step in STEP_FOLDERS:  # a step not finished, or a stamp cut short, says nothing about the run
         params = (read_json(stamp_of(layout.step(step))) or {}).get("params")
         if isinstance(params, dict):
-            for key in IDENTITY_KEYS:
-                if key in params:
-                    found.setdefault(key, params[key])
+            found |= {key: params[key] for key in IDENTITY_KEYS if key in params and key not in found}
     return _strings(found)
 
 

@@ -52,10 +52,8 @@ def execute_notebook(notebook: Path, executed: Path, params: dict[str, Any]) -> 
                             log_output=False, extra_arguments=["--IPKernelApp.log_level=ERROR"])
     except pm.PapermillExecutionError as err:
         os.replace(partial, executed)  # papermill wrote the copy whole, with the cell's error, before raising
-        raise StepFailed(
-            f"{notebook.name} failed in cell {err.exec_count}: {err.ename}: {err.evalue}\n"
-            f"the partially executed copy is {executed}"
-        ) from None
+        raise StepFailed(f"{notebook.name} failed in cell {err.exec_count}: {err.ename}: {err.evalue}\n"
+                         f"the partially executed copy is {executed}") from None
     except OSError as err:
         if err.errno != errno.ENOSPC:
             raise

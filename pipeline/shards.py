@@ -10,7 +10,6 @@ with the documents read so far, so an interrupted run resumes at the next shard.
 from __future__ import annotations
 
 import itertools
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -141,11 +140,6 @@ def read_manifest(out_dir: str | Path) -> dict[str, Any] | None:
     return ck.read_run_json(ShardFiles(Path(out_dir)).manifest)
 
 
-def _write_manifest(path: Path, manifest: dict[str, Any]) -> None:
-    with written_whole(path) as tmp:
-        tmp.write_text(json.dumps(manifest, indent=1))
-
-
 def _start(out_dir: Path, tokenizer: Any, seq_len: int, shard_size: int, n_sequences: int | None) -> dict[str, Any]:
     """The manifest to continue from: the existing one if it was written with the same settings (else the shards
     would mix two datasets), or a fresh one."""
@@ -180,14 +174,14 @@ def _save_shard(files: ShardFiles, manifest: dict[str, Any], ids: np.ndarray, le
                 counts: dict[str, int]) -> None:
     """Save the next shard; it counts only once the manifest, written after it, says so."""
     index = len(manifest["shards"])
-    for path, rows in ((files.ids(index), ids), (files.lengths(index), lengths)):
-        with written_whole(path) as tmp:  # a .npy name, so np.save adds no suffix
+    for kind, rows in (("ids", ids), ("lengths", lengths)):
+        with written_whole(files.shard(index, kind)) as tmp:  # a .npy name, so np.save adds no suffix
             np.save(tmp, rows)
-    manifest["shards"].append({"ids": files.ids(index).name, "lengths": files.lengths(index).name,
+    manifest["shards"].append({"ids": files.shard(index, "ids").name, "lengths": files.shard(index, "lengths").name,
                                "sequences": len(ids)})
     manifest["sequences"] += len(ids)
     manifest.update(counts)
-    _write_manifest(files.manifest, manifest)
+    ck.write_run_json(files.manifest, manifest, indent=1)
 
 
 def write_shards(tokenizer: Any, documents: Iterable[str], out_dir: str | Path, n_sequences: int | None = None,
@@ -233,7 +227,7 @@ def write_shards(tokenizer: Any, documents: Iterable[str], out_dir: str | Path, 
                 break  # the stream ended
     manifest["complete"] = True
     manifest["exhausted"] = manifest["sequences"] < wanted  # the stream ended before n_sequences
-    _write_manifest(files.manifest, manifest)
+    ck.write_run_json(files.manifest, manifest, indent=1)
     return manifest
 
 

@@ -34,8 +34,7 @@ def jsonable(value: Any) -> Any:
 def save_aligned(out_dir: str | Path, alignment: Alignment, manifest: Mapping[str, Any]) -> Path:
     """Write the embeddings (float32), the found mask (bool) and the manifest (with the alignment's report) into
     ``out_dir``; return it. A manifest count that contradicts the matrix, or a non-finite value, is refused."""
-    matrix = np.asarray(alignment.matrix)
-    found = np.asarray(alignment.found)
+    matrix, found = map(np.asarray, (alignment.matrix, alignment.found))
     derived = _counts(matrix, found, "the alignment")
     if not np.isfinite(matrix).all():
         raise ValueError("the aligned matrix holds nan or inf values; check the vector file (vector_files.read_vec "
@@ -69,8 +68,7 @@ def load_aligned(directory: str | Path) -> Alignment:
     for path in (files.embeddings, files.found, files.manifest):
         if not path.is_file():
             raise FileNotFoundError(f"{path} is missing; {HINT}")
-    matrix = np.load(files.embeddings, allow_pickle=False)
-    found = np.load(files.found, allow_pickle=False)
+    matrix, found = (np.load(path, allow_pickle=False) for path in (files.embeddings, files.found))
     manifest = json.loads(files.manifest.read_text(encoding="utf-8"))
     actual = _counts(matrix, found, str(files.folder))
     if matrix.dtype != np.float32 or found.dtype != bool:

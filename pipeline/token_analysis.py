@@ -81,8 +81,7 @@ def _group_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[
                                "positions": int(chosen[0].sum())}
         for key, short in (("correct", "accuracy"), ("loss", "loss")):
             for model, label in (("bert_tiny", "TINY"), ("bert_ft", "FT")):
-                row[f"{short} {label}"] = float(np.mean([r.scores[model][key][c].mean()
-                                                         for r, c in zip(runs, chosen)]))
+                row[f"{short} {label}"] = float(np.mean([r.scores[model][key][c].mean() for r, c in zip(runs, chosen)]))
         row.update(difference_columns(runs, chosen, same, "bert_ft", "bert_tiny", f"{group.lang}{grouping}{name}",
                                       " FT - TINY"))
         rows.append(row)

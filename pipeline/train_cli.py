@@ -28,8 +28,7 @@ NUMBERS = ("lr", "weight_decay", "grad_clip", "eps", "warmup_fraction")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m pipeline.train_cli",
-                                     description=training.__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m pipeline.train_cli", description=training.__doc__.splitlines()[0])
     add = parser.add_argument
     add("--data", required=True, help="folder written by prepare_data (or the out_dir holding data/)")
     add("--out", required=True, help="folder for bert_tiny/, bert_ft/ and bert_ft_perm/")

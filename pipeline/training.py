@@ -281,8 +281,7 @@ def _rows_and_identity(metrics: Any, identity: Mapping[str, Any] | None) -> tupl
     if not isinstance(metrics, (str, Path)):
         return list(metrics), identity
     if identity is None:
-        record = ck.read_run_json(ModelFiles(Path(metrics).parent).run_json)
-        identity = record.get("identity") if record else None
+        identity = (ck.read_run_json(ModelFiles(Path(metrics).parent).run_json) or {}).get("identity")
     return read_metrics(metrics), identity
 
 
@@ -299,10 +298,8 @@ def compare_runs(tiny_metrics: str | Path | Sequence[Mapping[str, Any]],
         raise ValueError("both metrics tables need at least one row")
     # "final" is the last step both reached (a run stopped early against a longer one)
     shared = min(int(tiny[-1]["step"]), int(ft[-1]["step"]))
-    tiny = [r for r in tiny if int(r["step"]) <= shared]
-    ft = [r for r in ft if int(r["step"]) <= shared]
-    final = lambda rows: {k: rows[-1][k] for k in ("step", "train_loss", "eval_loss", "eval_accuracy")}  # noqa: E731
-    t, f = final(tiny), final(ft)
+    tiny, ft = ([r for r in rows if int(r["step"]) <= shared] for rows in (tiny, ft))
+    t, f = ({k: rows[-1][k] for k in ("step", "train_loss", "eval_loss", "eval_accuracy")} for rows in (tiny, ft))
     steps = [r["step"] for r in ft]
     loss_step = crossing_step(steps, [r["eval_loss"] for r in ft], t["eval_loss"], lower_is_better=True)
     acc_step = crossing_step(steps, [r["eval_accuracy"] for r in ft], t["eval_accuracy"], lower_is_better=False)

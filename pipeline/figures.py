@@ -415,9 +415,7 @@ def provenance(runset: RunSet, files: Sequence[Path], lang: str | None) -> dict[
             env = info.get("environment") or {}
             models[name] = {"steps": model.steps, "last_evaluated_step": model.last_step,
                             **{k: info.get(k) for k in ("batch_size", "seq_len", "seed", "corpus", "max_steps")},
-                            **{k: env.get(k) for k in ("code_version", "device", "device_name")},
-                            # recorded before code versions: the commit it names is all we know
-                            **({} if env.get("code_version") else {"git_commit": env.get("git_commit")})}
+                            **{k: env.get(k) for k in ("code_version", "device", "device_name")}}
         static = {k: (run.manifest or {}).get(k) for k in ("source", "vectors_path", "top_n", "n_found", "vocab_size")}
         runs.append({"run_dir": display_path(run.run_dir), "lang": run.lang, "preset": run.preset, "seed": run.seed,
                      "steps": run.steps, "pair": pair_problem(run) or "ok", "models": models, "static": static,

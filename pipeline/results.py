@@ -32,10 +32,9 @@ from pipeline.layout import (
 )
 
 REQUIRED_METRIC_COLUMNS = ("step", "eval_loss", "eval_accuracy")
-# What must agree between the two runs of one comparison (run.json "identity"), and the older fallback.
+# What must agree between the two runs of one comparison (run.json "identity").
 IDENTITY_FIELDS = ("lang", "seed", "preset", "corpus", "max_steps", "data_fingerprint", "tokenizer_fingerprint",
                    "train_config_hash")
-FALLBACK_IDENTITY_FIELDS = ("lang", "seed", "preset", "train_config")
 # How BERT_FT's rows were made, less the seed (fastText's seed gives each seed its own vectors, as it should).
 INIT_RECIPE = ("source", "vectors_sha256", "url", "dim", "normalisation", "fallback", "random_std", "pieces", "case",
                "scale", "top_n")  # not scale_factor: measured from each seed's rows, so it differs by seed
@@ -304,25 +303,20 @@ def load_runs(run_dirs: Sequence[str | Path] | str | Path) -> RunSet:
 # --------------------------------------------------------------------------- which runs may be compared
 
 
-def identity_of(info: dict[str, Any], fields: Sequence[str]) -> dict[str, Any]:
-    """The fields of a run.json that say which experiment it belongs to (its "identity" block when present)."""
-    source = info.get("identity") if isinstance(info.get("identity"), dict) else info
-    return {name: source.get(name) for name in fields}
-
-
 def init_kind(info: dict[str, Any]) -> str | None:
-    """'random' or the kind of static initialisation ("init": {"kind": ...}, or the older "init": "random"|path)."""
+    """'random' or 'static': the kind of initialisation run.json records ("init": {"kind": ...})."""
     init = info.get("init")
-    if isinstance(init, dict):
-        return init.get("kind")
-    return ("random" if init == "random" else "static") if isinstance(init, str) else None
+    return init.get("kind") if isinstance(init, dict) else None
 
 
 def pair_mismatch(tiny_info: dict[str, Any], ft_info: dict[str, Any]) -> str | None:
-    """What differs between BERT_TINY's and BERT_FT's run.json beyond the initialisation; None for a fair pair."""
-    both_new = isinstance(tiny_info.get("identity"), dict) and isinstance(ft_info.get("identity"), dict)
-    fields = IDENTITY_FIELDS if both_new else FALLBACK_IDENTITY_FIELDS
-    found = differences(portable(identity_of(tiny_info, fields)), portable(identity_of(ft_info, fields)))
+    """What differs between BERT_TINY's and BERT_FT's run.json beyond the initialisation; None for a fair pair.
+    A run.json without an "identity" block (written by older code), or none, cannot show that they agree."""
+    pair = {"BERT_TINY": tiny_info, "BERT_FT": ft_info}
+    if lacking := [label for label, info in pair.items() if not isinstance(info.get("identity"), dict)]:
+        return (f"no identity block in the run.json of {' and '.join(lacking)} (written by older code, or not found): "
+                "train the pair again")
+    found = differences(*(portable({k: info["identity"].get(k) for k in IDENTITY_FIELDS}) for info in pair.values()))
     if init_kind(tiny_info) not in (None, "random"):
         found.append(f"BERT_TINY was initialised from {init_kind(tiny_info)!r}, not at random")
     if init_kind(ft_info) == "random":
@@ -344,14 +338,12 @@ def setting_key(run: Run) -> tuple[Any, ...]:
     """Everything but the seed: runs with equal keys are repeats of one experiment. The text and the tokenizer
     count by content (two files corpora are both 'files'). BERT_FT's vectors differ by seed, but their recipe (source
     file by content, fastText settings, alignment options) must not: other vectors are another experiment."""
-    info = run.run_json("bert_tiny")
-    identity = info.get("identity") if isinstance(info.get("identity"), dict) else {}
-    config = identity.get("train_config_hash") or json.dumps(info.get("train_config"), sort_keys=True, default=str)
+    identity = run.run_json("bert_tiny")["identity"]  # present: only a fair pair (pair_problem) is keyed
     manifest = run.run_json("bert_ft").get("init_manifest") or run.manifest or {}
     recipe = {**{key: manifest.get(key) for key in INIT_RECIPE},
               "fasttext": {k: v for k, v in (manifest.get("fasttext") or {}).items() if k != "seed"}}
     return (run.lang, run.preset, run.steps, input_kind(identity.get("corpus")), identity.get("data_fingerprint"),
-            identity.get("tokenizer_fingerprint"), run.max_steps, config,
+            identity.get("tokenizer_fingerprint"), run.max_steps, identity.get("train_config_hash"),
             json.dumps(recipe, sort_keys=True, default=str))
 
 

@@ -36,10 +36,18 @@ def synthetic_metrics(seed: int, offset: float) -> pd.DataFrame:
                          "eval_accuracy": accuracy, "lr": np.linspace(0, 1e-4, n), "elapsed_s": np.arange(n) * 1.5})
 
 
+def identity(lang: str = "en", seed: int | None = 0, **changes: Any) -> dict[str, Any]:
+    """run.json's "identity" block (results.IDENTITY_FIELDS), as pipeline.checkpoints.run_identity writes it."""
+    base = {"lang": lang, "seed": seed, "preset": "demo", "corpus": "embedded", "max_steps": None,
+            "data_fingerprint": "d1", "tokenizer_fingerprint": "t1", "train_config_hash": "c1"}
+    return {**base, **changes}
+
+
 def write_run(root: Path, preset: str, lang: str, metrics: dict[str, pd.DataFrame] | None = None,
               static: bool = True, steps: int = 40, seed: int = 0,
               info: dict[str, dict[str, Any]] | None = None) -> Path:
-    """A synthetic run folder; ``info`` adds or replaces run.json fields per model."""
+    """A synthetic run folder, run.json as pipeline.training writes it; ``info`` adds or replaces its fields per
+    model."""
     run_dir = root / (f"{preset}-{lang}" + (f"-seed{seed}" if seed else ""))
     if static:
         (run_dir / "static").mkdir(parents=True)
@@ -53,7 +61,8 @@ def write_run(root: Path, preset: str, lang: str, metrics: dict[str, pd.DataFram
         env = {"date": "2025-01-01T00:00:00+00:00", "code_version": f"abc-{lang}", "device": "cpu",
                "device_name": "cpu (test)", "packages": {}}
         record = {"model": name, "preset": preset, "lang": lang, "steps": steps, "batch_size": 4, "seq_len": 32,
-                  "seed": seed, "init": "random" if name == "bert_tiny" else "static", "environment": env,
+                  "seed": seed, "identity": identity(lang, seed, preset=preset),
+                  "init": {"kind": "random" if name == "bert_tiny" else "static"}, "environment": env,
                   **(info or {}).get(name, {})}
         (model_dir / "run.json").write_text(json.dumps(record))
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -357,7 +366,7 @@ def test_exactly_one_third_is_not_under_a_third_and_a_tie_is_not_a_crossing(tmp_
 
 def test_a_run_without_recorded_seed_takes_it_from_its_folder_name(tmp_path: Path) -> None:
     run_dir = write_run(tmp_path, "demo", "en", both_models(0), static=False, seed=2,
-                        info={m: {"seed": None} for m in paper.MODELS})
+                        info={m: {"seed": None, "identity": identity(seed=None)} for m in paper.MODELS})
     with pytest.warns(UserWarning, match="static vectors"):
         run = results.load_runs([run_dir]).runs[0]
     assert run_dir.name == "demo-en-seed2" and (run.preset, run.lang, run.seed) == ("demo", "en", 2)
@@ -436,7 +445,7 @@ def test_seeds_trained_on_other_text_are_not_pooled_though_both_corpora_are_file
         for name in ("bert_tiny", "bert_ft"):
             path = run_dir / "pretrain" / name / "run.json"
             info = json.loads(path.read_text())
-            info["identity"] = {"corpus": "files", "data_fingerprint": text, "tokenizer_fingerprint": "t" * 64}
+            info["identity"] |= {"corpus": "files", "data_fingerprint": text, "tokenizer_fingerprint": "t" * 64}
             path.write_text(json.dumps(info))
     groups = [g for g in results.comparison_groups(results.load_runs(dirs)) if g.runs]
     assert sorted(g.seeds for g in groups) == [[0, 1], [2]]
@@ -461,14 +470,9 @@ def test_one_seed_gets_a_bootstrap_over_positions_or_says_why_not(tmp_path: Path
     assert row["ci_high"] == pytest.approx(diff.mean() + half, abs=0.15 * half)
 
 
-def identity(lang: str = "en", seed: int = 0, **changes: Any) -> dict[str, Any]:
-    base = {"lang": lang, "seed": seed, "preset": "demo", "corpus": "embedded", "max_steps": None,
-            "data_fingerprint": "d1", "tokenizer_fingerprint": "t1", "train_config_hash": "c1"}
-    return {**base, **changes}
-
-
 def test_runs_that_differ_in_more_than_the_init_are_not_paired(tmp_path: Path) -> None:
-    info = {"bert_tiny": {"lang": "fr", "seed": 7}, "bert_ft": {"lang": "en", "seed": 0}}
+    info = {"bert_tiny": {"lang": "fr", "seed": 7, "identity": identity("fr", 7)},
+            "bert_ft": {"lang": "en", "seed": 0, "identity": identity("en", 0)}}
     run_dir = write_run(tmp_path, "demo", "fr", both_models(0), info=info)
     with pytest.warns(UserWarning, match="inconsistent languages"):
         runset = results.load_runs([run_dir])
@@ -495,11 +499,25 @@ def test_the_identity_block_decides_and_only_the_init_may_differ(tmp_path: Path)
     assert claims_table.verify_claims(bad).empty and claims_table.verify_claims(worse).empty
 
 
-def test_without_an_identity_block_the_train_config_is_compared(tmp_path: Path) -> None:
-    info = {"bert_tiny": {"train_config": {"lr": 0.001, "steps": 40}}, "bert_ft": {"train_config": {"lr": 0.002,
-                                                                                                     "steps": 40}}}
-    runset = results.load_runs([write_run(tmp_path, "demo", "en", both_models(0), info=info)])
-    assert results.pair_problem(runset.runs[0]) == "mismatch: train_config.lr: 0.001 -> 0.002"
+def test_a_pair_without_identity_blocks_is_refused_and_the_train_config_is_compared_by_its_hash(
+        tmp_path: Path) -> None:
+    """run.json as older code wrote it (no "identity" block, "init": "random" or a path) cannot show that the two
+    models are one experiment: the pair is refused, never compared by its top-level fields."""
+    assert set(identity()) == set(results.IDENTITY_FIELDS)
+    run_dir = write_run(tmp_path, "demo", "en", both_models(0))
+    for name, init in (("bert_ft", str(run_dir / "static")), ("bert_tiny", "random")):
+        path = layout.RunLayout(run_dir).model(name).run_json
+        older = {k: v for k, v in json.loads(path.read_text()).items() if k != "identity"}
+        path.write_text(json.dumps({**older, "init": init, "train_config": {"lr": 0.001, "steps": 40}}))
+        runset = results.load_runs([run_dir])
+        lacking = "BERT_FT" if name == "bert_ft" else "BERT_TINY and BERT_FT"
+        assert results.pair_problem(runset.runs[0]) == (f"mismatch: no identity block in the run.json of {lacking} "
+                                                        "(written by older code, or not found): train the pair again")
+        assert our_row(figures.table3_accuracy(runset), "en")["status"].startswith("mismatch: no identity block")
+        assert claims_table.verify_claims(runset).empty
+    other_config = {"bert_ft": {"identity": identity(train_config_hash="c2")}}
+    runset = results.load_runs([write_run(tmp_path / "b", "demo", "en", both_models(0), info=other_config)])
+    assert results.pair_problem(runset.runs[0]) == 'mismatch: train_config_hash: "c1" -> "c2"'
 
 
 THREE_LABELS, THREE_SEEN = np.array([5, 8, 6]), np.array([4, 8, 4])  # [MASK] (id 4), its own token, [MASK]

@@ -56,10 +56,9 @@ def fasttext_args(settings: FastTextSettings, threads: int = 1) -> dict[str, Any
     """Keyword arguments for ``fasttext.train_unsupervised`` (``threads=1`` for identical reruns)."""
     if threads < 1:
         raise ValueError(f"threads must be at least 1, got {threads}")
-    return {"model": settings.model, "dim": settings.dim, "epoch": settings.epochs,
-            "minCount": settings.min_count, "minn": settings.minn if settings.subwords else 0,
-            "maxn": settings.maxn, "neg": settings.neg, "ws": settings.ws, "lr": settings.lr,
-            "bucket": settings.bucket, "thread": threads}
+    return {"model": settings.model, "dim": settings.dim, "epoch": settings.epochs, "minCount": settings.min_count,
+            "minn": settings.minn if settings.subwords else 0, "maxn": settings.maxn, "neg": settings.neg,
+            "ws": settings.ws, "lr": settings.lr, "bucket": settings.bucket, "thread": threads}
 
 
 def estimate_seconds(n_words: int, settings: FastTextSettings, threads: int = 1) -> float:

@@ -17,12 +17,9 @@ from pipeline.results import RunSet, SeedGroup, main_groups
 FIGURE_FORMATS = ("png", "pdf")  # every figure is saved in each: PNG for slides and the README, PDF for print
 OUR_STYLE: dict[str, dict[str, Any]] = {
     "bert_tiny": {"color": "tab:blue", "marker": "o", "linestyle": "-", "markersize": 4},
-    "bert_ft": {"color": "tab:orange", "marker": "s", "linestyle": "-", "markersize": 4},
-}
-PAPER_STYLE: dict[str, dict[str, Any]] = {
-    "bert_tiny": {"color": "0.35", "linestyle": "--", "linewidth": 1.2},
-    "bert_ft": {"color": "0.6", "linestyle": "-.", "linewidth": 1.2},
-}
+    "bert_ft": {"color": "tab:orange", "marker": "s", "linestyle": "-", "markersize": 4}}
+PAPER_STYLE: dict[str, dict[str, Any]] = {"bert_tiny": {"color": "0.35", "linestyle": "--", "linewidth": 1.2},
+                                          "bert_ft": {"color": "0.6", "linestyle": "-.", "linewidth": 1.2}}
 UNIGRAM_STYLE: dict[str, Any] = {"color": "black", "linestyle": ":", "linewidth": 1.4}
 
 
@@ -83,9 +80,8 @@ def curves_figure(runset: RunSet, lang: str, panel: str, column: str, what: str,
     fig = Figure(figsize=(7, 4.5), layout="constrained")
     ax = fig.add_subplot()
     plot_panel(ax, group, column, ylabel, published, floor_keys)
-    ax.set_title(f"Figure {panel} (ours): {what}, {group_title(group)}\n"
-                 f"grey lines: the paper's final values for this language (its own Figure {panel} shows Czech)",
-                 fontsize=10)
+    ax.set_title(f"Figure {panel} (ours): {what}, {group_title(group)}\ngrey lines: the paper's final values for "
+                 f"this language (its own Figure {panel} shows Czech)", fontsize=10)
     return fig
 
 

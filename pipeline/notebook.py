@@ -36,13 +36,12 @@ if TYPE_CHECKING:
     from helpers.claims import Estimate
     from pipeline.results import SeedGroup
 
-__all__ = [
-    "CONTROL_MODEL", "INTERACTIVE_DIR", "LabelledSpec", "REPO_ROOT", "Setup", "compare_pretraining", "environment",
-    "gain_estimate", "kind_mean", "labelled_set", "load_aligned", "load_encoders", "load_pretraining_data",
-    "load_probe_data", "obtain_vectors", "partition_record", "prepare_pretraining_data", "pretraining_metrics",
-    "quiet_libraries", "repo_path", "save_aligned", "save_probe_results", "scored_run", "skip_without_labelled_set",
-    "start", "train_fasttext", "train_model", "vectors_from_model", "word_similarity", "word_similarity_rows",
-]
+__all__ = ["CONTROL_MODEL", "INTERACTIVE_DIR", "LabelledSpec", "REPO_ROOT", "Setup", "compare_pretraining",
+           "environment", "gain_estimate", "kind_mean", "labelled_set", "load_aligned", "load_encoders",
+           "load_pretraining_data", "load_probe_data", "obtain_vectors", "partition_record", "prepare_pretraining_data",
+           "pretraining_metrics", "quiet_libraries", "repo_path", "save_aligned", "save_probe_results", "scored_run",
+           "skip_without_labelled_set", "start", "train_fasttext", "train_model", "vectors_from_model",
+           "word_similarity", "word_similarity_rows"]
 
 
 def quiet_libraries() -> None:
@@ -103,8 +102,7 @@ def start(preset: str, lang: str, seed: int = 0, run_dir: str | Path | None = No
     claim_identity(setup.layout, {"preset": preset, "lang": lang, "seed": seed, "corpus": str(spec)})
     where = "interactive" if folder.is_relative_to(INTERACTIVE_DIR) else "main job"
     shown = folder.relative_to(REPO_ROOT) if folder.is_relative_to(REPO_ROOT) else folder
-    print(f"preset={preset} lang={lang} seed={seed} corpus={spec} device={setup.device}\n"
-          f"run folder ({where}): {shown}")
+    print(f"preset={preset} lang={lang} seed={seed} corpus={spec} device={setup.device}\nrun folder ({where}): {shown}")
     return setup
 
 

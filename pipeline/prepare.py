@@ -24,10 +24,9 @@ from pipeline.layout import PreparedFiles, PretrainFiles
 
 
 def prepare_data(tokenizer: Any, train_texts: Iterable[str], eval_texts: Sequence[str], out_dir: str | Path,
-                 seq_len: int = 128, packing: bool = False, lang: str = "unknown",
-                 mlm_probability: float = 0.15, eval_mask_seed: int = S.EVAL_MASK_SEED,
-                 corpus: str = "unknown", shards: bool = False, shard_size: int | None = None,
-                 progress: bool = True) -> dict[str, Any]:
+                 seq_len: int = 128, packing: bool = False, lang: str = "unknown", mlm_probability: float = 0.15,
+                 eval_mask_seed: int = S.EVAL_MASK_SEED, corpus: str = "unknown", shards: bool = False,
+                 shard_size: int | None = None, progress: bool = True) -> dict[str, Any]:
     """Write ``out_dir/data/``: train/eval sequences, the masked evaluation set, the tokenizer, meta.json (returned;
     its ``lang`` and ``corpus`` become part of every run's identity). With ``shards`` the training documents (read
     once, lazily) go to resumable memory-mapped shards instead of ``train_ids.npy``; meta's ``storage`` says which."""

@@ -28,9 +28,8 @@ def record_files(run: RunLayout) -> list[Path]:
     """The files of a finished run that notebook 06 reads (all small); the control's where it was trained."""
     names = [*MODEL_NAMES, *([CONTROL_MODEL] if run.model(CONTROL_MODEL).run_json.is_file() else [])]
     cloze = [run.pretrain.cloze] if run.pretrain.cloze.is_file() else []
-    return [run.static.manifest, run.pretrain.comparison,
-            *(path for name in names for path in model_record_files(run, name)), run.probe_table, run.probe_differences,
-            *cloze]
+    return [run.static.manifest, run.pretrain.comparison, *(p for name in names for p in model_record_files(run, name)),
+            run.probe_table, run.probe_differences, *cloze]
 
 
 def copy_into(paths: Iterable[Path], source: Path, target: Path) -> None:

@@ -113,8 +113,7 @@ _REFRESHED: set[Path] = set()  # repositories whose index stamps this process re
 def _changed(*pathspec: str) -> bool | None:
     """Whether tracked files under ``pathspec`` differ from HEAD in content, as git's clean filters see it: `git
     status` calls a notebook saved with outputs modified although nbstripout makes it equal to HEAD, and every run
-    after a JupyterLab session would be stamped +dirty and refused as a record.
-    """
+    after a JupyterLab session would be stamped +dirty and refused as a record."""
     # Refresh the index's stamps first (once per process, so the index is locked once), as `git status` does: else
     # every diff of a fresh clone ran nbstripout on all its "racily clean" notebooks (12-14 s a call; 4 ms after).
     if REPO_ROOT not in _REFRESHED:
@@ -187,9 +186,7 @@ def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
 def environment(device: str | None = None) -> dict[str, Any]:
     """Everything worth writing beside a metric: when, where, with what code and packages."""
     info: dict[str, Any] = {
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "git_commit": git_commit(), "code_version": code_version(), "python": platform.python_version(),
-        "platform": platform.platform(), "cpu_count": os.cpu_count(), "cpu_model": cpu_model(),
-        "packages": package_versions(),
-    }
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "git_commit": git_commit(),
+        "code_version": code_version(), "python": platform.python_version(), "platform": platform.platform(),
+        "cpu_count": os.cpu_count(), "cpu_model": cpu_model(), "packages": package_versions()}
     return {**info, **device_info(device)} if device is not None else info

@@ -265,7 +265,7 @@ def reference_outputs(run_dirs: Sequence[Path], records: Path | None) -> list[Pa
     if records == REFERENCE_RECORDS.resolve() or all(d.is_relative_to(REFERENCE_RECORDS.resolve()) for d in run_dirs):
         return [REFERENCE_FIGURES, REFERENCE_DOCS, REFERENCE_RECORDS]
     lengths = {d.name.rpartition("-steps")[2] if d.parent == REFERENCE_SERIES.resolve() else "" for d in run_dirs}
-    return [REFERENCE_FIGURES / f"steps{lengths.pop()}"] if len(lengths) == 1 and "" not in lengths else []
+    return [REFERENCE_FIGURES / f"steps{n}"] if len(lengths) == 1 and (n := lengths.pop()).isdigit() else []
 
 
 def parse_options(argv: Sequence[str] | None = None) -> JobOptions:

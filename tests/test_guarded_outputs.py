@@ -72,6 +72,8 @@ def test_the_series_records_of_one_length_may_write_only_their_own_steps_folder(
                              None) == [REFERENCE / "steps1200"]
     assert reference_outputs([series / "reference-en-steps1200", series / "reference-en-steps2400"], None) == []
     assert reference_outputs([series / "reference-en-steps1200", tmp_path / "reference-fr-steps1200"], None) == []
+    assert reference_outputs([series / "reference-en"], None) == []  # no length in its name: no steps folder
+    assert reference_outputs([series / "reference-en-stepsX"], None) == []
     _refused(["--figures-from", str(series / "reference-en-steps2400"), "--figures", str(REFERENCE), "--out",
               str(tmp_path)], "--figures", "figures/reference/runs or series")
 

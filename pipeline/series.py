@@ -31,8 +31,18 @@ NOTE = ("One pair of models per length and seed ({seeds}), each with its own war
         "unigram's there (testable below -0.5). No trend is fitted; nothing here extrapolates beyond the longest run.")
 
 STEPS_NOTE = ("Per length, the first evaluation step at which each model's evaluation loss (all scored positions) is "
-              "at or below the level, and BERT_TINY's step minus BERT_FT's (steps saved); evaluations every 100 "
-              "steps, so steps are known to 100. One seed: no interval.")
+              "at or below the level, and BERT_TINY's step minus the model's (steps saved); {every} {seeds}")
+
+
+def steps_note(runset: RunSet) -> str:
+    """STEPS_NOTE with the evaluation interval the runs' train_config names and the interval the seeds allow."""
+    every = {(m.info or {}).get("train_config", {}).get("eval_every") for r in runset.runs for m in r.models.values()}
+    n = every.pop() if len(every) == 1 else None
+    every_text = (f"evaluations every {n:,} steps, so steps are known to {n:,}." if n
+                  else "the evaluation interval differs between runs or is not recorded.")
+    seeds = {run.seed for run in runset.runs}
+    seed_text = "One seed: no interval." if len(seeds) == 1 else "Interval: 95 %, a t-interval over the seeds."
+    return STEPS_NOTE.format(every=every_text, seeds=seed_text)
 
 
 def save_series_record(base_run: Path, trained: Path, records_dir: Path) -> Path:
@@ -116,7 +126,7 @@ def write_series(run_dirs: Sequence[Path], figures_dir: Path) -> list[Path]:
     note = NOTE.format(seeds=seeds, spread=spread, base=runset.runs[0].steps)  # the base comes first
     paths = write_table(table, figures_dir, TABLE_NAME, note, table.round(3))
     saved = steps_saved_table(runset)  # one group per length: each its own schedule
-    paths += write_table(saved, figures_dir, f"{TABLE_NAME}_steps_saved", STEPS_NOTE, saved.round(1))
+    paths += write_table(saved, figures_dir, f"{TABLE_NAME}_steps_saved", steps_note(runset), saved.round(1))
     figure = series_figure(table, f"{what}, {seeds}")
     return paths + save_figure(figure, figures_dir, TABLE_NAME, "training-length series (ours)")
 

@@ -64,6 +64,9 @@ def test_a_recorded_pair_gives_one_row_per_length_with_intervals(longer_pair: Pa
     note = (tmp_path / "figures" / f"{series.TABLE_NAME}.md").read_text()
     assert f"per length and seed (seed {run.seed}), each with its own" in note
     assert f"decay; {run.steps:,} steps is the base run." in note  # the base's own length, whichever it is
+    every = json.loads(layout.RunLayout(smoke_run_dir).model("bert_ft").run_json.read_text())["train_config"]
+    saved_note = (tmp_path / "figures" / f"{series.TABLE_NAME}_steps_saved.md").read_text()
+    assert f"evaluations every {every['eval_every']:,} steps" in saved_note and "One seed: no interval." in saved_note
 
 
 def test_a_pair_trained_on_other_data_is_refused(longer_pair: Path, smoke_run_dir: Path, tmp_path: Path) -> None:

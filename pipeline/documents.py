@@ -61,8 +61,7 @@ def as_text(value: Any) -> str:
 
 
 def take(items: Iterable[Any], max_docs: int | None) -> list[Any]:
-    """The first ``max_docs`` items (all when None); a lazy stream is read no further."""
-    check_max_docs(max_docs)
+    """The first ``max_docs`` items (all when None; checked once, in ``data._load``); a stream is read no further."""
     return list(itertools.islice(items, max_docs))
 
 
@@ -77,7 +76,6 @@ def stratified_split(keys: Sequence[str], labels: Sequence[int], held_out: float
                      seed: int) -> tuple[list[int], list[int]]:
     """Per-class hash ranking: each class gives round(held_out * size) items (at least one, when it
     has two or more) to the held-out part, so every class is in both parts in the same proportion."""
-    check_fraction("the held-out fraction", held_out)
     by_class: dict[int, list[int]] = {}
     for i, label in enumerate(labels):
         by_class.setdefault(label, []).append(i)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import gzip
-import itertools
 import json
 import math
 import os
@@ -20,7 +19,7 @@ import sys
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from pipeline.documents import (
     AG_NEWS_LABELS,
@@ -37,8 +36,6 @@ from pipeline.documents import (
 
 # File kinds, matched on the end of the name; C4's shards (.json.gz, or unpacked .json) are JSON lines.
 FILE_SUFFIXES = (".txt", ".jsonl", ".csv", ".parquet", ".json.gz", ".jsonl.gz", ".json")
-JSON_LINES = (".jsonl", ".json.gz", ".jsonl.gz", ".json")
-CSV_FORMATS = ("header", "ag_news")
 KINDS_READ = ", ".join(FILE_SUFFIXES)
 
 
@@ -163,52 +160,39 @@ def gzip_checked(where: Any, fix: str = "write or download it again") -> Iterato
 
 def text_lines(path: Path) -> Iterator[tuple[int, str]]:
     """(line number, line) of a UTF-8 text file (gunzipped when named .gz), lines ending in \\n, \\r\\n or a lone
-    \\r as universal newlines read them; decoded line by line, so an encoding error names the file and line."""
-    with gzip_checked(path):
-        with _open(path) as fh:
-            for n, raw in enumerate(_split_lines(fh, path), 1):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as err:
-                    raise _not_text(path, f"{path}:{n} is not UTF-8 text (byte 0x{raw[err.start]:02x} at column "
-                                          f"{err.start + 1})") from None
-                if "\x00" in line:  # UTF-16 without a byte-order mark decodes, as garbage with NULs
-                    raise _not_text(path, f"{path}:{n} holds NUL bytes, so it is not UTF-8 text", nul=True)
-                yield n, line.removeprefix("\ufeff") if n == 1 else line
-
-
-def _split_lines(chunks: Iterable[bytes], path: Path) -> Iterator[bytes]:
-    """The lines of ``chunks`` (read up to each \\n), split again at a lone \\r, which is then said once."""
+    \\r as universal newlines read them (a lone \\r said once); decoded line by line, so an encoding error names the
+    file and line."""
     said = False
-    for chunk in chunks:
-        parts = chunk.splitlines(keepends=True) if b"\r" in chunk else [chunk]
-        if len(parts) > 1 and not said:
-            said = True
-            print(f"note: {path} ends lines with a lone \\r (old Mac line endings); each is read as a line break",
-                  file=sys.stderr)
-        yield from parts
+    with gzip_checked(path), _open(path) as fh:
+        lines = (part for chunk in fh for part in (chunk.splitlines(keepends=True) if b"\r" in chunk else [chunk]))
+        for n, raw in enumerate(lines, 1):
+            if raw.endswith(b"\r") and not said:
+                said = True
+                print(f"note: {path} ends lines with a lone \\r (old Mac line endings); each is read as a line break",
+                      file=sys.stderr)
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise _not_text(path, f"{path}:{n} is not UTF-8 text (byte 0x{raw[err.start]:02x} at column "
+                                      f"{err.start + 1})") from None
+            if "\x00" in line:  # UTF-16 without a byte-order mark decodes, as garbage with NULs
+                raise _not_text(path, f"{path}:{n} holds NUL bytes, so it is not UTF-8 text", nul=True)
+            yield n, line.removeprefix("\ufeff") if n == 1 else line
 
 
-def read_records(path: Path) -> tuple[list[str], Iterator[tuple[int, dict[str, Any]]]]:
-    """(column names, lazy (line or row number, record) pairs) of one file: {'text': line} per non-empty line of a
-    .txt file; JSON lines report the first record's fields (later records may differ); a CSV's header names them."""
+def read_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Lazy (line or row number, record) pairs of one file: {'text': line} per non-empty line of a .txt file, a CSV's
+    rows by its header, parquet rows and JSON lines (whose records may differ in their fields) as they are."""
     kind = file_kind(path)
     if kind == ".txt":
-        return ["text"], ((n, {"text": line.rstrip("\r\n")}) for n, line in text_lines(path) if line.strip())
-    if kind in JSON_LINES:
-        records = _json_records(path)
-        first = next(records, None)
-        return ([], iter(())) if first is None else (list(first[1]), itertools.chain([first], records))
+        return ((n, {"text": line.rstrip("\r\n")}) for n, line in text_lines(path) if line.strip())
     if kind == ".csv":
-        reader = csv.DictReader(line for _, line in text_lines(path))
-        return list(reader.fieldnames or []), ((n, row) for n, row in enumerate(reader, 2))
+        return enumerate(csv.DictReader(line for _, line in text_lines(path)), 2)
     if kind == ".parquet":
         import pyarrow.parquet as pq
 
-        table = pq.ParquetFile(path)
-        batches = (row for batch in table.iter_batches() for row in batch.to_pylist())
-        return list(table.schema_arrow.names), iter(enumerate(batches, 1))
-    raise ValueError(f"{path} is not a supported file type; use one of {KINDS_READ}")
+        return enumerate((row for batch in pq.ParquetFile(path).iter_batches() for row in batch.to_pylist()), 1)
+    return _json_records(path)  # the other kinds are JSON lines
 
 
 def _json_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -227,13 +211,8 @@ def _json_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 def read_columns(path: Path, **columns: str) -> Iterator[tuple[Any, ...]]:
     """The values of ``columns`` (option name: column, e.g. text_column='body') in every record of ``path``, lazily.
-    A missing column is refused naming its option; a later JSON record without it, naming its line."""
-    names, records = read_records(path)  # a JSON-lines file reports the first record's fields
-    for option, column in columns.items():
-        if names and column not in names:
-            raise ValueError(f"{path} has no column {column!r}; its columns are: {', '.join(map(str, names))}; "
-                             f"pass {option}=<one of them>")
-    for seen, (number, row) in enumerate(records):
+    A column missing from the first record is refused naming its option; from a later one, naming its line."""
+    for seen, (number, row) in enumerate(read_records(path)):
         missing = [(option, c) for option, c in columns.items() if c not in row]
         if missing:
             fields = ", ".join(map(str, row)) or "none"
@@ -267,10 +246,9 @@ def files_labelled(path: Path, lang: str, split: str, text_column: str = "text",
     """One side of a stratified split of the labelled rows of ``path`` (labels as :func:`encode_labels` reads them).
     ``csv_format='ag_news'``: headerless rows (label 1-4, title, description), title and description joined as the
     Hub's AG News does."""
-    check_choice("csv_format", csv_format, CSV_FORMATS)
+    check_choice("csv_format", csv_format, ("header", "ag_news"))
     check_fraction("test_fraction", test_fraction)
-    if csv_format == "ag_news":
-        label_names = list(label_names or AG_NEWS_LABELS)
+    label_names = list(label_names or AG_NEWS_LABELS) if csv_format == "ag_news" else label_names
     pairs: list[tuple[Any, Any]] = []
     for f in data_files(path):
         if file_kind(f) == ".txt":
@@ -322,8 +300,6 @@ def encode_labels(raw: Sequence[Any], names: Sequence[str] | None = None,
     """(classes 0..k-1, their names, the raw value of each class) from a column of labels: numbers (2 and 2.0 one
     label; the values present become classes in numeric order, so {0, 1, 1000000} gives 3; ``names[v]`` names value
     ``v``) or names, in sorted order; a column mixing both is refused."""
-    if not raw:
-        raise ValueError(f"{where} holds no labelled rows")
     if any(v is None or (isinstance(v, str) and not v.strip()) for v in raw):
         raise ValueError(f"some rows of {where} have no label; fill or drop them")
     numbers = [_as_number(v) for v in raw]

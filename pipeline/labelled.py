@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from helpers.probe import overlap
-from pipeline.data import EMBEDDED, EMBEDDED_FILES, HUB, CorpusSpec, load_corpus, load_labelled, parse_spec
-from pipeline.documents import LabelledSet, check_choice
+from pipeline.data import EMBEDDED_FILES, HUB, CorpusSpec, load_corpus, load_labelled, parse_spec
+from pipeline.documents import LabelledSet
 from pipeline.online import SIB200_CONFIGS
 
 KINDS = ("auto", "embedded", "sib200", "ag_news", "files", "none")
@@ -33,19 +33,12 @@ class LabelledSpec:
     @classmethod
     def parse(cls, text: str | LabelledSpec, base: Path | None = None) -> LabelledSpec:
         """One of :data:`LABELLED_HELP` (PATH as :func:`pipeline.data.parse_spec` reads it)."""
-        if isinstance(text, LabelledSpec):
-            return text
-        kind, path = parse_spec(text, "labelled set", WITH_PATH, base)
-        if kind not in KINDS or (kind == "files" and path is None):
-            raise ValueError(f"unknown labelled set {text!r}; choose {LABELLED_HELP}")
-        return cls(kind, path)
+        return text if isinstance(text, LabelledSpec) else cls(*parse_spec(text, "labelled set", WITH_PATH, base))
 
     def __post_init__(self) -> None:
-        check_choice("labelled set", self.kind, KINDS)
-        if self.kind == "files" and self.path is None:
-            raise ValueError("a files labelled set needs a path; write files:PATH")
-        if self.path is not None and self.kind not in WITH_PATH:
-            raise ValueError(f"the labelled set {self.kind!r} takes no path; only files:PATH and sib200:PATH do")
+        if self.kind not in KINDS or (self.kind == "files" and self.path is None) or (
+                self.path is not None and self.kind not in WITH_PATH):
+            raise ValueError(f"unknown labelled set {str(self)!r}; choose {LABELLED_HELP}")
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.path}" if self.path is not None else self.kind
@@ -69,21 +62,15 @@ class LabelledSpec:
     def load(self, lang: str, split: str, **options: Any) -> LabelledSet:
         """The 'train' or 'test' split in ``lang`` (options as :func:`pipeline.data.load_labelled` takes them)."""
         self.check(lang)
-        if self.kind == "embedded":
-            data = load_labelled(EMBEDDED, lang, split, **options)
-        elif self.kind in ("sib200", "ag_news"):  # ag_news never has a path: root stays None
-            data = load_labelled(HUB, lang, split, name=self.kind, root=self.path, **options)
-        elif self.kind == "files":
-            data = load_labelled(CorpusSpec("files", self.path), lang, split, **options)
-        else:
+        if self.kind in ("auto", "none"):
             raise ValueError(f"the labelled set {self}: there is nothing to load; resolve 'auto' first, and skip the "
                              "probe for 'none'")
+        hub = {"name": self.kind, "root": self.path} if self.kind in ("sib200", "ag_news") else {}  # ag_news: no root
+        data = load_labelled(HUB if hub else CorpusSpec(self.kind, self.path), lang, split, **hub, **options)
         # Not counted for the Hub's (streamed) corpus, nor the embedded one's topics (its partition keeps them out).
         corpus = self.corpus
-        if (split == "test" and corpus is not None and corpus.source != "hub"
-                and not corpus.source == data.source == "embedded"):
-            found = overlap(data.texts, load_corpus(corpus, lang, "train").texts)
-            if found:
+        if split == "test" and corpus and corpus.source != "hub" and not corpus.source == data.source == "embedded":
+            if found := overlap(data.texts, load_corpus(corpus, lang, "train").texts):
                 warnings.warn(f"{found} of the {len(data)} test documents of the labelled set {data.name} are "
                               f"training text of the corpus {corpus}, so the probe's accuracies overstate what the "
                               "encoders learned; give a labelled set whose test texts the corpus does not hold, or "

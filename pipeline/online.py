@@ -20,7 +20,6 @@ C4_ID = "allenai/c4"
 AG_NEWS_ID = "fancyzhx/ag_news"
 C4_LANGS = ("en", "de", "cs", "pl", "it", "es", "fr")  # the paper's languages (Mištera & Král)
 C4_EVAL_DOCS = 100_000  # the paper's evaluation set size (Czech's validation split is smaller)
-HUB_SPLITS = {"train": "train", "eval": "validation", "test": "test"}
 HUB_PROBE_TIMEOUT_S = 3.0
 PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 # The errors that mean 'no connection' in every layer datasets may surface: Python's, requests' (ConnectionError,
@@ -28,13 +27,13 @@ PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PRO
 NETWORK_ERRORS = {"ConnectionError", "TimeoutError", "Timeout", "TransportError", "gaierror", "LocalEntryNotFoundError"}
 
 # Davlan/sib200 (Adelani et al. 2023, arXiv 2309.07445): topics of Flores-200 sentences, the same in every language,
-# in data/<FLORES code>/{train,dev,test}.tsv (701, 99, 204 rows). datasets >= 4 refuses its loading script, which
-# reads exactly these files, so datasets' csv builder reads them: from the Hub or a local copy.
+# in data/<FLORES code>/{train,dev,test}.tsv (701, 99, 204 rows; dev unused). datasets >= 4 refuses its
+# loading script, which reads exactly these files, so datasets' csv builder reads them: from the Hub or a local copy.
 SIB200_ID = "Davlan/sib200"
 SIB200_HUB_ROOT = f"hf://datasets/{SIB200_ID}"
+SIB200_URL = f"https://huggingface.co/datasets/{SIB200_ID}"
 SIB200_CONFIGS = {"en": "eng_Latn", "de": "deu_Latn", "cs": "ces_Latn", "pl": "pol_Latn", "it": "ita_Latn",
                   "es": "spa_Latn", "fr": "fra_Latn"}  # the paper's seven languages
-SIB200_FILES = {"train": "train.tsv", "validation": "dev.tsv", "test": "test.tsv"}
 SIB200_COLUMNS = ("index_id", "category", "text")
 SIB200_LABELS = ("entertainment", "geography", "health", "politics", "science/technology", "sports", "travel")
 SIB200_LICENCE = "CC BY-SA 4.0 (SIB-200, Adelani et al. 2023, over Flores-200; Davlan/sib200)"
@@ -62,9 +61,9 @@ def hub_reachable(endpoint: str | None = None, timeout: float = HUB_PROBE_TIMEOU
         endpoint = constants.ENDPOINT
     url = urllib.parse.urlsplit(endpoint)
     try:
-        with socket.create_connection((url.hostname or "", url.port or (443 if url.scheme == "https" else 80)),
-                                      timeout=timeout):
-            return True
+        socket.create_connection((url.hostname or "", url.port or (443 if url.scheme == "https" else 80)),
+                                 timeout=timeout).close()
+        return True
     except OSError:
         return False
 
@@ -85,9 +84,8 @@ def is_hub_failure(err: BaseException | None, offline: bool) -> bool:
 
 def from_hub(dataset: str, read: Callable[[], Any], instead: str, streamed: bool) -> Any:
     """``read()`` (a ``datasets`` call and the reading of its records) after a quick probe of the Hub's host. A Hub
-    failure becomes one HubUnavailableError naming the offline way on (``instead``), and the cached copy only where
-    one can exist (a streamed dataset is never cached), its chain cut and the underlying error in its message; any
-    other error passes unchanged."""
+    failure becomes one HubUnavailableError naming the offline way on (``instead``), the cached copy where one can
+    exist (never for a stream) and the underlying error (also its unshown ``__context__``); others pass unchanged."""
     offline = offline_mode()
     cache = ("A streamed dataset is never cached, so it needs the Hub." if streamed else
              "HF_HUB_OFFLINE is set and no cached copy was found." if offline else
@@ -100,9 +98,7 @@ def from_hub(dataset: str, read: Callable[[], Any], instead: str, streamed: bool
     except Exception as err:  # noqa: BLE001 - re-raised unless a Hub failure
         if not is_hub_failure(err, offline):
             raise
-        error = HubUnavailableError(f"{hint} (underlying error: {type(err).__name__}: {err})")
-        error.original = err  # type: ignore[attr-defined]
-    raise error from None
+        raise HubUnavailableError(f"{hint} (underlying error: {type(err).__name__}: {err})") from None
 
 
 def _dataset(path: str, config: str | None, split: str, streaming: bool, **options: Any) -> Any:
@@ -117,7 +113,6 @@ def _read(records: Iterable[dict[str, Any]], fields: Sequence[str], what: str, m
     """The texts and labels (``label_of(number, record)``) of the first ``max_docs`` records, each
     refused unless it has ``fields``; numbered from 2, as line 1 of a file ``where`` is its header. A stream is read
     no further."""
-    check_max_docs(max_docs)
     texts, labels = [], []
     for n, record in enumerate(itertools.islice(records, max_docs), 2):
         missing = [k for k in fields if k not in record]
@@ -134,16 +129,17 @@ def records_to_texts(records: Iterable[dict[str, Any]], max_docs: int | None = N
     return _read(records, ["text"], "record", max_docs)[0]
 
 
-def _ag_news_label(_: int, record: dict[str, Any]) -> int:
-    label = int(record["label"])
-    if not 0 <= label < len(AG_NEWS_LABELS):
-        raise ValueError(f"AG News label {label} outside 0..{len(AG_NEWS_LABELS) - 1}")
-    return label
+def _label(value: Any, labels: Sequence[Any], unknown: str) -> int:
+    """The index of ``value`` in ``labels``; else an error that starts with ``unknown`` and lists them."""
+    if value not in labels:
+        raise ValueError(f"{unknown} {value!r}; its {len(labels)} labels are {', '.join(map(str, labels))}")
+    return list(labels).index(value)
 
 
 def ag_news_records(records: Iterable[dict[str, Any]], max_docs: int | None = None) -> tuple[list[str], list[int]]:
     """AG News records (``text``, ``label`` 0-3) into texts and labels."""
-    return _read(records, ("text", "label"), "AG News record", max_docs, _ag_news_label)
+    return _read(records, ("text", "label"), "AG News record", max_docs,
+                 lambda n, record: _label(int(record["label"]), range(len(AG_NEWS_LABELS)), "unknown AG News label"))
 
 
 def hub_corpus(lang: str, split: str, max_docs: int | None = None, eval_docs: int = C4_EVAL_DOCS) -> Corpus:
@@ -153,7 +149,8 @@ def hub_corpus(lang: str, split: str, max_docs: int | None = None, eval_docs: in
         raise ValueError("C4 is streamed and has millions of documents; pass max_docs "
                          "(the paper trained its tokenizer on 5,000,000)")
     check_max_docs(eval_docs)
-    hub_split, limit = HUB_SPLITS[split], max_docs if split == "train" else min(eval_docs, max_docs or eval_docs)
+    hub_split = "validation" if split == "eval" else split
+    limit = max_docs if split == "train" else min(eval_docs, max_docs or eval_docs)
     texts = from_hub(f"{C4_ID} ({lang})", lambda: records_to_texts(_dataset(C4_ID, lang, hub_split, True), limit),
                      "the corpus 'embedded' (Wikipedia summaries for en, fr, es), or 'files:PATH' with a local copy",
                      streamed=True)
@@ -172,33 +169,24 @@ def hub_labelled(lang: str, split: str, name: str = "ag_news", max_docs: int | N
                              "labelled set 'files:PATH' with csv_format='ag_news'")
         if lang != "en":
             raise ValueError(f"AG News is English only, got lang={lang!r}; the embedded corpus has labelled fr and es")
-        hub_split = HUB_SPLITS[split]
         texts, labels = from_hub(
-            AG_NEWS_ID, lambda: ag_news_records(_dataset(AG_NEWS_ID, None, hub_split, streaming), max_docs),
+            AG_NEWS_ID, lambda: ag_news_records(_dataset(AG_NEWS_ID, None, split, streaming), max_docs),
             "the labelled set 'embedded' (the Wikipedia summaries' topics for en, fr, es), or 'files:PATH' with a "
             "local copy (csv_format='ag_news')", streamed=streaming)
         return LabelledSet(texts, lang, "hub", split, "ag_news", "AG's corpus of news articles (academic, "
                            "non-commercial use)", labels=labels, label_names=list(AG_NEWS_LABELS),
-                           meta={"hub_id": AG_NEWS_ID, "hub_split": hub_split, "max_docs": max_docs})
-    file = sib200_file(lang, split, root)
-    config = SIB200_CONFIGS[lang]
-
-    def read() -> tuple[list[str], list[int]]:  # a lazy stream, nothing cached; every cell is text, 'NA' included
-        rows = _dataset("csv", None, "train", streaming=True, data_files=file, delimiter="\t", keep_default_na=False)
-        return sib200_records(rows, file, max_docs)
-
-    if root is None:
-        texts, labels = from_hub(f"{SIB200_ID} ({config})", read, instead=(
-            f"a local copy of the dataset's repository (git clone https://huggingface.co/datasets/{SIB200_ID}), "
-            f"given as --labelled sib200:PATH (notebook 05: labelled = 'sib200:PATH'), PATH holding "
-            f"data/{config}/train.tsv and test.tsv; or files:PATH with your own labelled set; "
-            "or --labelled none to skip the probe"), streamed=True)
-    elif not Path(file).is_file():
-        raise FileNotFoundError(f"{file} is missing: a local copy of SIB-200 holds data/<code>/train.tsv, dev.tsv "
-                                f"and test.tsv as in the repository (git clone https://huggingface.co/datasets/"
-                                f"{SIB200_ID}); give the folder that holds data/")
-    else:
-        texts, labels = read()
+                           meta={"hub_id": AG_NEWS_ID, "hub_split": split, "max_docs": max_docs})
+    file, config = sib200_file(lang, split, root), SIB200_CONFIGS[lang]
+    if root is not None and not Path(file).is_file():
+        raise FileNotFoundError(f"{file} is missing: give the folder that holds data/<code>/train.tsv, dev.tsv and "
+                                f"test.tsv, a copy of the repository (git clone {SIB200_URL})")
+    # a lazy stream, nothing cached; every cell is text, 'NA' included
+    read = lambda: sib200_records(_dataset("csv", None, "train", streaming=True, data_files=file, delimiter="\t",
+                                           keep_default_na=False), file, max_docs)
+    texts, labels = read() if root is not None else from_hub(f"{SIB200_ID} ({config})", read, instead=(
+        f"a local copy (git clone {SIB200_URL}) as --labelled sib200:PATH (notebook 05: labelled = 'sib200:PATH'), "
+        f"PATH holding data/{config}/train.tsv and test.tsv; your own as files:PATH; or --labelled none to skip the "
+        "probe"), streamed=True)
     return LabelledSet(texts, lang, "hub" if root is None else "files", split, f"sib200-{config}", SIB200_LICENCE,
                        labels=labels, label_names=list(SIB200_LABELS),
                        meta={"hub_id": SIB200_ID, "config": config, "file": file, "max_docs": max_docs})
@@ -209,18 +197,12 @@ def sib200_file(lang: str, split: str, root: str | Path | None = None) -> str:
     check_choice("SIB-200 language", lang, tuple(SIB200_CONFIGS),
                  " (the paper's languages; give another labelled set as files:PATH)")
     base = SIB200_HUB_ROOT if root is None else str(Path(root))
-    return f"{base}/data/{SIB200_CONFIGS[lang]}/{SIB200_FILES[HUB_SPLITS[split]]}"
+    return f"{base}/data/{SIB200_CONFIGS[lang]}/{split}.tsv"
 
 
 def sib200_records(records: Iterable[dict[str, Any]], where: str,
                    max_docs: int | None = None) -> tuple[list[str], list[int]]:
     """SIB-200 rows (``index_id``, ``category``, ``text``) into texts and labels (the index of SIB200_LABELS)."""
-    def label_of(n: int, record: dict[str, Any]) -> int:
-        category = str(record["category"]).strip()
-        if category not in SIB200_LABELS:
-            raise ValueError(f"{where}:{n}: unknown SIB-200 category {category!r}; "
-                             f"its 7 categories are {', '.join(SIB200_LABELS)}")
-        return SIB200_LABELS.index(category)
-
-    return _read(records, SIB200_COLUMNS, "this row", max_docs, label_of, f"; a SIB-200 row has the columns "
-                 f"{', '.join(SIB200_COLUMNS)}: is it a SIB-200 file?", where)
+    return _read(records, SIB200_COLUMNS, "this row", max_docs, lambda n, record: _label(
+        str(record["category"]).strip(), SIB200_LABELS, f"{where}:{n}: unknown SIB-200 category"),
+        f"; a SIB-200 row has the columns {', '.join(SIB200_COLUMNS)}: is it a SIB-200 file?", where)

@@ -68,9 +68,6 @@ def estimate_seconds(n_words: int, settings: FastTextSettings, threads: int = 1)
     return max(1.0, n_words * settings.epochs * cost / (rate * threads))
 
 
-# ---- The training text ----
-
-
 def pretokenize(text: str) -> list[str]:
     """Split text into words as the BERT tokenizer does before WordPiece (cased, accents kept), so fastText learns
     vectors for exactly the strings a whole-word token can be ("Paris", ",", "1889"): what Equation 3 looks up."""
@@ -121,9 +118,6 @@ def write_training_text(texts: Iterable[str], path: Path, seed: int = 0) -> tupl
     return len(documents), sum(line.count(" ") + 1 for line in lines)
 
 
-# ---- Training ----
-
-
 def train_fasttext(texts: Iterable[str], settings: FastTextSettings, seed: int = 0, tmp_dir: str | Path | None = None,
                    progress: bool = True) -> Any:
     """fastText trained on ``texts`` (pre-tokenised like BERT, case kept); same texts + seed -> same vectors."""
@@ -167,8 +161,3 @@ def vectors_from_model(model: Any, top_n: int | None = None) -> WordVectors:
     if not words:
         raise ValueError("the fastText model has no words")
     return WordVectors(words, np.stack([model.get_word_vector(w) for w in words]).astype(np.float32))
-
-
-def has_subwords(model: Any) -> bool:
-    """True when the model builds vectors from character n-grams (so it can embed a ``##`` piece)."""
-    return len(model.get_subwords("subwords")[0]) > 1

@@ -5,7 +5,6 @@ Training needs nothing but these files (pipeline.layout.PreparedFiles), so they 
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from dataclasses import dataclass
@@ -53,7 +52,7 @@ def prepare_data(tokenizer: Any, train_texts: Iterable[str], eval_texts: Sequenc
         ids, lengths = S.make_sequences(tokens, tokenizer, seq_len, packing)
         np.save(files.array(f"{split}_ids"), ids)
         np.save(files.array(f"{split}_lengths"), lengths)
-        meta[split] = split_summary(tokens.n_docs, int(tokens.ids.size), lengths, seq_len,
+        meta[split] = split_summary(len(tokens.offsets) - 1, int(tokens.ids.size), lengths, seq_len,
                                     int(np.sum(np.diff(tokens.offsets) > seq_len - 2)))
         if split == "eval":
             masked, labels = S.fixed_eval_mask(tokenizer, ids, lengths, mlm_probability, eval_mask_seed)
@@ -120,11 +119,10 @@ def prepared_files(path: str | Path) -> PreparedFiles:
 
 def load_data(path: str | Path) -> PreparedData:
     files = prepared_files(path)
-    if not files.meta.exists():
+    if (meta := ck.read_run_json(files.meta)) is None:
         raise FileNotFoundError(f"no prepared data in {files.folder}; run pipeline.prepare.prepare_data first "
                                 "(notebook 04 does) and copy the data/ folder to this machine")
     load = lambda name: np.load(files.array(name), allow_pickle=False)  # noqa: E731
-    meta = json.loads(files.meta.read_text())
     if meta.get("storage", {}).get("train") == "shards":  # memory maps: rows are read from disk when picked
         train = S.open_shards(files.shards)
         train_ids, train_lengths = train.ids, train.lengths

@@ -25,34 +25,27 @@ from pipeline.layout import ShardFiles
 from pipeline.staging import written_whole
 
 EVAL_MASK_SEED = 1234  # fixed: the evaluation mask belongs to the data, not to a training seed
-NO_DOCUMENTS = "no non-empty documents to tokenise; check the corpus (pipeline.data.load_corpus)"
+NO_DOCUMENTS = "no non-empty documents to tokenise (or none gave a token); check the corpus (pipeline.data.load_corpus)"
 FORMAT = "truncated per document (the paper): [CLS] doc[:seq_len-2] [SEP], padded to seq_len"
 ID_DTYPE = np.dtype(np.uint16)
-LENGTH_DTYPE = np.dtype(np.int16)  # as prepare_data stores lengths
 MAX_VOCAB = int(np.iinfo(np.uint16).max) + 1  # ids 0..65,535
 DEFAULT_SHARD_SIZE = 100_000  # sequences per shard: 100,000 x 128 x 2 bytes = 25.6 MB
 
-
-# ---- Sequences (pipeline.prepare keeps them in memory) ----
 
 @dataclass
 class TokenizedCorpus:
     """All documents' token ids end to end (no special tokens) plus where each document starts."""
 
     ids: np.ndarray  # uint16 when the vocabulary fits, else int32
-    offsets: np.ndarray  # int64, len n_docs + 1
-
-    @property
-    def n_docs(self) -> int:
-        return len(self.offsets) - 1
+    offsets: np.ndarray  # int64, one more than the documents
 
 
 def offsets_of(docs: Sequence[Sequence[int]]) -> np.ndarray:
     return np.cumsum([0, *map(len, docs)], dtype=np.int64)
 
 
-def encoded_batches(tokenizer: Any, docs: Iterator[str], batch_size: int) -> Iterator[list[list[int]]]:
-    """Token ids (no special tokens) of each document, one list per batch; empty documents give []."""
+def encoded_documents(tokenizer: Any, docs: Iterator[str], batch_size: int) -> Iterator[list[int]]:
+    """Token ids (no special tokens) of each document, ``batch_size`` tokenised at a time; an empty one gives []."""
     while batch := list(itertools.islice(docs, batch_size)):
         for text in batch:
             if not isinstance(text, str):
@@ -61,19 +54,16 @@ def encoded_batches(tokenizer: Any, docs: Iterator[str], batch_size: int) -> Ite
         # verbose=False: documents longer than 128 tokens are expected here (cut later), not a mistake.
         encoded = iter(tokenizer(kept, add_special_tokens=False, verbose=False, return_attention_mask=False,
                                  return_token_type_ids=False)["input_ids"] if kept else [])
-        yield [next(encoded) if text.strip() else [] for text in batch]
+        yield from [next(encoded) if text.strip() else [] for text in batch]
 
 
 def tokenize_corpus(tokenizer: Any, texts: Sequence[str], batch_size: int = 1_000) -> TokenizedCorpus:
     """Batched fast tokenisation into one flat array; empty documents are dropped."""
-    texts = [t for t in texts if t and t.strip()]
-    if not texts:
-        raise ValueError(NO_DOCUMENTS)
     dtype = ID_DTYPE if len(tokenizer) <= MAX_VOCAB else np.dtype(np.int32)  # uint16 halves files and memory
-    chunks = [np.asarray(ids, dtype=dtype) for batch in encoded_batches(tokenizer, iter(texts), batch_size)
-              for ids in batch if ids]
+    chunks = [np.asarray(ids, dtype=dtype) for ids in encoded_documents(tokenizer, (t for t in texts if t), batch_size)
+              if ids]
     if not chunks:
-        raise ValueError("the tokenizer produced no tokens for any document")
+        raise ValueError(NO_DOCUMENTS)
     return TokenizedCorpus(np.concatenate(chunks), offsets_of(chunks))
 
 
@@ -126,9 +116,6 @@ def fixed_eval_mask(tokenizer: Any, ids: np.ndarray, lengths: np.ndarray, mlm_pr
     return masked["input_ids"].numpy().astype(ids.dtype), masked["labels"].numpy().astype(np.int32)
 
 
-# ---- Shards ----
-
-
 def check_vocab_fits(vocab_size: int) -> None:
     """uint16 holds ids 0..65,535; a larger vocabulary would wrap around silently, so refuse it."""
     if vocab_size > MAX_VOCAB:
@@ -158,16 +145,15 @@ def _start(out_dir: Path, tokenizer: Any, seq_len: int, shard_size: int, n_seque
     return manifest
 
 
-def _kept_rows(batches: Iterable[list[list[int]]], seq_len: int, counts: dict[str, int]) -> Iterator[list[int]]:
+def _kept_rows(docs: Iterable[list[int]], seq_len: int, counts: dict[str, int]) -> Iterator[list[int]]:
     """The non-empty documents (prepare_data drops empty ones too) cut to the seq_len - 2 tokens ever used; counts
     the documents read and the kept ones' tokens and cuts in ``counts``, up to the document last given."""
-    for batch in batches:
-        for doc in batch:
-            counts["documents_read"] += 1
-            if doc:
-                counts["tokens"] += len(doc)
-                counts["docs_longer"] += len(doc) > seq_len - 2
-                yield doc[:seq_len - 2]
+    for doc in docs:
+        counts["documents_read"] += 1
+        if doc:
+            counts["tokens"] += len(doc)
+            counts["docs_longer"] += len(doc) > seq_len - 2
+            yield doc[:seq_len - 2]
 
 
 def _save_shard(files: ShardFiles, manifest: dict[str, Any], ids: np.ndarray, lengths: np.ndarray,
@@ -207,9 +193,9 @@ def write_shards(tokenizer: Any, documents: Iterable[str], out_dir: str | Path, 
         raise ValueError(f"the stream has {skipped:,} documents, fewer than the {used:,} the finished shards "
                          "used; resume with the same documents")
     counts = {k: manifest.get(k, 0) for k in ("documents_read", "tokens", "docs_longer")}  # of the finished shards
-    rows = _kept_rows(encoded_batches(tokenizer, docs, batch_size), seq_len, counts)
+    rows = _kept_rows(encoded_documents(tokenizer, docs, batch_size), seq_len, counts)
     specials = (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)
-    ids, lengths = np.empty((shard_size, seq_len), dtype=ID_DTYPE), np.empty(shard_size, dtype=LENGTH_DTYPE)
+    ids, lengths = np.empty((shard_size, seq_len), dtype=ID_DTYPE), np.empty(shard_size, dtype=np.int16)
     with tqdm(total=n_sequences, initial=manifest["sequences"], unit="seq", desc="tokenising",
               disable=not progress) as bar:
         while manifest["sequences"] < wanted:  # one shard (all the memory used) a turn, filled a batch at a time
@@ -231,21 +217,15 @@ def write_shards(tokenizer: Any, documents: Iterable[str], out_dir: str | Path, 
     return manifest
 
 
-# ---- Reading ----
-
-
 class ShardedArray:
     """Equal-sized memory-mapped shards seen as one array: ``a[i]``, ``a[start:stop]``, ``a[index_array]`` read only
     those rows from disk, into an ordinary numpy array."""
 
     def __init__(self, parts: Sequence[np.ndarray], shard_size: int) -> None:
-        if not parts:
-            raise ValueError("no shards to read")
         self.parts, self.shard_size = list(parts), shard_size
         self.length = sum(len(p) for p in self.parts)
         self.shape = (self.length, *self.parts[0].shape[1:])
         self.dtype = self.parts[0].dtype
-        self.ndim = len(self.shape)
 
     def __len__(self) -> int:
         return self.length
@@ -265,8 +245,7 @@ class ShardedArray:
         return out
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        whole = np.concatenate([np.asarray(p) for p in self.parts])
-        return whole if dtype is None else whole.astype(dtype)
+        return np.concatenate([np.asarray(p) for p in self.parts]).astype(dtype or self.dtype, copy=False)
 
 
 @dataclass
@@ -276,9 +255,6 @@ class Shards:
     ids: ShardedArray
     lengths: ShardedArray
     manifest: dict[str, Any]
-
-    def __len__(self) -> int:
-        return len(self.ids)
 
 
 def open_shards(out_dir: str | Path, allow_incomplete: bool = False) -> Shards:

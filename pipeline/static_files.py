@@ -22,13 +22,10 @@ def jsonable(value: Any) -> Any:
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
+    value = value.item() if isinstance(value, np.generic) else value
     if isinstance(value, float) and not math.isfinite(value):
         return None
-    if isinstance(value, Path):
-        return str(value)
-    return value
+    return str(value) if isinstance(value, Path) else value
 
 
 def save_aligned(out_dir: str | Path, alignment: Alignment, manifest: Mapping[str, Any]) -> Path:
@@ -63,8 +60,6 @@ def _counts(matrix: np.ndarray, found: np.ndarray, where: str) -> dict[str, int]
 def load_aligned(directory: str | Path) -> Alignment:
     """Read what :func:`save_aligned` wrote, checking that the three files agree."""
     files = StaticFiles(Path(directory).expanduser())
-    if not files.folder.is_dir():
-        raise FileNotFoundError(f"no static-vector folder at {files.folder}; {HINT}")
     for path in (files.embeddings, files.found, files.manifest):
         if not path.is_file():
             raise FileNotFoundError(f"{path} is missing; {HINT}")

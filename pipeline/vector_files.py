@@ -26,7 +26,7 @@ import numpy as np
 from helpers.presets import PAPER_TOP_N, VectorsConfig
 from helpers.static_vectors import WordVectors
 from pipeline.data import CorpusSpec, load_corpus
-from pipeline.fasttext_training import has_subwords, train_fasttext, vectors_from_model
+from pipeline.fasttext_training import train_fasttext, vectors_from_model
 from pipeline.files import gzip_checked
 from pipeline.fingerprints import content_digest
 from pipeline.layout import REPO_ROOT
@@ -35,12 +35,8 @@ from pipeline.staging import written_whole
 CC_URL = "https://dl.fbaipublicfiles.com/fasttext/vectors-crawl/cc.{lang}.300.vec.gz"
 CC_PAGE = "https://fasttext.cc/docs/en/crawl-vectors.html"
 DEFAULT_CACHE = Path(".cache/fasttext")  # obtain_vectors puts it under the repository root
-BOM = "\ufeff"  # some editors write a UTF-8 byte-order mark before the header
 # Lines end at '\n' only (as fastText writes): a stray '\r' must not shift every line number after it.
 TEXT = {"encoding": "utf-8", "errors": "replace", "newline": "\n"}
-
-
-# ---- Reading .vec / .vec.gz ----
 
 
 def iter_vec(fh: IO[str], where: str, top_n: int | None = PAPER_TOP_N,
@@ -52,7 +48,7 @@ def iter_vec(fh: IO[str], where: str, top_n: int | None = PAPER_TOP_N,
     line = fh.readline()
     if not line:
         raise ValueError(f"{where} is empty; expected a fastText .vec file starting with 'n_words dim'")
-    parts = line.removeprefix(BOM).split()
+    parts = line.removeprefix("\ufeff").split()  # the byte-order mark some editors write
     if len(parts) != 2 or not all(p.isdigit() for p in parts):
         raise ValueError(f"{where}: line 1 should be the fastText header 'n_words dim' (two integers), got "
                          f"{line.strip()[:80]!r}; is this a fastText .vec file?")
@@ -74,24 +70,19 @@ def iter_vec(fh: IO[str], where: str, top_n: int | None = PAPER_TOP_N,
             raise ValueError(f"{where}, line {lineno}: got {len(fields)} fields, expected {dim + 1} "
                              f"(a word and {dim} numbers); the file is damaged or not a .vec file")
         yield fields, line
-    if n_read == n_words and fh.readline().strip():
-        _refuse_rows_past_header(fh, where, n_words, dim)
+    if n_read == n_words and fh.readline().strip():  # more rows than the header says: count them, up to ROWS_COUNTED
+        rows = n_words + 1
+        while rows <= ROWS_COUNTED and (line := fh.readline()):
+            rows += bool(line.strip())
+        held, fix = ((f"{rows:,}", f"if every line after the header is a word, correct line 1 to '{rows} {dim}'")
+                     if rows <= ROWS_COUNTED else
+                     (f"more than {ROWS_COUNTED:,}", "correct line 1 to the number of word lines and the dimension"))
+        raise ValueError(f"{where}: its header says {n_words:,} words but the file goes on past line {n_words + 1}: "
+                         f"it holds {held} word lines. The header is wrong (fastText writes the true count): {fix}, "
+                         "or write the file again")
 
 
 ROWS_COUNTED = PAPER_TOP_N  # rows past a wrong header are counted this far, for the message
-
-
-def _refuse_rows_past_header(fh: IO[str], where: str, n_words: int, dim: int) -> None:
-    """A header that promises fewer words than follow: count the rows (up to ROWS_COUNTED) and say both counts."""
-    rows = n_words + 1  # the one that was just read past the header's count
-    while rows <= ROWS_COUNTED and (line := fh.readline()):
-        rows += bool(line.strip())
-    held = f"more than {ROWS_COUNTED:,}" if rows > ROWS_COUNTED else f"{rows:,}"
-    fix = (f"if every line after the header is a word, correct line 1 to '{rows} {dim}'" if rows <= ROWS_COUNTED
-           else "correct line 1 to the number of word lines and the dimension")
-    raise ValueError(f"{where}: its header says {n_words:,} words but the file goes on past line {n_words + 1}: it "
-                     f"holds {held} word lines. The header is wrong (fastText writes the true count): {fix}, or "
-                     "write the file again")
 
 
 def read_vec(path: str | Path, top_n: int | None = PAPER_TOP_N, expected_dim: int | None = None) -> WordVectors:
@@ -117,46 +108,31 @@ def read_vec(path: str | Path, top_n: int | None = PAPER_TOP_N, expected_dim: in
     return WordVectors(words, np.stack(rows), source=str(path))  # the header promises at least one row
 
 
-# ---- The published vectors: stream the download, keep the first top_n lines ----
-
-
-class _CountingReader:
-    """Counts the compressed bytes downloaded, onto a progress bar (a disabled tqdm bar would count nothing)."""
-
-    def __init__(self, raw: IO[bytes], bar: Any) -> None:
-        self.raw, self.bar, self.bytes_read = raw, bar, 0
-
-    def read(self, size: int = -1) -> bytes:
-        chunk = self.raw.read(size)
-        self.bytes_read += len(chunk)
-        self.bar.update(len(chunk))
-        return chunk
-
-
-def prefix_path(lang: str, top_n: int, cache_dir: str | Path = DEFAULT_CACHE) -> Path:
-    return Path(cache_dir).expanduser() / f"cc.{lang}.300.top{top_n}.vec.gz"
-
-
 def save_prefix(source: IO[bytes], dest: Path, top_n: int, where: str, progress: bool = False) -> dict[str, Any]:
     """Copy the header and first ``top_n`` word lines of a gzipped .vec stream into ``dest`` (gzipped); the original
     header's counts and the bytes read go to ``dest`` + '.json'."""
     from tqdm.auto import tqdm
+    from tqdm.utils import CallbackIOWrapper
 
     dest.parent.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
+    started, read_sizes = time.perf_counter(), []  # compressed bytes per read: a disabled bar would count nothing
     with tqdm(unit="B", unit_scale=True, desc=f"download {dest.name}", disable=not progress) as bar:
-        counting = _CountingReader(source, bar)
-        part_file = dest.with_name(dest.name + ".part")
-        with (written_whole(dest, tmp=part_file, rerun="the download starts again") as part,
+
+        def counted(size: int) -> None:
+            read_sizes.append(size)
+            bar.update(size)
+
+        with (written_whole(dest, tmp=dest.with_name(dest.name + ".part"), rerun="the download starts again") as part,
               gzip_checked(where, "download it again, or pass a local copy as vectors=PATH"),
-              gzip.open(counting, "rt", **TEXT) as fh, gzip.open(part, "wt", encoding="utf-8") as out):
+              gzip.open(CallbackIOWrapper(counted, source), "rt", **TEXT) as fh,
+              gzip.open(part, "wt", encoding="utf-8") as out):
             lines = iter_vec(fh, where, top_n)
             n_words, dim = next(lines)
             kept = min(n_words, top_n)  # iter_vec refuses a file with fewer lines
             out.write(f"{kept} {dim}\n")  # the lines kept: the copy is itself a valid .vec.gz
             out.writelines(line for _, line in lines)
     info = {"source": where, "header_words": n_words, "dim": dim, "lines_kept": kept, "top_n": top_n,
-            "complete": kept == n_words, "compressed_bytes_read": counting.bytes_read,
+            "complete": kept == n_words, "compressed_bytes_read": sum(read_sizes),
             "bytes_cached": dest.stat().st_size, "seconds": round(time.perf_counter() - started, 1)}
     Path(f"{dest}.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
     return info
@@ -168,7 +144,7 @@ def download_vectors(lang: str, cache_dir: str | Path = DEFAULT_CACHE, top_n: in
     if not re.fullmatch(r"[a-z]{2,3}", lang):
         raise ValueError(f"lang must be a fastText language code such as 'en' or 'cs', got {lang!r}")
     url = url or CC_URL.format(lang=lang)
-    dest = prefix_path(lang, top_n, cache_dir)
+    dest = Path(cache_dir).expanduser() / f"cc.{lang}.300.top{top_n}.vec.gz"
     if dest.is_file() and Path(f"{dest}.json").is_file():
         return dest
     try:
@@ -181,15 +157,6 @@ def download_vectors(lang: str, cache_dir: str | Path = DEFAULT_CACHE, top_n: in
                               f"to {top_n:,} words), or use preset 'demo' / 'smoke', which train fastText vectors "
                               "locally on the corpus") from err
     return dest
-
-
-def cached_prefix_info(path: Path) -> dict[str, Any] | None:
-    """What :func:`save_prefix` recorded about a cached prefix (None for any other file)."""
-    info = Path(f"{path}.json")
-    return json.loads(info.read_text(encoding="utf-8")) if info.is_file() else None
-
-
-# ---- fastText .bin models ----
 
 
 FASTTEXT_MAGIC = 793712314  # the first int32 of every fastText .bin
@@ -213,11 +180,27 @@ def check_bin_complete(path: Path) -> None:
         if not 0 < words <= size // 11 or not -1 <= pruned <= size // 8:  # -1: never pruned
             raise ValueError(f"{path}: its header claims {words:,} dictionary entries, which cannot fit in a file of "
                              f"{size:,} bytes: the file is cut short or damaged; download or save it again")
-        position = _dictionary_end(data, words, size) + 8 * max(pruned, 0)
-        if position > size:
+        position = ARGS_END + 28
+        for _ in range(words):
+            if (end := data.find(b"\0", position)) < 0:
+                break
+            position = end + 10  # the word's NUL, int64 count, int8 type
+        position += 8 * max(pruned, 0)  # the prune pairs
+        if end < 0 or position > size:
             raise ValueError(f"{path} is cut short: its {size:,} bytes end inside its dictionary of {words:,} words; "
                              f"{CUT_FIX}")
-        position = _matrices_end(data, position, size, path)
+        for _ in range(2):  # the input and output matrices
+            if position + 17 > size:  # the file ends inside the matrix's header
+                position += 17
+                break
+            if data[position] != 0:  # quantised, laid out otherwise: not walked, the file's size counts as right
+                position = size
+                break
+            rows, columns = struct.unpack_from("<qq", data, position + 1)
+            if rows < 0 or columns < 0:
+                raise ValueError(f"{path} is damaged: a matrix in it claims {rows:,} x {columns:,} values; "
+                                 "download or save it again")
+            position += 17 + 4 * rows * columns
     if position > size:
         raise ValueError(f"{path} is cut short: it holds {size:,} bytes, but its header describes {position:,} "
                          f"({100 * size / position:.0f} % of them); {CUT_FIX}")
@@ -227,33 +210,6 @@ def check_bin_complete(path: Path) -> None:
 
 
 CUT_FIX = "download or save it again (fastText would load it with zero vectors, without a word)"
-
-
-def _dictionary_end(data: mmap.mmap, words: int, size: int) -> int:
-    """Where the dictionary's ``words`` entries end (past ``size`` if the file ends inside them)."""
-    position = ARGS_END + 28
-    for _ in range(words):
-        end = data.find(b"\0", position)
-        if end < 0:
-            return size + 1
-        position = end + 10  # NUL, int64 count, int8 type
-    return position
-
-
-def _matrices_end(data: mmap.mmap, position: int, size: int, path: Path) -> int:
-    """Where the input and output matrices starting at ``position`` end, as their headers give their shapes (a
-    quantised matrix, laid out otherwise, is not walked: the file's size counts as right)."""
-    for _ in range(2):
-        if position + 17 > size:
-            return max(position + 17, size + 1)
-        if data[position] != 0:
-            return size
-        rows, columns = struct.unpack_from("<qq", data, position + 1)
-        if rows < 0 or columns < 0:
-            raise ValueError(f"{path} is damaged: a matrix in it claims {rows:,} x {columns:,} values; "
-                             "download or save it again")
-        position += 17 + 4 * rows * columns
-    return position
 
 
 def read_bin(path: str | Path, expected_dim: int | None = None) -> Any:
@@ -274,9 +230,6 @@ def read_bin(path: str | Path, expected_dim: int | None = None) -> Any:
     return model
 
 
-# ---- Vectors for a preset (what notebook 03 calls) ----
-
-
 @dataclass
 class VectorsSource:
     """Raw (not yet normalised) vectors, the fastText model if there is one, and how they were made."""
@@ -287,8 +240,9 @@ class VectorsSource:
 
     @property
     def subword_model(self) -> Any:
-        """The model if it has character n-grams (what ``align(pieces='subword')`` needs), else None."""
-        return self.model if self.model is not None and has_subwords(self.model) else None
+        """The model if it builds vectors from character n-grams (so it can embed a ``##`` piece, as
+        ``align(pieces='subword')`` needs), else None."""
+        return self.model if self.model is not None and len(self.model.get_subwords("subwords")[0]) > 1 else None
 
 
 def obtain_vectors(config: VectorsConfig, lang: str, corpus: CorpusSpec, seed: int = 0,
@@ -308,7 +262,7 @@ def obtain_vectors(config: VectorsConfig, lang: str, corpus: CorpusSpec, seed: i
     if config.source == "published":
         path = download_vectors(lang, cache_dir or REPO_ROOT / DEFAULT_CACHE, config.top_n, progress)
         info = {"source": "published", "vectors_path": str(path), "url": CC_URL.format(lang=lang),
-                "top_n": config.top_n, "download": cached_prefix_info(path)}
+                "top_n": config.top_n, "download": json.loads(Path(f"{path}.json").read_text(encoding="utf-8"))}
         return VectorsSource(read_vec(path, config.top_n, config.fasttext.dim), None, info)
     texts = load_corpus(corpus, lang, "train", max_docs=config.max_docs)
     started, cpu_started = time.perf_counter(), time.process_time()

@@ -66,12 +66,8 @@ def load_pairs(name: str) -> list[Pair]:
 def word_index(words: Sequence[str]) -> dict[str, int]:
     """word -> row, plus each lower-cased word -> its most frequent case variant: the benchmarks are lower-case
     ('paris') while our vectors keep case."""
-    index: dict[str, int] = {}
-    for row, word in enumerate(words):
-        index.setdefault(word, row)
-    for row, word in enumerate(words):
-        index.setdefault(word.lower(), row)
-    return index
+    last_first = list(enumerate(words))[::-1]  # so a word's first (most frequent) row is the one kept
+    return {**{word.lower(): row for row, word in last_first}, **{word: row for row, word in last_first}}
 
 
 def find(index: Mapping[str, int], word: str) -> int | None:
@@ -94,12 +90,11 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
 def evaluate(words: Sequence[str], matrix: np.ndarray, name: str, n_bootstrap: int = N_BOOTSTRAP,
              seed: int = 0) -> dict[str, Any]:
     """Spearman of cosine vs human rating on one benchmark, its coverage and a bootstrap 95 % interval."""
-    pairs = load_pairs(name)
     index = word_index(words)
-    rows = [(find(index, p.first), find(index, p.second), p.human) for p in pairs]
-    kept = [(a, b, human) for a, b, human in rows if a is not None and b is not None]
-    result: dict[str, Any] = {"benchmark": name, "pairs": len(pairs), "found": len(kept),
-                              "coverage": len(kept) / len(pairs), "spearman": float("nan"),
+    rows = [(find(index, p.first), find(index, p.second), p.human) for p in load_pairs(name)]
+    kept = [row for row in rows if None not in row[:2]]
+    result: dict[str, Any] = {"benchmark": name, "pairs": len(rows), "found": len(kept),
+                              "coverage": len(kept) / len(rows), "spearman": float("nan"),
                               "ci_low": float("nan"), "ci_high": float("nan")}
     if len(kept) < 3:
         return result

@@ -53,7 +53,7 @@ def test_n_sequences_stops_the_stream_and_records_where(tok, docs: list[str], tm
     assert manifest["sequences"] == 100 and not manifest["exhausted"]
     assert [s["sequences"] for s in manifest["shards"]] == [30, 30, 30, 10]
     assert manifest["documents_read"] == 102  # two blank documents were read and dropped on the way
-    assert len(S.open_shards(tmp_path)) == 100
+    assert len(S.open_shards(tmp_path).ids) == 100
 
 
 def test_resume_after_an_interruption_gives_identical_files(tok, docs: list[str], tmp_path: Path) -> None:
@@ -70,7 +70,7 @@ def test_resume_after_an_interruption_gives_identical_files(tok, docs: list[str]
     assert len(half["shards"]) == 3 and not half["complete"]  # three whole shards of 40 survived
     with pytest.raises(ValueError, match="incomplete"):
         S.open_shards(tmp_path / "resumed")
-    assert len(S.open_shards(tmp_path / "resumed", allow_incomplete=True)) == 120
+    assert len(S.open_shards(tmp_path / "resumed", allow_incomplete=True).ids) == 120
     S.write_shards(tok, docs, tmp_path / "resumed", n_sequences=250, shard_size=40, batch_size=16, progress=False)
     assert files_of(tmp_path / "resumed") == files_of(tmp_path / "straight")
 

@@ -15,6 +15,7 @@ from helpers import static_vectors as sv
 from pipeline import fasttext_training as ft
 from pipeline.layout import StaticFiles
 from pipeline.static_files import load_aligned, save_aligned
+from pipeline.vector_files import VectorsSource
 
 # --------------------------------------------------------------------------------------------
 # normalise
@@ -399,7 +400,8 @@ def test_train_fasttext_says_how_long_to_expect_and_refuses_an_empty_corpus(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     settings = ft.FastTextSettings(dim=4, epochs=1, min_count=1, bucket=100)
     model = ft.train_fasttext(CORPUS, settings, progress=True)
-    assert model.get_dimension() == 4 and "Seine" in model.get_words() and ft.has_subwords(model)
+    assert model.get_dimension() == 4 and "Seine" in model.get_words()
+    assert VectorsSource(ft.vectors_from_model(model), model, {}).subword_model is model  # it has n-grams
     expected, taken = capsys.readouterr().out.splitlines()
     assert expected.startswith(f"training fastText ({settings.label()}) on ") and expected.endswith(" s")
     assert taken.startswith("fastText trained in ")

@@ -188,15 +188,20 @@ def cc_file(tmp_path: Path, n_words: int = 40) -> tuple[Path, list[str]]:
     return path, words
 
 
+def prefix_info(path: Path) -> dict[str, Any]:
+    """What save_prefix recorded beside a cached prefix."""
+    return json.loads(Path(f"{path}.json").read_text(encoding="utf-8"))
+
+
 def test_download_keeps_only_the_prefix_and_records_the_header_and_bytes(tmp_path: Path) -> None:
     source, words = cc_file(tmp_path, n_words=400)
     cache = tmp_path / "cache"
     path = vf.download_vectors("xx", cache, top_n=25, progress=False, url=source.as_uri())
-    assert path == vf.prefix_path("xx", 25, cache)
+    assert path == cache / "cc.xx.300.top25.vec.gz"
     wv = vf.read_vec(path, top_n=None)  # the cached prefix is itself a valid .vec.gz of 25 words
     assert wv.words == words[:25]
     np.testing.assert_array_equal(wv.matrix, vf.read_vec(source, top_n=25).matrix)
-    info = vf.cached_prefix_info(path)
+    info = prefix_info(path)
     assert info["header_words"] == 400 and info["lines_kept"] == 25 and info["dim"] == DIM
     assert info["complete"] is False and info["top_n"] == 25
     assert 0 < info["compressed_bytes_read"] <= source.stat().st_size
@@ -213,7 +218,7 @@ def test_download_stops_reading_early(tmp_path: Path) -> None:
     source = tmp_path / "big.vec.gz"
     source.write_bytes(data)
     path = vf.download_vectors("xx", tmp_path / "cache", top_n=100, progress=False, url=source.as_uri())
-    assert vf.cached_prefix_info(path)["compressed_bytes_read"] < len(data) / 4
+    assert prefix_info(path)["compressed_bytes_read"] < len(data) / 4
 
 
 def test_a_second_download_uses_the_cache(tmp_path: Path) -> None:
@@ -230,7 +235,7 @@ def test_a_file_shorter_than_top_n_is_kept_whole_and_marked_complete(tmp_path: P
     source, words = cc_file(tmp_path, n_words=12)
     path = vf.download_vectors("xx", tmp_path / "cache", top_n=1000, progress=False, url=source.as_uri())
     assert vf.read_vec(path).words == words
-    assert vf.cached_prefix_info(path)["complete"] is True
+    assert prefix_info(path)["complete"] is True
 
 
 def test_a_local_complete_file_is_read_only_up_to_top_n(tmp_path: Path) -> None:
@@ -289,10 +294,6 @@ def test_a_truncated_download_names_the_url_and_leaves_nothing(tmp_path: Path) -
     with pytest.raises(ValueError, match="cc.xx.300.vec.gz.*truncated or damaged"):
         vf.download_vectors("xx", cache, top_n=399, progress=False, url=source.as_uri())
     assert not cache.exists() or list(cache.iterdir()) == []
-
-
-def test_prefix_info_is_none_for_an_ordinary_file(vec_file: Path) -> None:
-    assert vf.cached_prefix_info(vec_file) is None
 
 
 # --------------------------------------------------------------------------------------------

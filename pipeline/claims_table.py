@@ -38,9 +38,6 @@ CLAIM_COLUMNS = ["lang", "preset", "steps", "claim_id", "claim", "n_seeds", "our
                  "seed_ci_low", "seed_ci_high", "fraction_of_training", "testable", "holds_on_ours", "paper", "note"]
 
 
-# --------------------------------------------------------------------------- estimates from runs
-
-
 def gain_estimate(group: SeedGroup, column: str, kind: str = "all") -> Estimate:
     """Final BERT_FT minus BERT_TINY in ``column`` at one kind of position: mean over seeds, two-level interval."""
     key, salt = "loss" if column == "eval_loss" else "correct", f"{group.lang}-{kind}"
@@ -74,9 +71,6 @@ def run_crossing(run: Run, column: str, lower_is_better: bool) -> int | None:
                          lower_is_better)
 
 
-# --------------------------------------------------------------------------- one row per claim and language
-
-
 def qualified(holds: str, testable: bool | None) -> str:
     """The one rule of notebook 06: below the margin a verdict says nothing about the paper, so it says so."""
     if testable is True:
@@ -93,19 +87,19 @@ def _claim_row(group: SeedGroup, claim_id: str, claim: str, est: Estimate, paper
             "note": "; ".join(n for n in (why, est.note, *notes, group.note) if n)}
 
 
-def crossing_claim(group: SeedGroup, column: str, lower_is_better: bool, claim_id: str, claim: str,
-                   paper_text: str, limit: float, inclusive: bool = False) -> dict[str, Any]:
+def crossing_claim(group: SeedGroup, column: str, claim_id: str, claim: str, paper_text: str, limit: float,
+                   inclusive: bool = False) -> dict[str, Any]:
     """Mean crossing step over seeds and its fraction of training; a seed that never crossed is reported."""
-    steps = group.per_seed(lambda r: run_crossing(r, column, lower_is_better))
+    steps = group.per_seed(lambda r: run_crossing(r, column, lower_is_better=column != "eval_accuracy"))
     est, fraction, holds = crossing_estimate(steps, group.total_steps, limit, inclusive)
     return _claim_row(group, claim_id, claim, est, paper_text, {True: "holds", False: "does not hold"}.get(holds,
                       "no value"), fraction)
 
 
-def gain_claim(group: SeedGroup, column: str, claim_id: str, claim: str, published: dict[str, dict[str, float]],
-               lower_is_better: bool, kind: str = "all") -> dict[str, Any]:
+def gain_claim(group: SeedGroup, column: str, claim_id: str, claim: str, kind: str = "all") -> dict[str, Any]:
     est = gain_estimate(group, column, kind)
-    pub = published.get(group.lang)
+    lower_is_better = column == "eval_loss"
+    pub = (paper.EVAL_LOSS if lower_is_better else paper.EVAL_ACCURACY).get(group.lang)
     paper_text = f"{pub['bert_ft'] - pub['bert_tiny']:+.3f}" if pub else "language not in the paper"
     if kind != "all":
         paper_text += " (the paper's is over all masked positions)"
@@ -117,30 +111,25 @@ def group_claims(group: SeedGroup) -> list[dict[str, Any]]:
     """Final differences and crossings. Loss "after less than a third" of training is strictly < 1/3; accuracy
     "after only 20,000 of 100,000 steps" is <= 0.2, inclusive because the paper's own crossing is at 20,000."""
     third = paper.CLAIM_LOSS_CROSSING_FRACTION
+    at_mask = "the same at the [MASK] positions only, where context is needed"
     return [
         gain_claim(group, "eval_loss", "final_eval_loss_ft_minus_tiny",
-                   "final eval loss, BERT_FT minus BERT_TINY (< 0: FT lower)", paper.EVAL_LOSS, True),
-        gain_claim(group, "eval_loss", "final_eval_loss_ft_minus_tiny_at_mask",
-                   "the same at the [MASK] positions only, where context is needed", paper.EVAL_LOSS, True, "mask"),
-        crossing_claim(group, "train_loss", True, "train_loss_crossing_step",
+                   "final eval loss, BERT_FT minus BERT_TINY (< 0: FT lower)"),
+        gain_claim(group, "eval_loss", "final_eval_loss_ft_minus_tiny_at_mask", at_mask, "mask"),
+        crossing_claim(group, "train_loss", "train_loss_crossing_step",
                        "first step where BERT_FT's training loss is below BERT_TINY's final",
                        "under 1/3 of training (Czech, Figure 1a)", third),
-        crossing_claim(group, "eval_loss", True, "eval_loss_crossing_step",
+        crossing_claim(group, "eval_loss", "eval_loss_crossing_step",
                        "first step where BERT_FT's eval loss is below BERT_TINY's final",
                        "under 1/3 of training (Czech, Figure 1b and Section 5)", third),
-        crossing_claim(group, "eval_accuracy", False, "accuracy_crossing_step",
+        crossing_claim(group, "eval_accuracy", "accuracy_crossing_step",
                        "first step where BERT_FT's accuracy passes BERT_TINY's final",
                        f"{paper.CLAIM_ACCURACY_CROSSING_STEP:,} of {paper.STEPS:,} steps (Czech, Figure 2)",
                        paper.CLAIM_ACCURACY_CROSSING_STEP / paper.STEPS, inclusive=True),
         gain_claim(group, "eval_accuracy", "final_accuracy_gain",
-                   "final eval accuracy, BERT_FT minus BERT_TINY (> 0: FT better)", paper.EVAL_ACCURACY, False),
-        gain_claim(group, "eval_accuracy", "final_accuracy_gain_at_mask",
-                   "the same at the [MASK] positions only, where context is needed", paper.EVAL_ACCURACY, False,
-                   "mask"),
+                   "final eval accuracy, BERT_FT minus BERT_TINY (> 0: FT better)"),
+        gain_claim(group, "eval_accuracy", "final_accuracy_gain_at_mask", at_mask, "mask"),
     ]
-
-
-# --------------------------------------------------------------------------- the languages together
 
 
 def paper_gain(lang: str) -> float:
@@ -203,9 +192,6 @@ def verify_claims(runset: RunSet) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS).astype({"steps": "Int64", "n_seeds": "Int64"})
 
 
-# --------------------------------------------------------------------------- speed in steps
-
-
 LOSS_LEVELS = (7.0, 6.5, 6.0, 5.5, 5.0, 4.5, 4.0)  # nats; the unigram floor of the embedded text lies near 7.2
 STEPS_SAVED_COLUMNS = ["lang", "label", "model", "level", "n_seeds", "reached", "tiny_step", "model_step",
                        "steps_saved", "seed_ci_low", "seed_ci_high", "steps_saved_per_seed"]
@@ -260,8 +246,7 @@ def steps_saved_figure(table: pd.DataFrame) -> plt.Figure:
             part = table[(table["lang"] == lang) & (table["model"] == model)].dropna(subset=["steps_saved"])
             if part.empty:
                 continue
-            low, high = part["seed_ci_low"].to_numpy(float), part["seed_ci_high"].to_numpy(float)
-            mean = part["steps_saved"].to_numpy(float)
+            low, high, mean = (part[c].to_numpy(float) for c in ("seed_ci_low", "seed_ci_high", "steps_saved"))
             err = None if np.isnan(low).all() else [mean - low, high - mean]
             ax.errorbar(part["level"], mean, yerr=err, marker=marker, capsize=3, label=model)
         ax.axhline(0, color="black", linewidth=0.8)

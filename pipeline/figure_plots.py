@@ -20,7 +20,6 @@ OUR_STYLE: dict[str, dict[str, Any]] = {
     "bert_ft": {"color": "tab:orange", "marker": "s", "linestyle": "-", "markersize": 4}}
 PAPER_STYLE: dict[str, dict[str, Any]] = {"bert_tiny": {"color": "0.35", "linestyle": "--", "linewidth": 1.2},
                                           "bert_ft": {"color": "0.6", "linestyle": "-.", "linewidth": 1.2}}
-UNIGRAM_STYLE: dict[str, Any] = {"color": "black", "linestyle": ":", "linewidth": 1.4}
 
 
 def lang_name(lang: str) -> str:
@@ -45,7 +44,7 @@ def plot_panel(ax: Axes, group: SeedGroup, column: str, ylabel: str, published: 
     if floor_keys is not None:
         unigram_key, key = floor_keys
         if group.baseline is not None:
-            ax.axhline(group.baseline[unigram_key], **UNIGRAM_STYLE,
+            ax.axhline(group.baseline[unigram_key], color="black", linestyle=":", linewidth=1.4,
                        label="unigram baseline (no context, same positions)")
         copy_aware = kind_mean(group, "copy_aware", key, "all")
         if math.isfinite(copy_aware):

@@ -92,17 +92,12 @@ def start(run_dirs: Sequence[str | Path] | None, out_dir: str | Path | None) -> 
 
 def vector_source_text(manifest: dict[str, Any] | None) -> str | None:
     """Readable origin of a run's static vectors from its manifest ('train', 'published' or 'file')."""
-    if not manifest:
-        return None
+    manifest = manifest or {}
     source = manifest.get("source")
-    if source == "train":
-        corpus = manifest.get("corpus")
-        return "fastText trained here" + (f" on {corpus}" if corpus else "")
-    if source == "published":
-        return f"fastText cc.{manifest.get('lang', 'LANG')}.300 (published)"
-    if source == "file":
-        return f"vectors from {Path(str(manifest.get('vectors_path', '?'))).name}"
-    return None if source is None else str(source)
+    texts = {"train": "fastText trained here" + (f" on {manifest['corpus']}" if manifest.get("corpus") else ""),
+             "published": f"fastText cc.{manifest.get('lang', 'LANG')}.300 (published)",
+             "file": f"vectors from {Path(str(manifest.get('vectors_path', '?'))).name}"}
+    return texts.get(source, None if source is None else str(source))
 
 
 @built_once
@@ -249,9 +244,6 @@ def table3_accuracy(runset: RunSet) -> pd.DataFrame:
     return _finals_table(runset, _TABLE3)
 
 
-LATE_FRACTION = 0.1  # "at the end" of a run: from its last evaluation at or before 90 % of its steps
-
-
 @built_once
 def training_progress_table(runset: RunSet) -> pd.DataFrame:
     """Per run and model: passes over the training text, and the evaluation loss's change over the last tenth of the
@@ -262,7 +254,7 @@ def training_progress_table(runset: RunSet) -> pd.DataFrame:
             if model.metrics is None or model.metrics.empty:
                 continue
             last, evaluated = model.last_step, model.metrics["step"]
-            since = int(evaluated[evaluated <= last - round(LATE_FRACTION * last)].iloc[-1])
+            since = int(evaluated[evaluated <= last - round(0.1 * last)].iloc[-1])  # the last at or before 90 %
             change = model.final("eval_loss") - model.final("eval_loss", upto=since)
             falling = MISSING_MARK if math.isnan(change) else "yes" if change < 0 else "no"
             rows.append({"lang": run.lang, "seed": run.seed, "model": paper.MODEL_LABELS.get(name, name),

@@ -31,7 +31,6 @@ from pipeline.layout import (
     split_run_folder_name,
 )
 
-REQUIRED_METRIC_COLUMNS = ("step", "eval_loss", "eval_accuracy")
 # What must agree between the two runs of one comparison (run.json "identity").
 IDENTITY_FIELDS = ("lang", "seed", "preset", "corpus", "max_steps", "data_fingerprint", "tokenizer_fingerprint",
                    "train_config_hash")
@@ -40,15 +39,12 @@ INIT_RECIPE = ("source", "vectors_sha256", "url", "dim", "normalisation", "fallb
                "scale", "top_n")  # not scale_factor: measured from each seed's rows, so it differs by seed
 
 
-# --------------------------------------------------------------------------- loading
-
-
 def metrics_frame(path: str | Path) -> pd.DataFrame:
     try:
         table = pd.DataFrame(read_metrics(path))
     except (TypeError, KeyError) as err:
         raise ValueError(f"{path} is not a metrics table ({err}); expected columns {list(METRIC_COLUMNS)}") from None
-    absent = [c for c in REQUIRED_METRIC_COLUMNS if c not in table.columns]
+    absent = [c for c in ("step", "eval_loss", "eval_accuracy") if c not in table.columns]
     if absent:
         raise ValueError(f"{path} lacks column(s) {absent}; expected {list(METRIC_COLUMNS)}")
     if "train_loss" not in table.columns:
@@ -224,9 +220,8 @@ def sort_runs(runs: Iterable[Run]) -> list[Run]:
 
 def display_path(path: str | Path) -> str:
     """A path inside the repository as ``runs/demo-en``, so committed tables name no one's home folder."""
-    path = Path(path)
-    resolved = path.resolve()
-    return str(resolved.relative_to(REPO_ROOT)) if resolved.is_relative_to(REPO_ROOT) else str(path)
+    resolved = Path(path).resolve()
+    return str(resolved.relative_to(REPO_ROOT)) if resolved.is_relative_to(REPO_ROOT) else str(Path(path))
 
 
 def _read_json(path: Path, missing: list[str], what: str) -> dict[str, Any] | None:
@@ -300,15 +295,6 @@ def load_runs(run_dirs: Sequence[str | Path] | str | Path) -> RunSet:
     return RunSet(runs)
 
 
-# --------------------------------------------------------------------------- which runs may be compared
-
-
-def init_kind(info: dict[str, Any]) -> str | None:
-    """'random' or 'static': the kind of initialisation run.json records ("init": {"kind": ...})."""
-    init = info.get("init")
-    return init.get("kind") if isinstance(init, dict) else None
-
-
 def pair_mismatch(tiny_info: dict[str, Any], ft_info: dict[str, Any]) -> str | None:
     """What differs between BERT_TINY's and BERT_FT's run.json beyond the initialisation; None for a fair pair.
     A run.json without an "identity" block (written by older code), or none, cannot show that they agree."""
@@ -317,9 +303,12 @@ def pair_mismatch(tiny_info: dict[str, Any], ft_info: dict[str, Any]) -> str | N
         return (f"no identity block in the run.json of {' and '.join(lacking)} (written by older code, or not found): "
                 "train the pair again")
     found = differences(*(portable({k: info["identity"].get(k) for k in IDENTITY_FIELDS}) for info in pair.values()))
-    if init_kind(tiny_info) not in (None, "random"):
-        found.append(f"BERT_TINY was initialised from {init_kind(tiny_info)!r}, not at random")
-    if init_kind(ft_info) == "random":
+    # the kind of initialisation, 'random' or 'static', as run.json records it ("init": {"kind": ...})
+    tiny_init, ft_init = (info["init"].get("kind") if isinstance(info.get("init"), dict) else None
+                          for info in pair.values())
+    if tiny_init not in (None, "random"):
+        found.append(f"BERT_TINY was initialised from {tiny_init!r}, not at random")
+    if ft_init == "random":
         found.append("BERT_FT was initialised at random, not from static vectors")
     return "; ".join(found) or None
 
@@ -423,8 +412,5 @@ def comparison_groups(runset: RunSet) -> list[SeedGroup]:
 
 def main_groups(runset: RunSet) -> dict[str, SeedGroup]:
     """Per language, in table order, the comparable group with the most seeds: the one figures and claims show."""
-    chosen: dict[str, SeedGroup] = {}
-    for group in comparison_groups(runset):
-        if group.runs:
-            chosen.setdefault(group.lang, group)
-    return chosen
+    groups = [g for g in comparison_groups(runset) if g.runs]
+    return {lang: next(g for g in groups if g.lang == lang) for lang in dict.fromkeys(g.lang for g in groups)}

@@ -5,8 +5,9 @@ block, as ``highlight_max`` writes) are shown in bold; every other style is drop
 from __future__ import annotations
 
 import re
-from html.parser import HTMLParser
 from typing import Any
+
+from bs4 import BeautifulSoup
 
 HTML_MIME = "text/html"
 MARKDOWN_MIME = "text/markdown"
@@ -15,56 +16,24 @@ MARKDOWN_SPECIAL = re.compile(r"[\\`*<>|]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 HIGHLIGHTED = re.compile(r"((?:#\w+\s*,?\s*)+)\{[^}]*background", re.S)
 
 
-class _Tables(HTMLParser):
-    """The rows of every table in an HTML fragment: (in the header?, [(text, colspan, element id)])."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.rows: list[tuple[bool, list[tuple[str, int, str]]]] = []
-        self.style = ""
-        self._where: list[str] = []
-        self._cell: list[str] | None = None
-        self._attrs: dict[str, str | None] = {}
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self._where.append(tag)
-        if tag == "tr":
-            self.rows.append(("thead" in self._where, []))
-        elif tag in ("td", "th"):
-            self._cell, self._attrs = [], dict(attrs)
-        elif tag == "br" and self._cell is not None:
-            self._cell.append(" ")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("td", "th") and self._cell is not None and self.rows:
-            text = " ".join("".join(self._cell).split())
-            self.rows[-1][1].append((text, int(self._attrs.get("colspan") or 1), self._attrs.get("id") or ""))
-            self._cell = None
-        if tag in self._where:
-            del self._where[len(self._where) - 1 - self._where[::-1].index(tag):]
-
-    def handle_data(self, data: str) -> None:
-        if self._cell is not None:
-            self._cell.append(data)
-        elif self._where and self._where[-1] == "style":
-            self.style += data
-
-
 def markdown_table(html: str) -> str | None:
     """One Markdown table for an HTML fragment holding exactly one table; None for anything else."""
     if html.count("<table") != 1:
         return None
-    parsed = _Tables()
-    parsed.feed(html)
-    highlighted = {name.strip().lstrip("#") for selectors in HIGHLIGHTED.findall(parsed.style)
+    soup = BeautifulSoup(html, "html.parser")
+    for line_break in soup.find_all("br"):
+        line_break.replace_with(" ")
+    style = "".join(tag.get_text() for tag in soup.find_all("style"))
+    highlighted = {name.strip().lstrip("#") for selectors in HIGHLIGHTED.findall(style)
                    for name in selectors.split(",") if name.strip()}
     rows = []
-    for in_header, cells in parsed.rows:
+    for tr in soup.find_all("tr"):
         row = []
-        for text, span, element_id in cells:
-            text = MARKDOWN_SPECIAL.sub(r"\\\g<0>", text)
-            row += [f"**{text}**" if text and element_id in highlighted else text] * span
-        rows.append((in_header, row))
+        for cell in tr.find_all(("td", "th")):
+            text = MARKDOWN_SPECIAL.sub(r"\\\g<0>", " ".join(cell.get_text().split()))
+            shown = f"**{text}**" if text and cell.get("id", "") in highlighted else text
+            row += [shown] * int(cell.get("colspan") or 1)
+        rows.append((tr.find_parent("thead") is not None, row))
     if not rows:
         return None
     header_rows = [row for in_header, row in rows if in_header] or [rows[0][1]]

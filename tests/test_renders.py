@@ -116,6 +116,9 @@ def test_an_html_table_becomes_a_markdown_table_with_its_highlight_in_bold() -> 
              '<tr><th>part</th><th></th></tr></thead><tbody><tr><th>train</th><td>3</td></tr></tbody></table></div>')
     assert markdown_table(frame) == "| part | n |\n| --- | --- |\n| train | 3 |\n"
     assert markdown_table("<b>not a table</b>") is None
+    spanned = ('<table><thead><tr><th colspan="2">a<br/>b</th></tr></thead>'
+               '<tbody><tr><td>1</td><td>x<br>y</td></tr></tbody></table>')  # a line break is a space; a span repeats
+    assert markdown_table(spanned) == "| a b | a b |\n| --- | --- |\n| 1 | x y |\n"
 
 
 @pytest.mark.notebook

@@ -217,6 +217,13 @@ def test_save_refuses_contradicting_manifest(tmp_path: Path, vectors: sv.WordVec
         save_aligned(tmp_path, sv.Alignment(al.matrix, al.found[:-1]), {})
 
 
+def test_a_manifest_is_strict_json_with_non_finite_numbers_as_null(tmp_path: Path, vectors: sv.WordVectors) -> None:
+    out = save_aligned(tmp_path / "s", sv.align(VOCAB, vectors), {"nan": np.float32("nan"), "inf": float("inf"),
+                                                                   "count": np.int64(3)})
+    manifest = json.loads(StaticFiles(out).manifest.read_text(), parse_constant=lambda name: pytest.fail(name))
+    assert manifest["nan"] is None and manifest["inf"] is None and manifest["count"] == 3
+
+
 def test_load_errors(tmp_path: Path, vectors: sv.WordVectors) -> None:
     with pytest.raises(FileNotFoundError, match="03_static_vectors"):
         load_aligned(tmp_path / "missing")

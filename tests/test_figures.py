@@ -734,7 +734,8 @@ def test_a_table_is_built_once_per_list_of_runs_and_handed_out_as_copies() -> No
 
     first, second = object(), object()
     runset = results.RunSet([first, second])  # built_once looks only at which runs these are
-    count(runset).loc[0, "runs"] = 99  # a caller's change to its copy stays in its copy
+    handed_out = count(runset)
+    handed_out.loc[0, "runs"] = 99  # a caller's change to its copy stays in its copy
     assert count(runset)["runs"].tolist() == [2] and len(calls) == 1
     runset.runs = [first, object()]  # as many runs, one of them another
     assert count(runset)["runs"].tolist() == [2] and len(calls) == 2

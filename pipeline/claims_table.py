@@ -18,6 +18,7 @@ import pandas as pd
 
 from helpers import paper_values as paper
 from helpers.claims import (
+    CONFIDENCE,
     TESTABLE_MARGIN,
     Estimate,
     average_gain,
@@ -38,9 +39,14 @@ CLAIM_COLUMNS = ["lang", "preset", "steps", "claim_id", "claim", "n_seeds", "our
                  "seed_ci_low", "seed_ci_high", "fraction_of_training", "testable", "holds_on_ours", "paper", "note"]
 
 
+def lower_is_better(column: str) -> bool:
+    """The one rule of direction: a loss falls as a model learns, accuracy rises."""
+    return column != "eval_accuracy"
+
+
 def gain_estimate(group: SeedGroup, column: str, kind: str = "all") -> Estimate:
     """Final BERT_FT minus BERT_TINY in ``column`` at one kind of position: mean over seeds, two-level interval."""
-    key, salt = "loss" if column == "eval_loss" else "correct", f"{group.lang}-{kind}"
+    key, salt = "loss" if lower_is_better(column) else "correct", f"{group.lang}-{kind}"
     if kind == "all":
         values = group.per_seed(lambda r: r.final("bert_ft", column) - r.final("bert_tiny", column))
         return seed_estimate(values, lambda: model_differences(group, key), seed=zlib.crc32(salt.encode()))
@@ -63,12 +69,12 @@ def testability(group: SeedGroup) -> tuple[bool | None, str]:
                    f"{TESTABLE_MARGIN} nat of the unigram's {unigram:.3f}")
 
 
-def run_crossing(run: Run, column: str, lower_is_better: bool) -> int | None:
+def run_crossing(run: Run, column: str) -> int | None:
     """The step BERT_FT first beat BERT_TINY's final ``column`` (helpers.crossing), within the shared steps."""
     ft = run.model("bert_ft").metrics
     shared = ft[ft["step"] <= run.last_step]
     return crossing_step(shared["step"].tolist(), shared[column].tolist(), run.final("bert_tiny", column),
-                         lower_is_better)
+                         lower_is_better(column))
 
 
 def qualified(holds: str, testable: bool | None) -> str:
@@ -90,20 +96,19 @@ def _claim_row(group: SeedGroup, claim_id: str, claim: str, est: Estimate, paper
 def crossing_claim(group: SeedGroup, column: str, claim_id: str, claim: str, paper_text: str, limit: float,
                    inclusive: bool = False) -> dict[str, Any]:
     """Mean crossing step over seeds and its fraction of training; a seed that never crossed is reported."""
-    steps = group.per_seed(lambda r: run_crossing(r, column, lower_is_better=column != "eval_accuracy"))
+    steps = group.per_seed(lambda r: run_crossing(r, column))
     est, fraction, holds = crossing_estimate(steps, group.total_steps, limit, inclusive)
     return _claim_row(group, claim_id, claim, est, paper_text, {True: "holds", False: "does not hold"}.get(holds,
                       "no value"), fraction)
 
 
 def gain_claim(group: SeedGroup, column: str, claim_id: str, claim: str, kind: str = "all") -> dict[str, Any]:
-    est = gain_estimate(group, column, kind)
-    lower_is_better = column == "eval_loss"
-    pub = (paper.EVAL_LOSS if lower_is_better else paper.EVAL_ACCURACY).get(group.lang)
+    est, lower = gain_estimate(group, column, kind), lower_is_better(column)
+    pub = (paper.EVAL_LOSS if lower else paper.EVAL_ACCURACY).get(group.lang)
     paper_text = f"{pub['bert_ft'] - pub['bert_tiny']:+.3f}" if pub else "language not in the paper"
     if kind != "all":
         paper_text += " (the paper's is over all masked positions)"
-    return _claim_row(group, claim_id, claim, est, paper_text, verdict(est, lower_is_better),
+    return _claim_row(group, claim_id, claim, est, paper_text, verdict(est, lower),
                       notes=[includes_zero(est)])
 
 
@@ -136,9 +141,9 @@ def paper_gain(lang: str) -> float:
     return paper.EVAL_ACCURACY[lang]["bert_ft"] - paper.EVAL_ACCURACY[lang]["bert_tiny"]
 
 
-def _average_row(gains: dict[str, Estimate], langs: list[str], why: str, seeds: str) -> dict[str, Any]:
+def _average_row(gains: dict[str, Estimate], seeds: str) -> dict[str, Any]:
     average = average_gain(gains)
-    in_paper = [lang for lang in langs if lang in paper.EVAL_ACCURACY]
+    in_paper = [lang for lang in gains if lang in paper.EVAL_ACCURACY]
     paper_same = float(np.mean([paper_gain(lang) for lang in in_paper])) if in_paper else math.nan
     paper_all = float(np.mean([paper_gain(lang) for lang in paper.LANGS]))
     holds = ("no interval" if not math.isfinite(average.low) or not in_paper
@@ -147,19 +152,19 @@ def _average_row(gains: dict[str, Estimate], langs: list[str], why: str, seeds: 
             "claim": "final accuracy gain averaged over the languages run (paper: 'around six percent')",
             **estimate_columns(average), "holds_on_ours": holds,
             "paper": f"{paper_same:+.3f} over {','.join(in_paper) or 'none'}; {paper_all:+.3f} over its 7 languages",
-            "note": why + "holds_on_ours asks whether the paper's average over the same languages lies inside "
-                          "our interval; " + "; ".join(n for n in (seeds, average.note) if n)}
+            "note": "holds_on_ours asks whether the paper's average over the same languages lies inside our interval; "
+                    + "; ".join(n for n in (seeds, average.note) if n)}
 
 
-def _english_row(gains: dict[str, Estimate], langs: list[str], why: str, seeds: str) -> dict[str, Any]:
+def _english_row(gains: dict[str, Estimate], seeds: str) -> dict[str, Any]:
     margin = english_margin(gains)
-    paper_others = [lang for lang in langs if lang != "en" and lang in paper.EVAL_ACCURACY]
+    paper_others = [lang for lang in gains if lang != "en" and lang in paper.EVAL_ACCURACY]
     paper_margin = min(paper_gain(lang) for lang in paper_others) - paper_gain("en") if paper_others else math.nan
     return {"claim_id": "english_gains_least",
             "claim": "English gains least: smallest other language's gain minus English's (> 0: holds)",
             **estimate_columns(margin), "holds_on_ours": verdict(margin, lower_is_better=False),
             "paper": f"{paper_margin:+.3f} over the same languages",
-            "note": why + "; ".join(n for n in (seeds, includes_zero(margin), margin.note) if n)}
+            "note": "; ".join(n for n in (seeds, includes_zero(margin), margin.note) if n)}
 
 
 def language_claims(chosen: dict[str, SeedGroup]) -> list[dict[str, Any]]:
@@ -168,20 +173,18 @@ def language_claims(chosen: dict[str, SeedGroup]) -> list[dict[str, Any]]:
     if not chosen:
         return []
     gains = {lang: gain_estimate(g, "eval_accuracy") for lang, g in chosen.items()}
-    langs = list(chosen)
     testable = {lang: testability(g)[0] for lang, g in chosen.items()}
     untestable = [lang for lang, found in testable.items() if found is False]
     why = f"not testable at this scale in {', '.join(untestable)}; " if untestable else ""
     # n_seeds is the fewest any language has; the note names each language's count.
     seeds = "seeds per language: " + ", ".join(f"{lang} {len(g.runs)}" for lang, g in chosen.items())
     overall = False if untestable else None if None in testable.values() else True
-    common = {"lang": ",".join(langs), "preset": "/".join(sorted({str(g.first.preset) for g in chosen.values()})),
+    common = {"lang": ",".join(chosen), "preset": "/".join(sorted({str(g.first.preset) for g in chosen.values()})),
               "steps": None, "n_seeds": min(len(g.runs) for g in chosen.values()), "fraction_of_training": math.nan,
               "testable": overall}
-    rows = [_average_row(gains, langs, why, seeds)]
-    if "en" in chosen and len(chosen) > 1:
-        rows.append(_english_row(gains, langs, why, seeds))
-    return [{**common, **row, "holds_on_ours": qualified(row["holds_on_ours"], overall)} for row in rows]
+    rows = [_average_row(gains, seeds)] + ([_english_row(gains, seeds)] if "en" in chosen and len(chosen) > 1 else [])
+    return [{**common, **row, "holds_on_ours": qualified(row["holds_on_ours"], overall), "note": why + row["note"]}
+            for row in rows]
 
 
 @built_once
@@ -231,6 +234,22 @@ def steps_saved_table(runset: RunSet) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=STEPS_SAVED_COLUMNS)
 
 
+def steps_saved_note(runset: RunSet, table: pd.DataFrame) -> str:
+    """:func:`steps_saved_table`'s note (06 and the series): how finely the runs' evaluations place a step, and that
+    only a row with more than one seed has a t-interval."""
+    every = {(r.run_json(name).get("train_config") or {}).get("eval_every") for r in runset.runs for name in r.models}
+    n = every.pop() if len(every) == 1 else None
+    resolution = (f"evaluations every {n:,} steps, so steps are known to {n:,}." if n
+                  else "the evaluation interval differs between runs or is not recorded.")
+    counts = set(table["n_seeds"])
+    one_seed = "; a row with one seed (n_seeds 1) has none." if 1 in counts else "."
+    seeds = (f"Interval: {CONFIDENCE * 100:g} %, a t-interval over the seeds{one_seed}" if counts - {1}
+             else "One seed: no interval.")
+    return ("The first evaluation step at which each model's evaluation loss (all scored positions) is at or below the "
+            "level, mean over seeds; steps_saved: BERT_TINY's step minus the model's (NaN unless both reach the level "
+            f"in every seed); {resolution} {seeds}")
+
+
 def steps_saved_figure(table: pd.DataFrame) -> plt.Figure:
     """Steps saved against the loss level, one panel per language, with the seed-level interval."""
     langs = list(dict.fromkeys(table.dropna(subset=["steps_saved"])["lang"]))
@@ -255,7 +274,7 @@ def steps_saved_figure(table: pd.DataFrame) -> plt.Figure:
         ax.set_xlabel("evaluation loss level (nats, all scored positions)")
         ax.legend(fontsize=8)
     axes[0][0].set_ylabel("steps saved against BERT_TINY")
-    fig.suptitle("Steps BERT_TINY needs minus steps the other model needs to reach each loss (ours; 95 % t-interval "
-                 "over seeds)", fontsize=9)
+    fig.suptitle("Steps BERT_TINY needs minus steps the other model needs to reach each loss (ours; "
+                 f"{CONFIDENCE * 100:g} % t-interval over seeds)", fontsize=9)
     fig.tight_layout()
     return fig

@@ -69,16 +69,23 @@ def group_title(group: SeedGroup) -> str:
     return f"{lang_name(group.lang)}, {group.first.preset or '?'} preset, {group.first.steps_text}{seeds}"
 
 
-def curves_figure(runset: RunSet, lang: str, panel: str, column: str, what: str, ylabel: str,
-                  floor_keys: tuple[str, str] | None, published: dict[str, dict[str, float]] | None) -> Figure:
-    """Figure ``panel`` of ours: both models' ``column`` over steps (:func:`plot_panel`), for one language."""
+CURVES = {  # figure: the column drawn, what it is, its unit, the floors' keys (unigram, copy-aware), the paper's finals
+    "1a": ("train_loss", "training loss", "cross-entropy, interval mean", None, paper.TRAIN_LOSS),
+    "1b": ("eval_loss", "evaluation loss", "cross-entropy", ("unigram_loss", "loss"), paper.EVAL_LOSS),
+    "2": ("eval_accuracy", "evaluation accuracy", "masked tokens", ("unigram_accuracy", "correct"),
+          paper.EVAL_ACCURACY)}
+
+
+def curves_figure(runset: RunSet, lang: str, panel: str, paper_refs: bool = True) -> Figure:
+    """Figure ``panel`` of ours (:data:`CURVES`): both models' curve over steps (:func:`plot_panel`), one language."""
     group = main_groups(runset).get(lang)  # the group of comparable runs with the most seeds
     if group is None:
         raise ValueError(f"no run with pretraining metrics for language {lang!r} that can be compared; "
                          f"languages with metrics: {runset.langs_with_metrics() or 'none'}")
+    column, what, unit, floor_keys, published = CURVES[panel]
     fig = Figure(figsize=(7, 4.5), layout="constrained")
     ax = fig.add_subplot()
-    plot_panel(ax, group, column, ylabel, published, floor_keys)
+    plot_panel(ax, group, column, f"{what} ({unit})", published if paper_refs else None, floor_keys)
     ax.set_title(f"Figure {panel} (ours): {what}, {group_title(group)}\ngrey lines: the paper's final values for "
                  f"this language (its own Figure {panel} shows Czech)", fontsize=10)
     return fig
@@ -88,19 +95,12 @@ def figure1_loss(runset: RunSet, lang: str, kind: str = "train", paper_refs: boo
     """Figure 1a (kind='train') or 1b (kind='eval', with the floors): loss over steps, both models."""
     if kind not in ("train", "eval"):
         raise ValueError(f"kind must be 'train' or 'eval', not {kind!r}")
-    train = kind == "train"
-    what = "training loss" if train else "evaluation loss"
-    return curves_figure(runset, lang, "1a" if train else "1b", f"{kind}_loss", what,
-                         f"{what} (cross-entropy{', interval mean' if train else ''})",
-                         None if train else ("unigram_loss", "loss"),
-                         (paper.TRAIN_LOSS if train else paper.EVAL_LOSS) if paper_refs else None)
+    return curves_figure(runset, lang, "1a" if kind == "train" else "1b", paper_refs)
 
 
 def figure2_accuracy(runset: RunSet, lang: str, paper_refs: bool = True) -> Figure:
     """Figure 2: masked-token accuracy over steps, both models of one language, with the floors."""
-    return curves_figure(runset, lang, "2", "eval_accuracy", "evaluation accuracy",
-                         "evaluation accuracy (masked tokens)", ("unigram_accuracy", "correct"),
-                         paper.EVAL_ACCURACY if paper_refs else None)
+    return curves_figure(runset, lang, "2", paper_refs)
 
 
 def figure3_accuracy_by_language(runset: RunSet, paper_refs: bool = True, ncols: int = 3) -> Figure:

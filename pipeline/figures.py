@@ -17,7 +17,7 @@ import pandas as pd
 
 from helpers import paper_values as paper
 from helpers.claims import BOOTSTRAP_DRAWS, TESTABLE_MARGIN, Estimate
-from pipeline.claims_table import gain_estimate, steps_saved_figure, steps_saved_table, verify_claims
+from pipeline.claims_table import gain_estimate, steps_saved_figure, steps_saved_note, steps_saved_table, verify_claims
 from pipeline.figure_plots import (
     FIGURE_FORMATS,
     figure1_loss,
@@ -64,13 +64,8 @@ FIGURE_NAMES = ("fig1a_train_loss", "fig1b_eval_loss", "fig2_eval_accuracy", "fi
 RECORD_FIGURE_NAMES = ("fig4_gain_by_frequency",)  # drawn when the per-position records hold the [MASK]-only ids
 MISSING_MARK = "—"
 PAPER_RUN_LABEL = f"paper ({paper.STEPS:,} steps, batch {paper.BATCH_SIZE}, C4, cc.LANG.300)"
-_PAPER_TRAIN_MINUS_EVAL = [paper.TRAIN_LOSS[lang][m] - paper.EVAL_LOSS[lang][m] for lang in paper.LANGS
-                           for m in paper.MODELS]  # Table 2, both columns of each model
-TRAIN_LOSS_NOTE = (
-    "train_loss is the mean over the last interval between two evaluations (what Figure 1a ends on and what "
-    "the comparison with the paper uses); train_loss (run mean) averages the whole run. The paper's training "
-    f"losses lie {min(_PAPER_TRAIN_MINUS_EVAL):.3f}-{max(_PAPER_TRAIN_MINUS_EVAL):.3f} above its evaluation "
-    "losses, which a whole-run average fits better; it does not say which it reports.")
+_PAPER_TRAIN_MINUS_EVAL = sorted(paper.TRAIN_LOSS[lang][m] - paper.EVAL_LOSS[lang][m] for lang in paper.LANGS
+                                 for m in paper.MODELS)  # Table 2, both columns of each model
 
 
 class FiguresSetup(NamedTuple):
@@ -167,18 +162,9 @@ def _final_columns(spec: _Finals, finals: Sequence[float] = NO_VALUES, diff: flo
             **_interval_columns(mask_est, "[MASK] ")}
 
 
-def _our_finals(spec: _Finals, group: SeedGroup) -> dict[str, Any]:
-    """Both models' final values (means over seeds) and FT's paired difference with its interval."""
-    est = gain_estimate(group, spec.metric)
-    finals = [group.mean(lambda run, name=name: run.final(name, spec.metric)) for name in paper.MODELS]
-    at_mask = [kind_mean(group, name, spec.key, "mask") for name in paper.MODELS]
-    return _final_columns(spec, finals, est.mean, est, at_mask, gain_estimate(group, spec.metric, "mask"))
-
-
 def _floor_finals(spec: _Finals, group: SeedGroup, scorer: str) -> dict[str, Any]:
     """A floor's values on our positions, in both models' columns: what a run must clear."""
-    every = (group.baseline[spec.unigram] if scorer == "unigram" and group.baseline
-             else kind_mean(group, scorer, spec.key, "all"))
+    every = group.baseline[spec.unigram] if scorer == "unigram" else kind_mean(group, scorer, spec.key, "all")
     at_mask = kind_mean(group, scorer, spec.key, "mask")
     return _final_columns(spec, (every, every), at_mask=(at_mask, at_mask))
 
@@ -203,9 +189,12 @@ def _finals_table(runset: RunSet, spec: _Finals, front: FrontColumns = lambda la
             rows.append(row(lang, PAPER_RUN_LABEL, "published", _final_columns(spec, values, values[1] - values[0]),
                             source="paper"))
         lang_groups = [g for g in groups if g.lang == lang]  # none: the paper's row only, no row of "—"
-        for group in (g for g in lang_groups if g.runs):
-            rows.append(row(lang, group.label, "ok" + (f"; {group.note}" if group.note else ""),
-                            _our_finals(spec, group), group))
+        for group in (g for g in lang_groups if g.runs):  # ours: means over seeds, FT's paired difference
+            est = gain_estimate(group, spec.metric)
+            finals = [group.mean(lambda run, name=name: run.final(name, spec.metric)) for name in paper.MODELS]
+            at_mask = [kind_mean(group, name, spec.key, "mask") for name in paper.MODELS]
+            rows.append(row(lang, group.label, "ok" + (f"; {group.note}" if group.note else ""), _final_columns(
+                spec, finals, est.mean, est, at_mask, gain_estimate(group, spec.metric, "mask")), group))
             floors = [("unigram", "unigram")] if group.baseline is not None else []
             floors += [] if isinstance(group_positions(group), str) else [("copy-aware", "copy_aware")]
             rows += [row(lang, FLOOR_LABELS[source], "baseline", _floor_finals(spec, group, scorer), group, source)
@@ -216,7 +205,7 @@ def _finals_table(runset: RunSet, spec: _Finals, front: FrontColumns = lambda la
 
 
 def _training_losses(lang: str, group: SeedGroup | None, source: str) -> dict[str, Any]:
-    """Table 2's first columns: each model's training loss in both readings (``TRAIN_LOSS_NOTE``); the paper gives
+    """Table 2's first columns: each model's training loss in both readings (``TABLE_NOTES``); the paper gives
     one, the unigram floor its loss on the training text."""
     train = run_mean = NO_VALUES
     if source == "paper":
@@ -233,7 +222,7 @@ def _training_losses(lang: str, group: SeedGroup | None, source: str) -> dict[st
 @built_once
 def table2_loss(runset: RunSet) -> pd.DataFrame:
     """Table 2: final losses of both models (means over seeds; two readings of the training loss, see
-    ``TRAIN_LOSS_NOTE``), FT's difference, the floors; also at [MASK] alone, where no context-free shortcut helps."""
+    ``TABLE_NOTES``), FT's difference, the floors; also at [MASK] alone, where no context-free shortcut helps."""
     return _finals_table(runset, _TABLE2, _training_losses)
 
 
@@ -257,10 +246,9 @@ def training_progress_table(runset: RunSet) -> pd.DataFrame:
             since = int(evaluated[evaluated <= last - round(0.1 * last)].iloc[-1])  # the last at or before 90 %
             change = model.final("eval_loss") - model.final("eval_loss", upto=since)
             falling = MISSING_MARK if math.isnan(change) else "yes" if change < 0 else "no"
-            rows.append({"lang": run.lang, "seed": run.seed, "model": paper.MODEL_LABELS.get(name, name),
-                         "steps": last, "passes over the training text": model.passes(last),
-                         "eval_loss": model.final("eval_loss"), "from step": since,
-                         "eval_loss change from that step": change,
+            rows.append({"lang": run.lang, "seed": run.seed, "model": paper.MODEL_LABELS.get(name, name), "steps": last,
+                         "passes over the training text": model.passes(last), "eval_loss": model.final("eval_loss"),
+                         "from step": since, "eval_loss change from that step": change,
                          "still falling at the end": falling})
     return pd.DataFrame(rows)
 
@@ -283,42 +271,42 @@ def unchanged_sentences(by_kind: pd.DataFrame) -> list[str]:
 
 
 def _text(value: Any, fmt: str = "{}") -> str:
-    missing = value is None or (isinstance(value, float) and math.isnan(value))
-    return MISSING_MARK if missing else fmt.format(value)
+    return MISSING_MARK if _missing(value) else fmt.format(value)
+
+
+SETTING_ROWS = {"preset": "{}", "seed": "{}", "training steps": "{:,}", "batch size": "{}", "sequence length": "{}",
+                "evaluated every": "{:,.0f} steps", "vocabulary": "{:,}", "static vectors": "{}",
+                "vectors looked up among": "top {:,} words", "corpus": "{}"}  # each row's format
 
 
 @built_once
 def setting_comparison(runset: RunSet) -> pd.DataFrame:
     """The settings behind the numbers, ours beside the paper's: why our values are not the paper's."""
-    rows = {"preset": "—", "seed": "—", "training steps": f"{paper.STEPS:,}", "batch size": str(paper.BATCH_SIZE),
-            "sequence length": str(paper.SEQ_LEN), "evaluated every": f"{paper.EVAL_EVERY:,} steps",
-            "vocabulary": f"{paper.VOCAB_SIZE:,}", "static vectors": paper.VECTOR_SOURCE,
-            "vectors looked up among": f"top {paper.TOP_N_WORDS:,} words", "corpus": paper.CORPUS}
-    columns = {"paper": rows}
+    columns = {"paper": (None, None, paper.STEPS, paper.BATCH_SIZE, paper.SEQ_LEN, paper.EVAL_EVERY, paper.VOCAB_SIZE,
+                         paper.VECTOR_SOURCE, paper.TOP_N_WORDS, paper.CORPUS)}
     for run in sort_runs(runset.runs):
         info = run.model("bert_tiny").info or run.model("bert_ft").info or {}
         metrics = next((m for m in (run.model(n).metrics for n in paper.MODELS) if m is not None), None)
-        every = metrics["step"].diff().median() if metrics is not None and len(metrics) > 1 else math.nan
         manifest = run.manifest or {}
-        seed = f" seed {run.seed}" if run.seed else ""
-        columns[f"{run.lang}{seed}: {run.label}"] = {
-            "preset": _text(run.preset), "seed": str(run.seed), "training steps": _text(run.steps, "{:,}"),
-            "batch size": _text(info.get("batch_size")), "sequence length": _text(info.get("seq_len")),
-            "evaluated every": _text(every, "{:,.0f} steps"), "vocabulary": _text(manifest.get("vocab_size"), "{:,}"),
-            "static vectors": _text(vector_source_text(manifest)),
-            "vectors looked up among": _text(manifest.get("top_n"), "top {:,} words"),
-            "corpus": _text(info.get("corpus") or (f"{manifest['corpus']} (the vectors' corpus)"
-                                                    if manifest.get("corpus") else None)),
-        }
-    return pd.DataFrame(columns)
+        columns[f"{run.lang}{f' seed {run.seed}' if run.seed else ''}: {run.label}"] = (
+            run.preset, run.seed, run.steps, info.get("batch_size"), info.get("seq_len"),
+            metrics["step"].diff().median() if metrics is not None and len(metrics) > 1 else None,
+            manifest.get("vocab_size"), vector_source_text(manifest), manifest.get("top_n"),
+            info.get("corpus") or (f"{manifest['corpus']} (the vectors' corpus)" if manifest.get("corpus") else None))
+    return pd.DataFrame({name: [_text(value, fmt) for value, fmt in zip(values, SETTING_ROWS.values())]
+                         for name, values in columns.items()}, index=list(SETTING_ROWS))
 
 
 STEP_COLUMNS = ("steps", "tiny_step", "model_step", "steps_saved")  # always a step (a mean over seeds may be 233.3)
 _STEP_ROW_COLUMNS = ("ours", "ci_low", "ci_high", "seed_ci_low", "seed_ci_high")  # a step in a crossing row
 
 
-def _format_cell(value: Any, column: str, whole_step: bool = False) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+def _missing(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def _format_cell(value: Any, column: str, whole_step: bool) -> str:
+    if _missing(value):
         return MISSING_MARK
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
@@ -331,20 +319,15 @@ def _format_cell(value: Any, column: str, whole_step: bool = False) -> str:
     return str(value)
 
 
-def _whole_steps(table: pd.DataFrame, column: str) -> list[bool]:
-    """Which cells of ``column`` are steps: the step columns, and the values of a crossing row (claims check)
-    or of the steps-saved table, shown whole although the CSV keeps the mean over seeds."""
-    if column in STEP_COLUMNS or (column in _STEP_ROW_COLUMNS and "steps_saved" in table.columns):
-        return [True] * len(table)
-    if column not in _STEP_ROW_COLUMNS or "claim_id" not in table.columns:
-        return [False] * len(table)
-    return [str(c).endswith("crossing_step") for c in table["claim_id"].tolist()]
-
-
 def format_table(table: pd.DataFrame) -> pd.DataFrame:
-    """All cells as text, missing values as '—', steps whole: for display and Markdown, not for further computing."""
-    return pd.DataFrame({c: [_format_cell(v, c, whole) for v, whole in zip(table[c].tolist(), _whole_steps(table, c))]
-                         for c in table.columns}, index=table.index)
+    """All cells as text, missing values as '—', steps (the step columns, a crossing's or a steps-saved row's values)
+    whole although the CSV keeps the mean over seeds: for display and Markdown, not for further computing."""
+    step_rows = ([True] * len(table) if "steps_saved" in table
+                 else table["claim_id"].astype(str).str.endswith("crossing_step").tolist() if "claim_id" in table
+                 else [False] * len(table))
+    return pd.DataFrame({c: [_format_cell(v, c, c in STEP_COLUMNS or (c in _STEP_ROW_COLUMNS and step_row))
+                             for v, step_row in zip(table[c].tolist(), step_rows)] for c in table.columns},
+                        index=table.index)
 
 
 _PAIR = ("BERT_TINY", "BERT_FT")
@@ -427,18 +410,17 @@ def provenance(runset: RunSet, files: Sequence[Path], lang: str | None) -> dict[
 
 
 TABLE_NOTES = {
-    "table2_loss": TRAIN_LOSS_NOTE,
+    "table2_loss": ("train_loss is the mean over the last interval between two evaluations (what Figure 1a ends on "
+                    "and what the comparison with the paper uses); train_loss (run mean) averages the whole run. The "
+                    f"paper's training losses lie {_PAPER_TRAIN_MINUS_EVAL[0]:.3f}-{_PAPER_TRAIN_MINUS_EVAL[-1]:.3f} "
+                    "above its evaluation losses, which a whole-run average fits better; it does not say which it "
+                    "reports."),
     "claims_check": (f"testable: at the [MASK] positions BERT_TINY's final eval loss is more than {TESTABLE_MARGIN} "
                      "nat below the unigram's (elsewhere copying the visible token needs no context); interval: 95 %, "
                      f"a two-level bootstrap over seeds, then positions ({BOOTSTRAP_DRAWS:,} draws; with one seed, "
                      "positions only); seed_ci: 95 %, a t-interval over the per-seed values (df = seeds - 1; none "
                      "with one seed); holds_on_ours: 'holds' only when both intervals lie on the paper's side of 0, "
                      "'not shown' when they include 0, 'not shown (seeds disagree)' when one does and the other not."),
-    "table_steps_saved": ("The first evaluation step at which each model's evaluation loss (all scored positions) "
-                          "is at or below the level, mean over seeds; steps_saved: BERT_TINY's step minus the "
-                          "model's, with a 95 % t-interval over the seeds (none with one seed; NaN unless both reach "
-                          "the level in every seed). Evaluations come every eval_every steps, so a step is known to "
-                          "that resolution."),
     "table_control": ("At the [MASK] positions: BERT_FT against the control BERT_FT_PERM (BERT_FT's vector rows "
                       "permuted among themselves: the same norms and spread, other words), and the control against "
                       "BERT_TINY; overall and by the true token's group. Intervals: 95 %, the two-level bootstrap "
@@ -491,8 +473,8 @@ def write_outputs(runset: RunSet, out_dir: str | Path) -> list[Path]:
                                            f"{RECORD_FIGURE_NAMES[0]} - ours, beyond")
     written = [path for name, (fig, title) in figures.items()
                for path in save_figure(fig, out_dir, name, f"{title} {paper.CITATION}")]
-    written += [path for name, table in tables.items() for path in write_table(table, out_dir, name,
-                                                                                TABLE_NOTES.get(name))]
+    notes = {**TABLE_NOTES, "table_steps_saved": steps_saved_note(runset, tables["table_steps_saved"])}
+    written += [path for name, table in tables.items() for path in write_table(table, out_dir, name, notes.get(name))]
     prov_path = out_dir / PROVENANCE_NAME
     prov_path.write_text(json.dumps(provenance(runset, written, lang), indent=2, default=str))
     return [*written, prov_path]

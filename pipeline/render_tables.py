@@ -36,12 +36,11 @@ def markdown_table(html: str) -> str | None:
         rows.append((tr.find_parent("thead") is not None, row))
     if not rows:
         return None
-    header_rows = [row for in_header, row in rows if in_header] or [rows[0][1]]
-    body = [row for in_header, row in rows if not in_header] if any(h for h, _ in rows) else [r for _, r in rows[1:]]
-    width = max(len(row) for row in header_rows + body)
-    padded = [row + [""] * (width - len(row)) for row in header_rows]
-    header = [" ".join(dict.fromkeys(part for part in column if part)) for column in zip(*padded)]
-    lines = [header, ["---"] * width] + [row + [""] * (width - len(row)) for row in body]
+    n_header = sum(in_header for in_header, _ in rows) or 1  # the <thead> rows (they come first), else the first row
+    width = max(len(row) for _, row in rows)
+    padded = [row + [""] * (width - len(row)) for _, row in rows]
+    header = [" ".join(dict.fromkeys(part for part in column if part)) for column in zip(*padded[:n_header])]
+    lines = [header, ["---"] * width, *padded[n_header:]]
     return "\n".join("| " + " | ".join(line) + " |" for line in lines) + "\n"
 
 

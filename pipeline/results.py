@@ -44,8 +44,7 @@ def metrics_frame(path: str | Path) -> pd.DataFrame:
         table = pd.DataFrame(read_metrics(path))
     except (TypeError, KeyError) as err:
         raise ValueError(f"{path} is not a metrics table ({err}); expected columns {list(METRIC_COLUMNS)}") from None
-    absent = [c for c in ("step", "eval_loss", "eval_accuracy") if c not in table.columns]
-    if absent:
+    if absent := [c for c in ("step", "eval_loss", "eval_accuracy") if c not in table.columns]:
         raise ValueError(f"{path} lacks column(s) {absent}; expected {list(METRIC_COLUMNS)}")
     if "train_loss" not in table.columns:
         table["train_loss"] = np.nan
@@ -234,25 +233,22 @@ def _read_json(path: Path, missing: list[str], what: str) -> dict[str, Any] | No
     return None
 
 
-def _load_model(files: ModelFiles, name: str, missing: list[str]) -> ModelRun:
-    model = ModelRun(name, info=_read_json(files.run_json, missing, f"{name} run.json"), files=files)
-    try:
-        model.metrics = metrics_frame(files.metrics)
-    except FileNotFoundError:
-        missing.append(f"{name} metrics ({files.metrics.name} not found)")
-    except ValueError as err:
-        missing.append(f"{name} metrics ({err})")
-    return model
-
-
 def load_run(run_dir: str | Path) -> Run:
     """Read one run folder; every absent or unreadable piece is recorded in ``Run.missing``, not raised."""
     run_dir = repo_path(run_dir)
     layout = RunLayout(run_dir)
     missing = [] if run_dir.is_dir() else ["run folder not found"]
     manifest = _read_json(layout.static.manifest, missing, "static vectors")
-    names = [*paper.MODELS, *([CONTROL_MODEL] if layout.model(CONTROL_MODEL).run_json.is_file() else [])]
-    models = {name: _load_model(layout.model(name), name, missing) for name in names}
+    models: dict[str, ModelRun] = {}
+    for name in [*paper.MODELS, *([CONTROL_MODEL] if layout.model(CONTROL_MODEL).run_json.is_file() else [])]:
+        files = layout.model(name)
+        models[name] = ModelRun(name, info=_read_json(files.run_json, missing, f"{name} run.json"), files=files)
+        try:
+            models[name].metrics = metrics_frame(files.metrics)
+        except FileNotFoundError:
+            missing.append(f"{name} metrics ({files.metrics.name} not found)")
+        except ValueError as err:
+            missing.append(f"{name} metrics ({err})")
 
     folder_preset, folder_lang, folder_seed = split_run_folder_name(run_dir.name)
     infos = [m.info for m in models.values() if m.info] + ([manifest] if manifest else [])
@@ -262,8 +258,7 @@ def load_run(run_dir: str | Path) -> Run:
     if lang is None:
         raise ValueError(f"cannot tell the language of {run_dir}: no run.json/manifest.json with 'lang' "
                          "and the folder is not named <preset>-<lang>[-seed<N>]")
-    langs_seen = {i["lang"] for i in infos if i.get("lang")}
-    if len(langs_seen) > 1:
+    if len(langs_seen := {i["lang"] for i in infos if i.get("lang")}) > 1:
         missing.append(f"inconsistent languages in the run folder: {sorted(langs_seen)}")
     run = Run(run_dir, lang, preset, seed, manifest, models, missing)
     try:
@@ -315,8 +310,7 @@ def pair_mismatch(tiny_info: dict[str, Any], ft_info: dict[str, Any]) -> str | N
 
 def pair_problem(run: Run) -> str | None:
     """Why the run's two models cannot be compared ('missing: ...' or 'mismatch: ...'); None when they can."""
-    absent = [paper.MODEL_LABELS[n] for n in paper.MODELS if run.model(n).metrics is None]
-    if absent:
+    if absent := [paper.MODEL_LABELS[n] for n in paper.MODELS if run.model(n).metrics is None]:
         return "missing: " + ("no pretrain/ metrics" if len(absent) == len(paper.MODELS)
                               else f"no {', '.join(absent)} metrics")
     mismatch = pair_mismatch(run.run_json("bert_tiny"), run.run_json("bert_ft"))

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from pipeline.claims_table import gain_estimate, run_crossing, steps_saved_table
+from pipeline.claims_table import gain_estimate, run_crossing, steps_saved_note, steps_saved_table
 from pipeline.figure_plots import lang_name, save_figure
 from pipeline.figures import write_table
 from pipeline.layout import CONTROL_MODEL, MODEL_NAMES, PretrainFiles, RunLayout
@@ -25,24 +25,9 @@ from pipeline.results import RunSet, SeedGroup, comparison_groups, load_runs
 
 TABLE_NAME = "series_training_length"
 NOTE = ("One pair of models per length and seed ({seeds}), each with its own warm-up and decay; {base:,} steps is "
-        "the base run. "
-        "Intervals (columns low, high): 95 %, bootstrap over the evaluation positions ({seeds}; 10,000 draws)"
-        "{spread}. [MASK] TINY - unigram: BERT_TINY's loss at the [MASK] positions minus the "
-        "unigram's there (testable below -0.5). No trend is fitted; nothing here extrapolates beyond the longest run.")
-
-STEPS_NOTE = ("Per length, the first evaluation step at which each model's evaluation loss (all scored positions) is "
-              "at or below the level, and BERT_TINY's step minus the model's (steps saved); {every} {seeds}")
-
-
-def steps_note(runset: RunSet) -> str:
-    """STEPS_NOTE with the evaluation interval the runs' train_config names and the interval the seeds allow."""
-    every = {(m.info or {}).get("train_config", {}).get("eval_every") for r in runset.runs for m in r.models.values()}
-    n = every.pop() if len(every) == 1 else None
-    every_text = (f"evaluations every {n:,} steps, so steps are known to {n:,}." if n
-                  else "the evaluation interval differs between runs or is not recorded.")
-    seeds = {run.seed for run in runset.runs}
-    seed_text = "One seed: no interval." if len(seeds) == 1 else "Interval: 95 %, a t-interval over the seeds."
-    return STEPS_NOTE.format(every=every_text, seeds=seed_text)
+        "the base run. Intervals (columns low, high): 95 %, bootstrap over the evaluation positions ({seeds}; 10,000 "
+        "draws){spread}. [MASK] TINY - unigram: BERT_TINY's loss at the [MASK] positions minus the unigram's there "
+        "(testable below -0.5). No trend is fitted; nothing here extrapolates beyond the longest run.")
 
 
 def save_series_record(base_run: Path, trained: Path, records_dir: Path) -> Path:
@@ -78,8 +63,8 @@ def series_row(group: SeedGroup) -> dict[str, Any]:
             row[f"{prefix}{short} low"], row[f"{prefix}{short} high"] = est.low, est.high  # numbers, not text
     row["[MASK] TINY - unigram"] = kind_mean(group, "bert_tiny", "loss", "mask") - kind_mean(group, "unigram", "loss",
                                                                                                 "mask")
-    for column, lower in (("eval_loss", True), ("eval_accuracy", False)):
-        crossing = run_crossing(run, column, lower)
+    for column in ("eval_loss", "eval_accuracy"):
+        crossing = run_crossing(run, column)
         row[f"{column} crossing (fraction)"] = None if crossing is None else crossing / steps
     for name, label in (("bert_tiny", "TINY"), ("bert_ft", "FT")):
         row[f"train - eval {label}"] = run.final(name, "train_loss") - run.final(name, "eval_loss")
@@ -126,7 +111,8 @@ def write_series(run_dirs: Sequence[Path], figures_dir: Path) -> list[Path]:
     note = NOTE.format(seeds=seeds, spread=spread, base=runset.runs[0].steps)  # the base comes first
     paths = write_table(table, figures_dir, TABLE_NAME, note, table.round(3))
     saved = steps_saved_table(runset)  # one group per length: each its own schedule
-    paths += write_table(saved, figures_dir, f"{TABLE_NAME}_steps_saved", steps_note(runset), saved.round(1))
+    paths += write_table(saved, figures_dir, f"{TABLE_NAME}_steps_saved", steps_saved_note(runset, saved),
+                         saved.round(1))
     figure = series_figure(table, f"{what}, {seeds}")
     return paths + save_figure(figure, figures_dir, TABLE_NAME, "training-length series (ours)")
 

@@ -274,6 +274,8 @@ def test_write_outputs_creates_every_file(runset: results.RunSet, tmp_path: Path
     assert pd.isna(t3[(t3["lang"] == "de") & (t3["source"] == "ours")]["BERT_TINY"]).all()
     md = (out / "table3_accuracy.md").read_text()
     assert "| paper |" in md and "—" in md and md.count("\n") == len(t3) + 2
+    saved = pd.read_csv(out / "table_steps_saved.csv")  # the series' note, on 06's table: one wording for both
+    assert (out / "table_steps_saved.md").read_text().endswith(f"\n{claims_table.steps_saved_note(runset, saved)}\n")
 
 
 def test_markdown_formatting() -> None:
@@ -579,7 +581,7 @@ def test_table2_reports_both_readings_of_the_training_loss(tmp_path: Path) -> No
     row = our_row(figures.table2_loss(runset), "en")
     assert row["train_loss BERT_TINY"] == pytest.approx(5.0)  # the last interval's mean
     assert row["train_loss (run mean) BERT_TINY"] == pytest.approx((8 * 10 + 7 * 10 + 6 * 20 + 5 * 40) / 80)
-    assert "comparison with the paper uses" in figures.TRAIN_LOSS_NOTE
+    assert "comparison with the paper uses" in figures.TABLE_NOTES["table2_loss"]
 
 
 def scored_run(tmp_path: Path, lang: str, seed: int, gain: float) -> Path:
@@ -739,3 +741,48 @@ def test_a_table_is_built_once_per_list_of_runs_and_handed_out_as_copies() -> No
     assert count(runset)["runs"].tolist() == [2] and len(calls) == 1
     runset.runs = [first, object()]  # as many runs, one of them another
     assert count(runset)["runs"].tolist() == [2] and len(calls) == 2
+
+
+def test_one_rule_says_which_way_is_better_for_every_column(tmp_path: Path) -> None:
+    """Losses fall as a model learns and accuracy rises: the claims and the series ask one rule, never the caller."""
+    assert [claims_table.lower_is_better(c) for c in ("train_loss", "eval_loss", "eval_accuracy")] == [True, True,
+                                                                                                       False]
+    curves = flat_curves([9, 8, 6, 5.0], [9, 4.9, 4.8, 4.5], [0, 0.1, 0.2, 0.3], [0, 0.3, 0.3, 0.35], [0, 10, 20, 30])
+    run = results.load_runs([write_run(tmp_path, "demo", "es", curves, steps=30)]).runs[0]
+    assert [claims_table.run_crossing(run, c) for c in ("train_loss", "eval_loss", "eval_accuracy")] == [10, 10, 30]
+
+
+def series_runs(root: Path, seeds_per_length: dict[int, int], info: dict[str, dict[str, Any]]) -> list[Path]:
+    """A synthetic training-length series: per length (in steps) its seeds, the base (the first length) first."""
+    dirs = []
+    for steps, n_seeds in seeds_per_length.items():
+        for seed in range(n_seeds):
+            curves = both_models(seed)
+            for table in curves.values():
+                table["step"] = table["step"] * steps // EVAL_STEPS[-1]
+            dirs.append(write_run(root / f"steps{steps}", "demo", "en", curves, steps=steps, seed=seed, info=info))
+    return dirs
+
+
+def test_the_series_steps_note_reads_a_null_train_config(tmp_path: Path) -> None:
+    from pipeline import series
+
+    null = {name: {"train_config": None} for name in layout.TRAINABLE_MODELS}  # as a run.json may hold it
+    series.write_series(series_runs(tmp_path, {40: 1, 80: 1}, null), tmp_path / "figures")
+    note = (tmp_path / "figures" / f"{series.TABLE_NAME}_steps_saved.md").read_text()
+    assert "the evaluation interval differs between runs or is not recorded" in note
+    assert "One seed: no interval." in note
+
+
+def test_a_length_with_one_seed_in_a_multi_seed_series_has_no_t_interval(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline import series
+
+    monkeypatch.setattr(claims_table, "CONFIDENCE", 0.9)  # the note's level is helpers.claims', never typed in
+    every = {name: {"train_config": {"eval_every": 10}} for name in layout.TRAINABLE_MODELS}
+    series.write_series(series_runs(tmp_path, {40: 1, 80: 2}, every), tmp_path / "figures")
+    saved = pd.read_csv(tmp_path / "figures" / f"{series.TABLE_NAME}_steps_saved.csv")
+    assert set(saved["n_seeds"]) == {1, 2} and saved.loc[saved["n_seeds"] == 1, "seed_ci_low"].isna().all()
+    note = (tmp_path / "figures" / f"{series.TABLE_NAME}_steps_saved.md").read_text()
+    assert "evaluations every 10 steps" in note and "90 %" in note and "95 %" not in note
+    assert "a row with one seed (n_seeds 1) has none" in note

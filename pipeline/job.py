@@ -69,8 +69,7 @@ def run_on_gpus(options: JobOptions) -> None:
             return subprocess.run(command, cwd=REPO_ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT).returncode
 
     codes = spread_over_devices(runs, options.gpus, launch)
-    failed = [f"{run.lang} seed {run.seed} (see {logs[run]})" for run, code in zip(runs, codes) if code != 0]
-    if failed:
+    if failed := [f"{run.lang} seed {run.seed} (see {logs[run]})" for run, code in zip(runs, codes) if code != 0]:
         raise JobError(f"{len(failed)} run(s) failed: {'; '.join(failed)}")
 
 
@@ -87,14 +86,10 @@ def check_runs(options: JobOptions) -> int:
     stale: list[str] = []
     refused = refusals(options)
     for run in options.runs():
-        run_dir = run.run_dir(options.out)
-        if run in refused:
-            print(f"{run_dir.name}: would be refused: {refused[run]}")
-            stale.append(refused[run])
-            continue
-        steps = stale_steps(run, options.out)
-        print(f"{run_dir.name}: {'would rerun ' + ', '.join(steps) if steps else 'up to date'}")
-        stale += steps
+        reasons = [refused[run]] if run in refused else stale_steps(run, options.out)
+        said = ("would be refused: " if run in refused else "would rerun ") + ", ".join(reasons)
+        print(f"{run.run_dir(options.out).name}: {said if reasons else 'up to date'}")
+        stale += reasons
     if not options.no_figures:  # 06 too: a kill during it, or an edited record, leaves old figures
         figures = bool(stale) or figures_stale([run.run_dir(options.out) for run in options.runs()],
                                                options.figures_dir)
@@ -103,29 +98,22 @@ def check_runs(options: JobOptions) -> int:
     return 1 if stale else 0
 
 
-def figures_and_docs(options: JobOptions, run_dirs: Sequence[Path], executed_dir: Path,
-                     docs_from: Sequence[Path] | None = None) -> None:
-    """Notebook 06 over ``run_dirs``, then (with ``--docs``) the executed notebooks of ``docs_from`` (default:
-    ``run_dirs``) and 06 rendered as Markdown."""
-    with folder_lock(executed_dir):
-        run_figures(run_dirs, options.figures_dir, executed_dir, force=options.force)
-    if options.docs is not None:
-        written = render_docs(docs_from or run_dirs, RunLayout(executed_dir).executed(FIGURES_STEP.name), options.docs)
-        print(f"rendered {len(written)} notebooks into {options.docs}")
-
-
-def figures_only(options: JobOptions) -> int:
-    """``--figures-from``: notebook 06 over existing run folders, optionally through their saved records."""
-    run_dirs = list(options.run_dirs)
+def figures_and_docs(options: JobOptions, run_dirs: Sequence[Path]) -> None:
+    """Notebook 06 over ``run_dirs`` (with ``--records``, over their records, saved first), then (with ``--docs``)
+    the run folders' executed notebooks and 06 rendered as Markdown (records hold no executed notebooks)."""
+    sources = run_dirs
     if options.records is not None:
         from pipeline.records import save_records  # imports torch; only this option needs it
 
-        run_dirs = save_records(run_dirs, options.records, options.draft)
-        print(f"saved {len(run_dirs)} run records into {options.records}")
-    # Records hold no executed notebooks: --docs renders the run folders' own.
-    figures_and_docs(options, run_dirs, RunsFolder(options.out).figures_notebooks(options.figures_dir.name),
-                     options.run_dirs)
-    return 0
+        sources = save_records(run_dirs, options.records, options.draft)
+        print(f"saved {len(sources)} run records into {options.records}")
+    folder = RunsFolder(options.out)
+    executed_dir = folder.figures_notebooks(options.figures_dir.name if options.run_dirs else options.preset)
+    with folder_lock(executed_dir):
+        run_figures(sources, options.figures_dir, executed_dir, force=options.force)
+    if options.docs is not None:
+        written = render_docs(run_dirs, RunLayout(executed_dir).executed(FIGURES_STEP.name), options.docs)
+        print(f"rendered {len(written)} notebooks into {options.docs}")
 
 
 def run_job(options: JobOptions) -> int:
@@ -143,8 +131,7 @@ def run_job(options: JobOptions) -> int:
             run_language(run, options.out, options.force)
     if options.no_figures:
         return 0
-    figures_and_docs(options, [run.run_dir(options.out) for run in options.runs()],
-                     RunsFolder(options.out).figures_notebooks(options.preset))
+    figures_and_docs(options, [run.run_dir(options.out) for run in options.runs()])
     minutes = (time.perf_counter() - started) / 60
     print(f"finished in {minutes:.1f} min; executed notebooks under {options.out}, figures in {options.figures_dir}")
     return 0
@@ -156,8 +143,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         quiet_libraries()
         for name in ("papermill", "traitlets", "jupyter_client", "nbclient", "asyncio"):
             logging.getLogger(name).setLevel(logging.ERROR)
-        if options.run_dirs is not None:
-            return figures_only(options)
+        if options.run_dirs is not None:  # --figures-from: notebook 06 only, over existing run folders
+            figures_and_docs(options, options.run_dirs)
+            return 0
         return check_runs(options) if options.check else run_job(options)
     except (StepFailed, JobError, ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)

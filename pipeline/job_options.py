@@ -10,7 +10,7 @@ import argparse
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal, NoReturn, Sequence, TypeVar, overload
+from typing import Callable, NoReturn, Sequence, TypeVar
 
 from helpers.paper_values import LANGS as C4_PAPER_LANGS
 from helpers.presets import PRESET_HELP, check_preset
@@ -40,22 +40,16 @@ GUARD_HELP = ("figures/ and docs/ hold committed files: only the README's job (m
 # --------------------------------------------------------------------------- one option each
 
 
-@overload
-def names(text: str, number: Literal[False] = False) -> tuple[str, ...]: ...
-@overload
-def names(text: str, number: Literal[True]) -> tuple[int, ...]: ...
 def names(text: str, number: bool = False) -> tuple[str, ...] | tuple[int, ...]:
     """'en,fr' -> ('en', 'fr'), or with ``number`` '0,1,2' -> (0, 1, 2) for --seeds and --gpus (non-negative
     integers): at least one, each once, compared after conversion ('1,01' names 1 twice)."""
     items = [part.strip() for part in str(text).split(",") if part.strip()]
     if not items:
         raise ValueError("needs at least one value, e.g. en,fr or 0,1,2")
-    wrong = [item for item in items if not item.isdigit()] if number else []
-    if wrong:
+    if wrong := [item for item in items if not item.isdigit()] if number else []:
         raise ValueError(f"takes non-negative integers such as 0,1,2, got {wrong[0]!r}")
     values = [int(item) for item in items] if number else items
-    twice = sorted({value for value in values if values.count(value) > 1})
-    if twice:
+    if twice := sorted({value for value in values if values.count(value) > 1}):
         raise ValueError(f"lists {', '.join(map(str, twice))} more than once ({text})")
     return tuple(values)
 
@@ -67,8 +61,7 @@ def gpu_indices(text: str) -> tuple[int, ...]:
     import torch
 
     available = torch.cuda.device_count()
-    missing = [g for g in gpus if g >= available]
-    if missing:
+    if missing := [g for g in gpus if g >= available]:
         raise ValueError(f"asks for GPU(s) {', '.join(map(str, missing))} but torch sees {available} CUDA device(s); "
                          "leave --gpus out to run on the CPU")
     return gpus
@@ -182,10 +175,8 @@ class JobOptions:
                 for lang in self.langs for seed in self.seeds]
 
 
-def writable_folder(path: Path | None, option: str) -> None:
-    """Create ``path`` if needed (None: not asked for); refuse a file or a folder we cannot write."""
-    if path is None:
-        return
+def writable_folder(path: Path, option: str) -> None:
+    """Create ``path`` if needed; refuse a file or a folder we cannot write."""
     if path.exists() and not path.is_dir():
         raise JobError(f"{option} {path} is a file, not a folder; give a folder path")
     try:
@@ -203,12 +194,11 @@ def check_langs(langs: Sequence[str], corpus: CorpusSpec, labelled: LabelledSpec
         raise JobError(f"--lang {','.join(langs)} with one --corpus {corpus} would feed every language the same text; "
                        "run one language per files: corpus (--lang en --corpus files:EN_DIR --no-figures, then "
                        "--lang fr --corpus files:FR_DIR --no-figures, then --figures-from RUN_DIR... --figures FOLDER)")
-    known = {"embedded": tuple(EMBEDDED_FILES), "hub": C4_PAPER_LANGS}.get(corpus.source)
-    for lang in langs:
-        if known is not None and lang not in known:
-            hint = " (other languages need --corpus hub or --corpus files:PATH)" if corpus.source == "embedded" else ""
-            raise JobError(f"unknown language {lang!r} for the {corpus.source} corpus; "
-                           f"choose from {', '.join(known)}{hint}")
+    known = {"embedded": tuple(EMBEDDED_FILES), "hub": C4_PAPER_LANGS}.get(corpus.source, langs)
+    if unknown := [lang for lang in langs if lang not in known]:
+        hint = " (other languages need --corpus hub or --corpus files:PATH)" if corpus.source == "embedded" else ""
+        raise JobError(f"unknown language {unknown[0]!r} for the {corpus.source} corpus; "
+                       f"choose from {', '.join(known)}{hint}")
     for lang in langs:  # after the corpus check, so an unknown language is named as such first
         try:
             labelled.check(lang)
@@ -225,14 +215,12 @@ def default_figures_dir(preset: str, langs: Sequence[str], corpus: CorpusSpec, m
     return out / f"figures-{preset}-{'-'.join(langs)}"
 
 
-def guard_outputs(outputs: dict[str, Path | None], run_dirs: Sequence[Path], allowed: Sequence[Path],
+def guard_outputs(outputs: dict[str, Path], run_dirs: Sequence[Path], allowed: Sequence[Path],
                   force: bool) -> None:
     """The one check of where a job writes (GUARD_HELP): refuse an output inside figures/ or docs/ that is not
     ``allowed`` (unless ``force``), --out inside them at all, and any other output inside one of ``run_dirs``."""
     allowed = [path.resolve() for path in allowed]
     for option, path in outputs.items():
-        if path is None:
-            continue
         home = next((h for h in (FIGURES_DIR.resolve(), DOCS_DIR.resolve()) if path.is_relative_to(h)), None)
         if home is not None and option == "--out":
             raise JobError(f"--out {path} is inside {home}, which holds committed figures and records, not run "
@@ -272,6 +260,7 @@ def parse_options(argv: Sequence[str] | None = None) -> JobOptions:
     """The command line, checked: JobError on the first mistake."""
     args = build_parser().parse_args(argv)
     readme = default_figures_dir(args.preset, args.langs, args.corpus, args.max_steps, args.seeds, args.out)
+    options = JobOptions(**{**vars(args), "figures_dir": args.figures_dir or readme})
     if args.run_dirs is not None:
         if args.figures_dir is None:
             raise JobError("--figures-from needs --figures FOLDER (where the figures and tables go)")
@@ -281,11 +270,11 @@ def parse_options(argv: Sequence[str] | None = None) -> JobOptions:
         if args.records is not None or args.draft:
             raise JobError("--records and --draft go with --figures-from")
         check_langs(args.langs, args.corpus, args.labelled)
-        run_dirs = [RunSettings(args.preset, lang, seed, max_steps=args.max_steps).run_dir(args.out)
-                    for lang in args.langs for seed in args.seeds]
+        run_dirs = [run.run_dir(args.out) for run in options.runs()]
         allowed = [FIGURES_DIR, DOCS_DIR] if readme == FIGURES_DIR else []  # the README's job
-    outputs = {"--out": args.out, "--figures": args.figures_dir, "--docs": args.docs, "--records": args.records}
+    given = {"--out": args.out, "--figures": args.figures_dir, "--docs": args.docs, "--records": args.records}
+    outputs = {option: path for option, path in given.items() if path is not None}  # None: not asked for
     guard_outputs(outputs, run_dirs, allowed, args.force)
     for option, path in outputs.items():
         writable_folder(path, option)
-    return JobOptions(**{**vars(args), "figures_dir": args.figures_dir or readme})
+    return options

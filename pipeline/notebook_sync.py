@@ -25,14 +25,9 @@ def definitions(source: str) -> dict[str, str]:
     lines = source.splitlines()
     found: dict[str, str] = {}
     for node in ast.parse(source).body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            name = node.name
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            name = node.targets[0].id
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            name = node.target.id
-        else:
-            continue
-        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
-        found[name] = "\n".join(lines[first - 1:node.end_lineno]).rstrip()
+        match node:
+            case (ast.FunctionDef(name=name) | ast.AsyncFunctionDef(name=name) | ast.ClassDef(name=name)
+                  | ast.Assign(targets=[ast.Name(id=name)]) | ast.AnnAssign(target=ast.Name(id=name))):
+                first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+                found[name] = "\n".join(lines[first - 1:node.end_lineno]).rstrip()
     return found

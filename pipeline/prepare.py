@@ -42,8 +42,7 @@ def prepare_data(tokenizer: Any, train_texts: Iterable[str], eval_texts: Sequenc
                             "vocab_sha256": vocab_fingerprint(tokenizer)}
     files.meta.unlink(missing_ok=True)  # the folder is incomplete until the new meta.json is written
     if shards:
-        meta["train"], meta["storage"] = write_train_shards(tokenizer, train_texts, files, seq_len, shard_size,
-                                                            progress)
+        meta.update(write_train_shards(tokenizer, train_texts, files, seq_len, shard_size, progress))
     else:
         shutil.rmtree(files.shards, ignore_errors=True)  # one training format per folder
         meta["storage"] = {"train": "npy"}
@@ -74,8 +73,8 @@ def split_summary(documents: int, tokens: int, lengths: np.ndarray, seq_len: int
 
 
 def write_train_shards(tokenizer: Any, texts: Iterable[str], files: PreparedFiles, seq_len: int,
-                       shard_size: int | None, progress: bool) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Stream the training documents into the shards folder; returns (meta's train counts, storage). A finished
+                       shard_size: int | None, progress: bool) -> dict[str, dict[str, Any]]:
+    """Stream the training documents into the shards folder; returns meta's ``train`` and ``storage``. A finished
     folder is replaced (as the .npy files would be); an unfinished one is continued with the same documents."""
     folder = files.shards
     if (S.read_manifest(folder) or {}).get("complete"):
@@ -90,9 +89,9 @@ def write_train_shards(tokenizer: Any, texts: Iterable[str], files: PreparedFile
         files.array(name).unlink(missing_ok=True)
     lengths = np.asarray(S.open_shards(folder).lengths)  # 2 bytes a sequence: small even at the paper's scale
     summary = split_summary(manifest["sequences"], manifest["tokens"], lengths, seq_len, manifest["docs_longer"])
-    storage = {"train": "shards", "folder": folder.name, "shards": len(manifest["shards"]),
-               "shard_size": manifest["shard_size"], "documents_read": manifest["documents_read"]}
-    return summary, storage
+    return {"train": summary,
+            "storage": {"train": "shards", "folder": folder.name, "shards": len(manifest["shards"]),
+                        "shard_size": manifest["shard_size"], "documents_read": manifest["documents_read"]}}
 
 
 @dataclass

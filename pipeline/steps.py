@@ -112,7 +112,6 @@ def check_parameters(notebook: Path, params: dict[str, Any]) -> None:
     if cell is None:
         raise JobError(f"{Path(notebook).name} has no cell tagged 'parameters'")
     declared = set(definitions(cell_source(cell)))  # the names it assigns (or defines) at its top level
-    unknown = sorted(set(params) - declared)
-    if unknown:
+    if unknown := sorted(set(params) - declared):
         raise JobError(f"{Path(notebook).name} does not take the parameter(s) {', '.join(unknown)}; "
                        f"it takes {', '.join(sorted(declared))}")

@@ -66,8 +66,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     cfg = presets.get(args.preset).train
     changes = {f.name: getattr(args, f.name) for f in fields(TrainConfig)
                if f.name != "max_steps" and getattr(args, f.name, None) is not None}
-    if args.beta1 is not None or args.beta2 is not None:
-        changes["betas"] = tuple(old if new is None else new for old, new in zip(cfg.betas, (args.beta1, args.beta2)))
+    changes["betas"] = tuple(old if new is None else new for old, new in zip(cfg.betas, (args.beta1, args.beta2)))
     cfg = cfg.replace(**changes)
     return cap_steps(cfg, args.max_steps) if args.max_steps is not None else cfg
 
@@ -95,8 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not main_process:
             return 0  # process 0 wrote the files and reports
         folder = PretrainFiles(Path(args.out))
-        rows = read_metrics(folder.model(args.model).metrics)
-        print(json.dumps({"model": args.model, "steps_done": info["steps_done"], "final": rows[-1]}))
+        final = read_metrics(folder.model(args.model).metrics)[-1]
+        print(json.dumps({"model": args.model, "steps_done": info["steps_done"], "final": final}))
         if args.compare and all(folder.model(m).metrics.exists() for m in MODEL_NAMES):
             print(json.dumps(training.write_comparison(args.out), indent=2))
     except (ValueError, FileNotFoundError, TrainingDiverged) as err:

@@ -2,8 +2,7 @@
 
 A record keeps no prepared data (too large), so the baseline and the **token facts** (per vocabulary id its
 training-text count, ``##`` piece, punctuation, static vector; the ``[MASK]`` id) are saved beside its metrics
-while the data are there, for the tables regenerated from the record.
-"""
+while the data are there, for the tables regenerated from the record."""
 
 from __future__ import annotations
 

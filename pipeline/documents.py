@@ -1,6 +1,5 @@
 """What every corpus loader returns and shares: :class:`Corpus`, :class:`LabelledSet`, the checks and the splits.
-The loaders (:mod:`pipeline.data`, :mod:`pipeline.files`, :mod:`pipeline.online`) import from here, not each other.
-"""
+The loaders (:mod:`pipeline.data`, :mod:`pipeline.files`, :mod:`pipeline.online`) import from here, not each other."""
 
 from __future__ import annotations
 
@@ -72,11 +71,11 @@ def stable_fraction(key: str, seed: int, purpose: str = "") -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def stratified_split(keys: Sequence[str], labels: Sequence[int], held_out: float,
+def stratified_split(keys: Sequence[str], labels: Sequence[Any], held_out: float,
                      seed: int) -> tuple[list[int], list[int]]:
     """Per-class hash ranking: each class gives round(held_out * size) items (at least one, when it
     has two or more) to the held-out part, so every class is in both parts in the same proportion."""
-    by_class: dict[int, list[int]] = {}
+    by_class: dict[Any, list[int]] = {}
     for i, label in enumerate(labels):
         by_class.setdefault(label, []).append(i)
     kept, held = [], []

@@ -154,10 +154,10 @@ def train_on_file(path: str | Path, settings: FastTextSettings, n_words: int, th
     return model
 
 
-def vectors_from_model(model: Any, top_n: int | None = None) -> WordVectors:
+def vectors_from_model(model: Any, top_n: int | None = None, source: str = "the fastText model") -> WordVectors:
     """The model's ``top_n`` most frequent words (its dictionary is sorted by count) and their vectors, as the .vec
-    fastText writes would hold them."""
+    fastText writes would hold them; ``source`` names the model (its .bin file) in the error."""
     words = [w for w in model.get_words(on_unicode_error="replace") if w != EOS][:top_n]
     if not words:
-        raise ValueError("the fastText model has no words")
+        raise ValueError(f"{source} has no words in its dictionary; give vectors of a model trained on text")
     return WordVectors(words, np.stack([model.get_word_vector(w) for w in words]).astype(np.float32))

@@ -1,7 +1,6 @@
 """Which labelled set notebook 05 probes (:data:`LABELLED_HELP`), parsed once from ``--labelled`` or the notebook's
 ``labelled`` parameter. The probe is this collection's addition to the paper, so it never stops the paper's
-experiment: a language without a labelled set gets ``none``, recorded with how to give one, and the probe is skipped.
-"""
+experiment: a language without a labelled set gets ``none``, recorded with how to give one, and the probe is skipped."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.probe import overlap
-from pipeline.data import EMBEDDED_FILES, HUB, CorpusSpec, load_corpus, load_labelled, parse_spec
+from pipeline.data import EMBEDDED_FILES, HUB, CorpusSpec, check_spec, load_corpus, load_labelled, parse_spec
 from pipeline.documents import LabelledSet
 from pipeline.online import SIB200_CONFIGS
 
@@ -36,9 +35,7 @@ class LabelledSpec:
         return text if isinstance(text, LabelledSpec) else cls(*parse_spec(text, "labelled set", WITH_PATH, base))
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS or (self.kind == "files" and self.path is None) or (
-                self.path is not None and self.kind not in WITH_PATH):
-            raise ValueError(f"unknown labelled set {str(self)!r}; choose {LABELLED_HELP}")
+        check_spec("labelled set", self.kind, self.path, KINDS, WITH_PATH, LABELLED_HELP)
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.path}" if self.path is not None else self.kind
@@ -46,11 +43,9 @@ class LabelledSpec:
     def resolve(self, lang: str, corpus: CorpusSpec) -> LabelledSpec:
         """``auto`` made concrete for one language and corpus, and the corpus kept, so that :meth:`load` can warn
         when the models read part of the test split."""
-        if self.kind != "auto":
-            return replace(self, corpus=corpus)
-        if corpus.source == "hub" and lang in SIB200_CONFIGS:
-            return LabelledSpec("sib200", corpus=corpus)
-        return LabelledSpec("embedded" if lang in EMBEDDED_FILES else "none", corpus=corpus)
+        auto = ("sib200" if corpus.source == "hub" and lang in SIB200_CONFIGS else
+                "embedded" if lang in EMBEDDED_FILES else "none")
+        return replace(self, kind=auto if self.kind == "auto" else self.kind, corpus=corpus)
 
     def check(self, lang: str) -> None:
         """Refuse a set that has no ``lang`` (a ValueError that names the choices that have it)."""

@@ -1,7 +1,6 @@
 """The Hub loaders (``allenai/c4`` per language, AG News, SIB-200). Without a network they fail at
 once with one :class:`HubUnavailableError` that names the offline default, instead of retrying for half a minute and
-ending in a chain of library errors. The record handling is plain Python, tested on records in memory.
-"""
+ending in a chain of library errors. The record handling is plain Python, tested on records in memory."""
 
 from __future__ import annotations
 
@@ -108,18 +107,21 @@ def _dataset(path: str, config: str | None, split: str, streaming: bool, **optio
 
 
 def _read(records: Iterable[dict[str, Any]], fields: Sequence[str], what: str, max_docs: int | None,
-          label_of: Callable[[int, dict[str, Any]], int] | None = None, hint: str = "",
+          label: tuple[str, Sequence[Any], Callable[[dict[str, Any]], Any]] | None = None, hint: str = "",
           where: str | None = None) -> tuple[list[str], list[int]]:
-    """The texts and labels (``label_of(number, record)``) of the first ``max_docs`` records, each
-    refused unless it has ``fields``; numbered from 2, as line 1 of a file ``where`` is its header. A stream is read
-    no further."""
+    """The texts and labels of the first ``max_docs`` records (a stream is read no further), each refused unless it
+    has ``fields``; ``label``: (what a label is, the labels, a record's label), an unknown label refused listing them.
+    Numbered from 2, as line 1 of a file ``where`` is its header."""
     texts, labels = [], []
     for n, record in enumerate(itertools.islice(records, max_docs), 2):
-        missing = [k for k in fields if k not in record]
-        if missing:
-            raise ValueError(f"{f'{where}:{n}: ' if where else ''}{what} has no {', '.join(map(repr, missing))} "
-                             f"field (fields: {', '.join(map(str, record))}){hint}")
-        labels += [label_of(n, record)] if label_of else []
+        at = f"{where}:{n}: " if where else ""
+        if missing := [k for k in fields if k not in record]:
+            raise ValueError(f"{at}{what} has no {', '.join(map(repr, missing))} field "
+                             f"(fields: {', '.join(map(str, record))}){hint}")
+        if label and (value := label[2](record)) not in label[1]:
+            raise ValueError(f"{at}unknown {label[0]} {value!r}; its {len(label[1])} labels are "
+                             f"{', '.join(map(str, label[1]))}")
+        labels += [list(label[1]).index(value)] if label else []
         texts.append(as_text(record["text"]))
     return texts, labels
 
@@ -129,17 +131,10 @@ def records_to_texts(records: Iterable[dict[str, Any]], max_docs: int | None = N
     return _read(records, ["text"], "record", max_docs)[0]
 
 
-def _label(value: Any, labels: Sequence[Any], unknown: str) -> int:
-    """The index of ``value`` in ``labels``; else an error that starts with ``unknown`` and lists them."""
-    if value not in labels:
-        raise ValueError(f"{unknown} {value!r}; its {len(labels)} labels are {', '.join(map(str, labels))}")
-    return list(labels).index(value)
-
-
 def ag_news_records(records: Iterable[dict[str, Any]], max_docs: int | None = None) -> tuple[list[str], list[int]]:
     """AG News records (``text``, ``label`` 0-3) into texts and labels."""
     return _read(records, ("text", "label"), "AG News record", max_docs,
-                 lambda n, record: _label(int(record["label"]), range(len(AG_NEWS_LABELS)), "unknown AG News label"))
+                 ("AG News label", range(len(AG_NEWS_LABELS)), lambda record: int(record["label"])))
 
 
 def hub_corpus(lang: str, split: str, max_docs: int | None = None, eval_docs: int = C4_EVAL_DOCS) -> Corpus:
@@ -203,6 +198,6 @@ def sib200_file(lang: str, split: str, root: str | Path | None = None) -> str:
 def sib200_records(records: Iterable[dict[str, Any]], where: str,
                    max_docs: int | None = None) -> tuple[list[str], list[int]]:
     """SIB-200 rows (``index_id``, ``category``, ``text``) into texts and labels (the index of SIB200_LABELS)."""
-    return _read(records, SIB200_COLUMNS, "this row", max_docs, lambda n, record: _label(
-        str(record["category"]).strip(), SIB200_LABELS, f"{where}:{n}: unknown SIB-200 category"),
-        f"; a SIB-200 row has the columns {', '.join(SIB200_COLUMNS)}: is it a SIB-200 file?", where)
+    return _read(records, SIB200_COLUMNS, "this row", max_docs,
+                 ("SIB-200 category", SIB200_LABELS, lambda record: str(record["category"]).strip()),
+                 f"; a SIB-200 row has the columns {', '.join(SIB200_COLUMNS)}: is it a SIB-200 file?", where)

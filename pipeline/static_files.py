@@ -60,9 +60,8 @@ def _counts(matrix: np.ndarray, found: np.ndarray, where: str) -> dict[str, int]
 def load_aligned(directory: str | Path) -> Alignment:
     """Read what :func:`save_aligned` wrote, checking that the three files agree."""
     files = StaticFiles(Path(directory).expanduser())
-    for path in (files.embeddings, files.found, files.manifest):
-        if not path.is_file():
-            raise FileNotFoundError(f"{path} is missing; {HINT}")
+    if missing := next((p for p in (files.embeddings, files.found, files.manifest) if not p.is_file()), None):
+        raise FileNotFoundError(f"{missing} is missing; {HINT}")
     matrix, found = (np.load(path, allow_pickle=False) for path in (files.embeddings, files.found))
     manifest = json.loads(files.manifest.read_text(encoding="utf-8"))
     actual = _counts(matrix, found, str(files.folder))

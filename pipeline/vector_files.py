@@ -2,8 +2,7 @@
 
 The paper uses only the 300,000 most frequent words (a .vec file's first lines), so every reader stops after ``top_n``
 lines and the 1.2-1.3 GB cc.LANG.300.vec.gz is downloaded only that far. A damaged file is refused naming the file
-and line: one ``nan`` row would spread to every aligned row through centring.
-"""
+and line: one ``nan`` row would spread to every aligned row through centring."""
 
 from __future__ import annotations
 
@@ -52,7 +51,7 @@ def iter_vec(fh: IO[str], where: str, top_n: int | None = PAPER_TOP_N,
     if len(parts) != 2 or not all(p.isdigit() for p in parts):
         raise ValueError(f"{where}: line 1 should be the fastText header 'n_words dim' (two integers), got "
                          f"{line.strip()[:80]!r}; is this a fastText .vec file?")
-    n_words, dim = int(parts[0]), int(parts[1])
+    n_words, dim = map(int, parts)
     if n_words < 1 or dim < 1:
         raise ValueError(f"{where}: header says {n_words} words of dimension {dim}; both must be positive")
     if expected_dim is not None and dim != expected_dim:
@@ -177,10 +176,10 @@ def check_bin_complete(path: Path) -> None:
             raise ValueError(f"{path} is not a fastText .bin model (no fastText header); give a .bin written by "
                              "fastText's save_model, or a .vec/.vec.gz file")
         words, _, _, _, pruned = struct.unpack_from("<iiiqq", data, ARGS_END)
-        if not 0 < words <= size // 11 or not -1 <= pruned <= size // 8:  # -1: never pruned
+        if not 0 <= words <= size // 11 or not -1 <= pruned <= size // 8:  # -1: never pruned
             raise ValueError(f"{path}: its header claims {words:,} dictionary entries, which cannot fit in a file of "
                              f"{size:,} bytes: the file is cut short or damaged; download or save it again")
-        position = ARGS_END + 28
+        end = position = ARGS_END + 28  # end: where the last word read ends, -1 when the file ends inside one
         for _ in range(words):
             if (end := data.find(b"\0", position)) < 0:
                 break
@@ -257,7 +256,7 @@ def obtain_vectors(config: VectorsConfig, lang: str, corpus: CorpusSpec, seed: i
                 "top_n": config.top_n}
         if path.suffix == ".bin":
             model = read_bin(path, expected_dim=config.fasttext.dim)
-            return VectorsSource(vectors_from_model(model, config.top_n), model, info)
+            return VectorsSource(vectors_from_model(model, config.top_n, f"the fastText model {path}"), model, info)
         return VectorsSource(read_vec(path, config.top_n, config.fasttext.dim), None, info)
     if config.source == "published":
         path = download_vectors(lang, cache_dir or REPO_ROOT / DEFAULT_CACHE, config.top_n, progress)

@@ -73,3 +73,16 @@ def test_a_file_that_is_not_a_bin_says_so(tmp_path: Path) -> None:
     path.write_text("3 2\nthe 0.1 0.2\n")
     with pytest.raises(ValueError, match="is not a fastText .bin model"):
         read_bin(path)
+
+
+def test_a_bin_with_an_empty_dictionary_is_walked_not_refused_as_impossible(model_bin: Path, tmp_path: Path) -> None:
+    """No dictionary entries fit in any file, so the walk judges the rest: the matrices' sizes, read whole or short."""
+    from pipeline.vector_files import ARGS_END
+
+    empty = model_bin.read_bytes()[:ARGS_END] + struct.pack("<iiiqq", 0, 0, 0, 0, -1)
+    path = tmp_path / "empty.bin"
+    path.write_bytes(empty + (b"\0" + struct.pack("<qq", 0, 8)) * 2)  # two matrices of 0 x 8 values
+    check_bin_complete(path)
+    path.write_bytes(empty + (b"\0" + struct.pack("<qq", 2, 8)) * 2)  # 2 x 8 values promised, none there
+    with pytest.raises(ValueError, match=rf"{path} is cut short: .*describes 190 .*download or save it again"):
+        check_bin_complete(path)

@@ -318,8 +318,10 @@ def test_a_corpus_is_parsed_once_into_a_spec_that_prints_back_canonically(tmp_pa
 def test_missing_path(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="no such file or folder"):
         load_corpus(_files(tmp_path / "nope.txt"), "en", "train")
-    with pytest.raises(ValueError, match="unknown corpus 'files'; .*files:PATH"):
+    with pytest.raises(ValueError, match="the corpus 'files' names no path; write files:PATH"):
         CorpusSpec("files")
+    with pytest.raises(ValueError, match="the corpus 'hub' takes no path; write hub, or files:PATH"):
+        CorpusSpec("hub", tmp_path)
 
 
 def test_empty_file_and_no_documents(tmp_path: Path) -> None:
@@ -345,13 +347,15 @@ def test_empty_file_and_no_documents(tmp_path: Path) -> None:
         load_corpus(_files(empty_folder), "en", "train")
 
 
-def test_csv_without_the_named_column(tmp_path: Path) -> None:
+@pytest.mark.parametrize("rows", ["hello there,a\ngeneral kenobi,b\n", ""], ids=["rows", "header only"])
+def test_csv_without_the_named_column(tmp_path: Path, rows: str) -> None:
+    """Refused by its header, so a file without rows is refused by name too (not as 'no documents')."""
     path = tmp_path / "t.csv"
-    path.write_text("body,topic\nhello there,a\ngeneral kenobi,b\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"t.csv:2: this record has no 'text' field \(its fields: body, topic\); "
+    path.write_text("body,topic\n" + rows, encoding="utf-8")
+    with pytest.raises(ValueError, match=r"t.csv:1: the header has no 'text' field \(its fields: body, topic\); "
                                          "pass text_column"):
         load_corpus(_files(path), "en", "train")
-    with pytest.raises(ValueError, match=r"no 'label' field.*pass label_column"):
+    with pytest.raises(ValueError, match=r"t.csv:1: the header has no 'label' field.*pass label_column"):
         load_labelled(_files(path), "en", "train", text_column="body")
 
 

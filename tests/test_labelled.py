@@ -43,9 +43,15 @@ def test_labelled_sets_parse_once_with_absolute_paths(tmp_path: Path) -> None:
     for text in ("sib200", "embedded", "ag_news", "none", "auto"):
         assert str(LabelledSpec.parse(text)) == text
     for text, message in [("hub", "unknown labelled set 'hub'"), ("files:", "write files:PATH"),
-                          ("files", "unknown labelled set"), ("embedded:/x", "unknown labelled set")]:
+                          ("files", "write files:PATH"), ("embedded:/x", "unknown labelled set")]:
         with pytest.raises(ValueError, match=message):
             LabelledSpec.parse(text)
+    # built directly, as notebooks and steps do: each message says what to write
+    with pytest.raises(ValueError, match="the labelled set 'files' names no path; write files:PATH"):
+        LabelledSpec("files")
+    with pytest.raises(ValueError, match="the labelled set 'embedded' takes no path; write embedded, or files:PATH or "
+                                         "sib200:PATH"):
+        LabelledSpec("embedded", tmp_path)
 
 
 def test_the_main_job_passes_labelled_on_to_notebook_05_and_its_workers(tmp_path: Path) -> None:

@@ -304,6 +304,15 @@ def test_pretokenize_splits_punctuation_and_keeps_case() -> None:
                                                              "tower", "."]
 
 
+def test_a_model_with_no_words_is_refused_naming_its_file() -> None:
+    class NoWords:  # a dictionary with fastText's line-end marker only, as a .bin of 0 words would load
+        def get_words(self, on_unicode_error: str = "strict") -> list[str]:
+            return ["</s>"]
+
+    with pytest.raises(ValueError, match=r"the fastText model /v/empty\.bin has no words in its dictionary"):
+        ft.vectors_from_model(NoWords(), source="the fastText model /v/empty.bin")
+
+
 def test_train_fasttext_is_deterministic_and_the_seed_changes_the_vectors(tmp_path: Path) -> None:
     a = ft.vectors_from_model(ft.train_fasttext(CORPUS, SMALL, seed=0, tmp_dir=tmp_path, progress=False))
     b = ft.vectors_from_model(ft.train_fasttext(CORPUS, SMALL, seed=0, tmp_dir=tmp_path, progress=False))

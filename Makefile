@@ -39,7 +39,7 @@ docs: $(STAMP)
 # French and Spanish, seeds 0, 1 and 2, 4,800 steps (English with the control BERT_FT_PERM); then the training-length
 # series from the same prepared data and vectors, each length with its own schedule: 1,200 steps for every language
 # and seed (with the control) and 2,400 for English seed 0. About 1.2 to 2.5 hours per 4,800-step model on one core
-# of a 2-core CPU (two runs at once; the README quotes the records): some 44 hours in all. Every step resumes. Their
+# of a 2-core CPU (two runs at once; the README quotes the records): some 46 hours in all. Every step resumes. Their
 # small files are saved as records under figures/reference/, so reference-figures needs no training. While issue 29's 4,800-step runs are being
 # trained, figures/reference/runs/ still holds the 1,200-step records (with their controls), and a 4,800-step run
 # is refused there (RecordConflict) until they move to series/: `make reference-record RUNS="runs/reference-fr-seed1"`

@@ -40,10 +40,8 @@ docs: $(STAMP)
 # series from the same prepared data and vectors, each length with its own schedule: 1,200 steps for every language
 # and seed (with the control) and 2,400 for English seed 0. About 1.2 to 2.5 hours per 4,800-step model on one core
 # of a 2-core CPU (two runs at once; the README quotes the records): some 46 hours in all. Every step resumes. Their
-# small files are saved as records under figures/reference/, so reference-figures needs no training. While issue 29's 4,800-step runs are being
-# trained, figures/reference/runs/ still holds the 1,200-step records (with their controls), and a 4,800-step run
-# is refused there (RecordConflict) until they move to series/: `make reference-record RUNS="runs/reference-fr-seed1"`
-# records each finished run into figures/reference/runs4800/ meanwhile.
+# small files are saved as records under figures/reference/, so reference-figures needs no training. A run
+# trained outside this target (train_cli, a resumed session) is recorded with `make reference-record RUNS="runs/X"`.
 REFERENCE_RUNS := $(foreach lang,en fr es,reference-$(lang) reference-$(lang)-seed1 reference-$(lang)-seed2)
 REFERENCE_DIR := figures/reference
 REFERENCE_DOCS := docs/reference
@@ -65,7 +63,7 @@ reference: $(STAMP)
 	    --preset reference --steps 2400 --out $(SERIES_OUT)/reference-en-steps2400 || exit 1; \
 	done
 	$(PY) -m pipeline.job --figures-from $(addprefix runs/,$(REFERENCE_RUNS)) --records $(REFERENCE_DIR)/runs \
-	  --figures $(REFERENCE_DIR)
+	  --figures $(REFERENCE_DIR) --docs $(REFERENCE_DOCS)
 	for run in $(REFERENCE_RUNS); do \
 	  $(PY) -m pipeline.series --base runs/$$run --trained $(SERIES_OUT)/$$run-steps1200 \
 	    $$( [ $$run = reference-en ] && echo $(SERIES_OUT)/reference-en-steps2400 ) \
@@ -74,7 +72,7 @@ reference: $(STAMP)
 	$(MAKE) --no-print-directory reference-figures  # each base above drew its own series; the committed one is English seed 0's
 
 reference-record: $(STAMP)
-	$(PY) -m pipeline.records --runs $(RUNS) $(REFERENCE_DIR)/runs4800
+	$(PY) -m pipeline.records --runs $(RUNS) $(REFERENCE_DIR)/runs
 
 # The ablations of pipeline.ablations on English seeds 0 and 1 (needs runs/reference-en-seed1 too); their
 # records go beside the others and reference-figures draws their table when they exist.
@@ -89,7 +87,7 @@ reference-figures: $(STAMP)
 	steps1200="$(wildcard $(REFERENCE_DIR)/series/*-steps1200)"; if [ -n "$$steps1200" ]; then \
 	  $(PY) -m pipeline.job --figures-from $$steps1200 --figures $(REFERENCE_DIR)/steps1200; fi
 	$(PY) -m pipeline.series --table-only --base $(REFERENCE_DIR)/runs/reference-en --records $(REFERENCE_DIR)/series \
-	  --figures $(REFERENCE_DIR)
+	  --figures $(REFERENCE_DIR) --docs $(REFERENCE_DOCS)
 	if [ -d $(REFERENCE_DIR)/ablations ]; then $(PY) -m pipeline.ablations --table-only --run-records \
 	  $(REFERENCE_DIR)/runs --records $(REFERENCE_DIR)/ablations --figures $(REFERENCE_DIR); fi
 

@@ -173,6 +173,7 @@ def test_the_readmes_average_gain_and_english_sentence_quote_the_claims_check() 
 
 
 CONTROL_CSV = REFERENCE / "table_control.csv"
+CONTROL_1200_CSV = REFERENCE / "steps1200" / "table_control.csv"
 
 
 def _with_seeds(data: pd.Series, key: str) -> list[str]:
@@ -181,12 +182,19 @@ def _with_seeds(data: pd.Series, key: str) -> list[str]:
     return [key, f"{key} ci_low", f"{key} ci_high"] + (seeds if pd.notna(data[seeds[0]]) else [])
 
 
-@pytest.mark.skipif(not CONTROL_CSV.is_file() or pd.read_csv(CONTROL_CSV).empty, reason="no control recorded")
-def test_the_readmes_knowledge_or_scale_table_quotes_the_committed_control_table() -> None:
-    table = pd.read_csv(CONTROL_CSV)
-    overall = table[table["grouping"] == "all"].set_index(["lang", "comparison"])
-    knowledge, scale, whole = (c for c in overall.index.get_level_values("comparison").unique())
-    rows = _readme_table("language", "seeds with a control")
+def _overall(csv: Path) -> tuple[pd.DataFrame, str, str, str]:
+    """The control table's rows over all [MASK] positions, and its three comparisons: knowledge, scale, whole."""
+    table = pd.read_csv(csv)
+    knowledge, scale, whole = table["comparison"].drop_duplicates()
+    return table[table["grouping"] == "all"].set_index(["lang", "comparison"]), knowledge, scale, whole
+
+
+@pytest.mark.parametrize(("csv", "first_header"), [(CONTROL_CSV, "language"),
+                                                   (CONTROL_1200_CSV, "language at 1,200 steps")])
+def test_the_readmes_knowledge_or_scale_tables_quote_the_committed_control_tables(csv: Path,
+                                                                                  first_header: str) -> None:
+    overall, knowledge, scale, whole = _overall(csv)
+    rows = _readme_table(first_header, "seeds with a control")
     assert sorted(r[0].lower() for r in rows) == sorted(set(overall.index.get_level_values("lang")))
     for row in rows:
         lang = row[0].lower()
@@ -203,16 +211,29 @@ def test_the_readmes_knowledge_or_scale_table_quotes_the_committed_control_table
             assert _value_and_interval(cell) == pytest.approx(expected, abs=1e-9), (lang, comparison)
 
 
-@pytest.mark.skipif(not CONTROL_CSV.is_file() or pd.read_csv(CONTROL_CSV).empty, reason="no control recorded")
-def test_the_readmes_knowledge_sentence_takes_its_ranges_from_the_control_table() -> None:
+def test_the_readmes_4800_step_knowledge_sentence_quotes_the_control_table() -> None:
+    """English, the one language with a control at 4,800 steps: knowledge shown, scale not."""
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
-    table = pd.read_csv(CONTROL_CSV)
-    overall = table[table["grouping"] == "all"].set_index(["lang", "comparison"])["loss"]
-    knowledge, scale, whole = table["comparison"].drop_duplicates()
+    overall, knowledge, scale, whole = _overall(CONTROL_CSV)
+    gain, share = -overall.loc[("en", knowledge), "loss"], overall.loc[("en", knowledge), "loss"] / overall.loc[
+        ("en", whole), "loss"]
+    accuracy, scale_row = overall.loc[("en", knowledge), "accuracy"], overall.loc[("en", scale)]
+    assert overall.loc[("en", knowledge), ["loss verdict", "accuracy verdict"]].tolist() == ["shown", "shown"]
+    assert scale_row["loss verdict"] == "not shown"
+    seeds = f"seeds {scale_row['loss seed_ci_low']:.2f} to {scale_row['loss seed_ci_high']:.2f}".replace("-", "−")
+    assert (f"BERT_FT beats the control by {gain:.2f} nat at `[MASK]`, {share:.0%} of its whole advantage over "
+            f"BERT_TINY, and by {accuracy:+.3f} in accuracy, both shown, while the permuted rows alone are not shown "
+            f"to differ from random ones ({scale_row['loss']:+.2f} nat, {seeds}") in readme
+
+
+def test_the_readmes_1200_step_knowledge_sentence_takes_its_ranges_from_the_control_table() -> None:
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    overall, knowledge, scale, whole = _overall(CONTROL_1200_CSV)
+    loss = overall["loss"]
     langs = sorted(set(overall.index.get_level_values("lang")))
-    gains = [-overall[(lang, knowledge)] for lang in langs]
-    shares = [overall[(lang, knowledge)] / overall[(lang, whole)] for lang in langs]
-    scales = [-overall[(lang, scale)] for lang in langs]
+    gains = [-loss[(lang, knowledge)] for lang in langs]
+    shares = [loss[(lang, knowledge)] / loss[(lang, whole)] for lang in langs]
+    scales = [-loss[(lang, scale)] for lang in langs]
     assert (f"BERT_FT beats the control by {min(gains):.2f} to {max(gains):.2f} nat at `[MASK]`, {min(shares):.0%} "
             f"to {max(shares):.0%} of its whole advantage") in readme
     assert f"the permuted rows alone gain {min(scales):.2f} to {max(scales):.2f} nat over random ones" in readme
@@ -221,7 +242,7 @@ def test_the_readmes_knowledge_sentence_takes_its_ranges_from_the_control_table(
 def test_the_readmes_speed_sentence_quotes_the_series_steps_saved() -> None:
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     saved = pd.read_csv(REFERENCE / "series_training_length_steps_saved.csv")
-    longest = saved[(saved["label"] == saved["label"].iloc[-1]) & (saved["model"] == "BERT_FT")].set_index("level")
+    longest = saved[saved["label"].str.contains("4,800 steps") & (saved["model"] == "BERT_FT")].set_index("level")
     same = [f"{level:.1f}" for level in (6.0, 5.5, 5.0)]
     assert {longest.loc[float(level), "steps_saved"] for level in same} == {1100.0}
     row = longest.loc[4.5]
@@ -230,10 +251,9 @@ def test_the_readmes_speed_sentence_quotes_the_series_steps_saved() -> None:
             f"{row['tiny_step']:,.0f})") in readme
 
 
-@pytest.mark.skipif(not CONTROL_CSV.is_file() or pd.read_csv(CONTROL_CSV).empty, reason="no control recorded")
-def test_the_readmes_zero_row_sentence_takes_its_ranges_and_verdicts_from_the_control_table() -> None:
+def test_the_readmes_zero_row_sentence_takes_its_ranges_and_verdicts_from_the_1200_step_control_table() -> None:
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
-    table = pd.read_csv(CONTROL_CSV)
+    table = pd.read_csv(CONTROL_1200_CSV)
     knowledge, scale, _ = table["comparison"].drop_duplicates()
     zero = table[table["group"] == "zero (no fastText vector)"].set_index("comparison")
     gains = {c: -zero.loc[c, "loss"] for c in (scale, knowledge)}
@@ -256,29 +276,35 @@ def test_the_readmes_demo_mask_sentence_quotes_the_committed_position_kinds() ->
             f"BERT_FT's {min(ft):.2f} to {max(ft):.2f} below it") in readme
 
 
-@pytest.mark.skipif(not (REFERENCE / "table_prediction_kinds.csv").is_file(), reason="no prediction kinds committed")
-def test_the_readmes_prediction_kinds_paragraph_quotes_the_committed_table() -> None:
+def test_the_readmes_prediction_kinds_sentences_quote_the_committed_table() -> None:
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     table = pd.read_csv(REFERENCE / "table_prediction_kinds.csv").set_index(["lang", "who"])
-
-    def share(lang: str, who: str, column: str) -> str:
-        return f"{table.loc[(lang, who), column]:.0%}".replace("%", " %")
-
-    def distinct(lang: str, who: str) -> int:
-        return int(table.loc[(lang, who), "distinct tokens"])
-
-    assert (f"BERT_TINY's top prediction is one of only {distinct('en', 'BERT_TINY')} distinct tokens, punctuation "
-            f"{share('en', 'BERT_TINY', 'punctuation')} of the time (the true tokens: "
-            f"{share('en', 'true token', 'punctuation')}). BERT_FT uses {distinct('en', 'BERT_FT')} distinct tokens, "
-            f"{share('en', 'BERT_FT', 'punctuation')} of them punctuation. In French: {distinct('fr', 'BERT_TINY')} "
-            f"and {distinct('fr', 'BERT_FT')} tokens, {share('fr', 'BERT_TINY', 'punctuation')} and "
-            f"{share('fr', 'BERT_FT', 'punctuation')} punctuation, against {share('fr', 'true token', 'punctuation')}. "
-            f"In Spanish: {distinct('es', 'BERT_TINY')} and {distinct('es', 'BERT_FT')} tokens; BERT_TINY's top "
-            f"prediction is one of the 50 most frequent words {share('es', 'BERT_TINY', 'top 50 words')} of the time "
-            f"(the true tokens: {share('es', 'true token', 'top 50 words')})") in readme
+    for lang in ("en", "fr", "es"):
+        rows = [table.loc[(lang, who)] for who in ("BERT_TINY", "BERT_FT", "true token")]
+        tiny, ft, true = (f"{int(row['distinct tokens']):,}" for row in rows)
+        tiny_p, ft_p, true_p = (f"{row['punctuation']:.0%}".replace("%", " %") for row in rows)
+        assert (f"{lang.upper()}: BERT_TINY {tiny} distinct tokens, BERT_FT {ft}, the true tokens {true}; "
+                f"punctuation {tiny_p}, {ft_p} and {true_p}.") in readme, lang
 
 
-RUNS_4800 = REFERENCE / "runs4800"
+STEPS_SAVED_CSV = REFERENCE / "table_steps_saved.csv"
+
+
+def test_the_readmes_steps_saved_table_quotes_the_committed_table() -> None:
+    table = pd.read_csv(STEPS_SAVED_CSV)
+    table = table[table["model"] == "BERT_FT"].set_index(["lang", "level"])
+    rows = _readme_table("language", "level", "BERT_TINY reaches it at step")
+    assert len(rows) == 12  # three languages, four levels
+    for row in rows:
+        data = table.loc[(row[0].lower(), _number(row[1]))]
+        quoted = [_number(row[2]), _number(row[3]), *_value_and_interval(row[4])]
+        expected = [round(float(data[key])) for key in ("tiny_step", "model_step", "steps_saved", "seed_ci_low",
+                                                        "seed_ci_high")]
+        assert quoted == expected, row
+        assert row[5] == data["steps_saved_per_seed"], row
+
+
+RUN_RECORDS = REFERENCE / "runs"
 
 
 def _run_label(record: Path) -> str:
@@ -287,10 +313,9 @@ def _run_label(record: Path) -> str:
     return f"{lang.upper()} seed {seed or 0}"
 
 
-@pytest.mark.skipif(not RUNS_4800.is_dir(), reason="no 4,800-step record committed")
 def test_the_readmes_4800_step_table_has_one_row_per_record_from_its_files() -> None:
     rows = {row[0]: row[1:] for row in _readme_table("run", "commit", "`train_seconds` BERT_TINY / BERT_FT")}
-    records = sorted(RUNS_4800.iterdir())
+    records = sorted(RUN_RECORDS.iterdir())
     assert sorted(rows) == sorted(_run_label(record) for record in records)
     for record in records:
         comparison = json.loads((record / "pretrain" / "comparison.json").read_text(encoding="utf-8"))
@@ -317,44 +342,32 @@ def _off_plateau(record: Path) -> float:
     return kind_mean(group, "bert_tiny", "loss", "mask") - kind_mean(group, "unigram", "loss", "mask")
 
 
-SERIES_4800 = REFERENCE / "series" / "reference-en-steps4800"
-
-
-@pytest.mark.skipif(not (SERIES_4800 / "pretrain" / "bert_ft_perm").is_dir(), reason="no 4,800-step control recorded")
-def test_the_readmes_4800_step_control_sentences_are_built_from_their_records() -> None:
-    """Every 4,800-step record with a control: notebook 06's sentence for it, its commit and its time as trained."""
-    from pipeline.results import load_runs
-    from pipeline.token_analysis import control_table, knowledge_or_scale
-
+def test_the_readmes_control_paragraph_names_each_4800_step_controls_commit_and_time() -> None:
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
-    records = [SERIES_4800, *sorted((REFERENCE / "runs4800").iterdir())]
-    with_control = [record for record in records if (record / "pretrain" / "bert_ft_perm" / "run.json").exists()]
-    assert len(with_control) >= 2  # English seeds 0 and 1
-    for record in with_control:
-        (sentence,) = knowledge_or_scale(control_table(load_runs([record])))
-        assert sentence in readme, record.name
-        control = json.loads((record / "pretrain" / "bert_ft_perm" / "run.json").read_text(encoding="utf-8"))
+    paths = sorted(RUN_RECORDS.glob("*/pretrain/bert_ft_perm/run.json"))
+    assert len(paths) == 3  # English seeds 0, 1 and 2
+    for path in paths:
+        control = json.loads(path.read_text(encoding="utf-8"))
         threads = control["environment"]["device_name"].split(", ")[-1].rstrip(")")
         commit, seconds = control["environment"]["git_commit"][:7], control["train_seconds"]
         how = {"2 threads": "alone on both cores", "1 threads": "on one thread"}[threads]
-        assert f"trained at {commit} ({seconds:,.0f} s {how}" in readme, record.name
+        seed = json.loads((path.parent.parent / "bert_tiny" / "run.json").read_text(encoding="utf-8"))["seed"]
+        assert f"seed {seed}'s trained at {commit} ({seconds:,.0f} s {how}" in readme, path
 
 
 def test_the_readmes_time_per_4800_step_model_and_the_plans_estimate_come_from_the_records() -> None:
-    """Every model of every 4,800-step record (the series row and the runs recorded as they finish): the range and
-    mean of train_seconds, and the plan's estimate from that mean (21 models of 4,800 steps, 27 of 1,200 and 2 of
-    2,400, each in proportion to its steps)."""
-    records = [REFERENCE / "series" / "reference-en-steps4800", *sorted((REFERENCE / "runs4800").iterdir())]
-    paths = [path for record in records for path in sorted((record / "pretrain").glob("*/run.json"))]
+    """Every model of every 4,800-step record: the range and mean of train_seconds, and the plan's estimate from
+    that mean (21 models of 4,800 steps, 27 of 1,200 and 2 of 2,400, each in proportion to its steps)."""
+    paths = sorted(RUN_RECORDS.glob("*/pretrain/*/run.json"))
     infos = [json.loads(path.read_text()) for path in paths]
     # on one thread beside another run, as the sentence says (English seed 0's control ran alone on both cores)
     seconds = [info["train_seconds"] for info in infos if info["environment"]["device_name"].endswith(" 1 threads)")]
     mean = sum(seconds) / len(seconds)
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     low, high = min(seconds), max(seconds)
-    assert (f"({low / 3600:.1f} to {high / 3600:.1f} hours per model on one core, two runs sharing the 2-core CPU: "
-            f"`train_seconds` {low:,.0f} to {high:,.0f} s in the {len(seconds)} models of the 4,800-step records so "
-            f"far, {mean:,.0f} s on average)") in readme
+    assert (f"model took {low / 3600:.1f} to {high / 3600:.1f} hours on one core, two runs sharing the 2-core CPU "
+            f"(`train_seconds` {low:,.0f} to {high:,.0f} s in the {len(seconds)} models of the 4,800-step records, "
+            f"{mean:,.0f} s on average)") in readme
     plan_hours = (21 + (27 * 1_200 + 2 * 2_400) / 4_800) * mean / 3600
     assert f"an estimate, not a measurement, of some {plan_hours:.0f} hours of one core" in readme
 

@@ -428,3 +428,16 @@ def test_the_readmes_gpu_sentences_take_their_numbers_from_the_h100_results() ->
     for sentence in expected:
         sentence = sentence.replace("e-0", "e-")
         assert sentence in text, sentence
+
+
+ABLATIONS_CSV = REFERENCE / "ablations.csv"
+
+
+@pytest.mark.skipif(not ABLATIONS_CSV.is_file(), reason="no ablation recorded")
+def test_the_readmes_noise_floor_sentence_quotes_the_ablation_table() -> None:
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    row = pd.read_csv(ABLATIONS_CSV).set_index("variant").loc["paper_retrained"]
+    assert row["loss_vs_paper"] == 0 == row["accuracy_vs_paper"], "the sentence says the floor is zero"
+    assert (f"`paper_retrained` on English seed {row['seeds']} (the paper's recipe trained again at the same commit, "
+            f"on the same machine and thread count), ends {row['loss_vs_paper']:+.3f} nat and "
+            f"{row['accuracy_vs_paper']:+.3f} in accuracy from the recorded BERT_FT") in readme

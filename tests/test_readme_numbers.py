@@ -287,6 +287,18 @@ def test_the_readmes_prediction_kinds_sentences_quote_the_committed_table() -> N
                 f"punctuation {tiny_p}, {ft_p} and {true_p}.") in readme, lang
 
 
+def test_the_readmes_1200_step_prediction_sentence_quotes_the_1200_step_table() -> None:
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    table = pd.read_csv(REFERENCE / "steps1200" / "table_prediction_kinds.csv").set_index(["lang", "who"])
+    tiny = table.xs("BERT_TINY", level="who")
+    share = {(lang, column): f"{tiny.loc[lang, column]:.0%}".replace("%", " %") for lang in tiny.index
+             for column in ("punctuation", "top 50 words")}
+    distinct = tiny["distinct tokens"]
+    assert (f"At 1,200 steps BERT_TINY used {distinct.min()} to {distinct.max()} distinct tokens: punctuation "
+            f"{share[('en', 'punctuation')]} of the time in English and {share[('fr', 'punctuation')]} in French, one "
+            f"of the 50 most frequent words {share[('es', 'top 50 words')]} of the time in Spanish") in readme
+
+
 STEPS_SAVED_CSV = REFERENCE / "table_steps_saved.csv"
 
 

@@ -81,13 +81,14 @@ reference-ablations: $(STAMP)
 	$(PY) -m pipeline.ablations --runs runs/reference-en runs/reference-en-seed1 --out runs/reference-ablations \
 	  --records $(REFERENCE_DIR)/ablations --figures $(REFERENCE_DIR)
 
+# The series table first: the job hands it to notebook 06 (pipeline.steps.figures_parameters), which shows it.
 reference-figures: $(STAMP)
+	$(PY) -m pipeline.series --table-only --base $(REFERENCE_DIR)/runs/reference-en --records $(REFERENCE_DIR)/series \
+	  --figures $(REFERENCE_DIR)
 	$(PY) -m pipeline.job --figures-from $(addprefix $(REFERENCE_DIR)/runs/,$(REFERENCE_RUNS)) --figures $(REFERENCE_DIR) \
 	  --docs $(REFERENCE_DOCS)
 	steps1200="$(wildcard $(REFERENCE_DIR)/series/*-steps1200)"; if [ -n "$$steps1200" ]; then \
 	  $(PY) -m pipeline.job --figures-from $$steps1200 --figures $(REFERENCE_DIR)/steps1200; fi
-	$(PY) -m pipeline.series --table-only --base $(REFERENCE_DIR)/runs/reference-en --records $(REFERENCE_DIR)/series \
-	  --figures $(REFERENCE_DIR)
 	if [ -d $(REFERENCE_DIR)/ablations ]; then $(PY) -m pipeline.ablations --table-only --run-records \
 	  $(REFERENCE_DIR)/runs --records $(REFERENCE_DIR)/ablations --figures $(REFERENCE_DIR); fi
 

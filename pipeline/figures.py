@@ -270,10 +270,6 @@ def unchanged_sentences(by_kind: pd.DataFrame) -> list[str]:
     return sentences
 
 
-def _text(value: Any, fmt: str = "{}") -> str:
-    return MISSING_MARK if _missing(value) else fmt.format(value)
-
-
 SETTING_ROWS = {"preset": "{}", "seed": "{}", "training steps": "{:,}", "batch size": "{}", "sequence length": "{}",
                 "evaluated every": "{:,.0f} steps", "vocabulary": "{:,}", "static vectors": "{}",
                 "vectors looked up among": "top {:,} words", "corpus": "{}"}  # each row's format
@@ -293,7 +289,8 @@ def setting_comparison(runset: RunSet) -> pd.DataFrame:
             metrics["step"].diff().median() if metrics is not None and len(metrics) > 1 else None,
             manifest.get("vocab_size"), vector_source_text(manifest), manifest.get("top_n"),
             info.get("corpus") or (f"{manifest['corpus']} (the vectors' corpus)" if manifest.get("corpus") else None))
-    return pd.DataFrame({name: [_text(value, fmt) for value, fmt in zip(values, SETTING_ROWS.values())]
+    formats = SETTING_ROWS.values()
+    return pd.DataFrame({name: [MISSING_MARK if _missing(v) else fmt.format(v) for v, fmt in zip(values, formats)]
                          for name, values in columns.items()}, index=list(SETTING_ROWS))
 
 

@@ -263,7 +263,7 @@ def files_labelled(path: Path, lang: str, split: str, text_column: str = "text",
         pairs += rows
     texts = [as_text(text) for text, _ in pairs]
     labels, names, values = encode_labels([label for _, label in pairs], label_names, where=str(path))
-    chosen = take(stratified_split(texts, labels, test_fraction, seed)[split == "test"], max_docs)
+    chosen = take(dict(zip(("train", "test"), stratified_split(texts, labels, test_fraction, seed)))[split], max_docs)
     return LabelledSet([texts[i] for i in chosen], lang, "files", split, str(path), labels=[labels[i] for i in chosen],
                        label_names=names, meta={"test_fraction": test_fraction, "seed": seed, "max_docs": max_docs,
                                                 "csv_format": csv_format, "label_values": values})

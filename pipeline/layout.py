@@ -47,6 +47,7 @@ STAMP_NAME = ".step.json"
 STARTED_NAME = ".step-started.json"
 INPUT_HASHES_NAME = ".input-hashes.json"  # the content hashes of a run's input files, by size and mtime
 PROVENANCE_NAME = "provenance.json"  # in a figures folder: which runs and which commit drew it
+SERIES_TABLE = "series_training_length"  # pipeline.series writes it beside 06's figures; 06 shows its CSV
 
 
 def repo_path(path: str | Path) -> Path:

@@ -9,7 +9,7 @@ import os
 import socket
 import urllib.parse
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 from pipeline.documents import AG_NEWS_LABELS, Corpus, LabelledSet, as_text, check_choice, check_max_docs
 
@@ -106,22 +106,23 @@ def _dataset(path: str, config: str | None, split: str, streaming: bool, **optio
     return datasets.load_dataset(path, config, split=split, streaming=streaming, **options)
 
 
+LabelRule = NamedTuple("LabelRule", [("name", str), ("labels", Sequence[Any]), ("of", Callable[[dict[str, Any]], Any])])
+
+
 def _read(records: Iterable[dict[str, Any]], fields: Sequence[str], what: str, max_docs: int | None,
-          label: tuple[str, Sequence[Any], Callable[[dict[str, Any]], Any]] | None = None, hint: str = "",
-          where: str | None = None) -> tuple[list[str], list[int]]:
+          label: LabelRule | None = None, hint: str = "", where: str | None = None) -> tuple[list[str], list[int]]:
     """The texts and labels of the first ``max_docs`` records (a stream is read no further), each refused unless it
-    has ``fields``; ``label``: (what a label is, the labels, a record's label), an unknown label refused listing them.
-    Numbered from 2, as line 1 of a file ``where`` is its header."""
+    has ``fields`` and a label among ``label.labels``. Numbered from 2, as line 1 of a file ``where`` is its header."""
     texts, labels = [], []
     for n, record in enumerate(itertools.islice(records, max_docs), 2):
         at = f"{where}:{n}: " if where else ""
         if missing := [k for k in fields if k not in record]:
             raise ValueError(f"{at}{what} has no {', '.join(map(repr, missing))} field "
                              f"(fields: {', '.join(map(str, record))}){hint}")
-        if label and (value := label[2](record)) not in label[1]:
-            raise ValueError(f"{at}unknown {label[0]} {value!r}; its {len(label[1])} labels are "
-                             f"{', '.join(map(str, label[1]))}")
-        labels += [list(label[1]).index(value)] if label else []
+        if label and (value := label.of(record)) not in label.labels:
+            raise ValueError(f"{at}unknown {label.name} {value!r}; its {len(label.labels)} labels are "
+                             f"{', '.join(map(str, label.labels))}")
+        labels += [list(label.labels).index(value)] if label else []
         texts.append(as_text(record["text"]))
     return texts, labels
 
@@ -134,7 +135,7 @@ def records_to_texts(records: Iterable[dict[str, Any]], max_docs: int | None = N
 def ag_news_records(records: Iterable[dict[str, Any]], max_docs: int | None = None) -> tuple[list[str], list[int]]:
     """AG News records (``text``, ``label`` 0-3) into texts and labels."""
     return _read(records, ("text", "label"), "AG News record", max_docs,
-                 ("AG News label", range(len(AG_NEWS_LABELS)), lambda record: int(record["label"])))
+                 LabelRule("AG News label", range(len(AG_NEWS_LABELS)), lambda record: int(record["label"])))
 
 
 def hub_corpus(lang: str, split: str, max_docs: int | None = None, eval_docs: int = C4_EVAL_DOCS) -> Corpus:
@@ -191,13 +192,12 @@ def sib200_file(lang: str, split: str, root: str | Path | None = None) -> str:
     """Where one split of ``lang`` lies: on the Hub (``root`` None) or in a local copy of the repository."""
     check_choice("SIB-200 language", lang, tuple(SIB200_CONFIGS),
                  " (the paper's languages; give another labelled set as files:PATH)")
-    base = SIB200_HUB_ROOT if root is None else str(Path(root))
-    return f"{base}/data/{SIB200_CONFIGS[lang]}/{split}.tsv"
+    return f"{SIB200_HUB_ROOT if root is None else Path(root)}/data/{SIB200_CONFIGS[lang]}/{split}.tsv"
 
 
 def sib200_records(records: Iterable[dict[str, Any]], where: str,
                    max_docs: int | None = None) -> tuple[list[str], list[int]]:
     """SIB-200 rows (``index_id``, ``category``, ``text``) into texts and labels (the index of SIB200_LABELS)."""
     return _read(records, SIB200_COLUMNS, "this row", max_docs,
-                 ("SIB-200 category", SIB200_LABELS, lambda record: str(record["category"]).strip()),
+                 LabelRule("SIB-200 category", SIB200_LABELS, lambda record: str(record["category"]).strip()),
                  f"; a SIB-200 row has the columns {', '.join(SIB200_COLUMNS)}: is it a SIB-200 file?", where)

@@ -125,8 +125,9 @@ def figures_key(run_dirs: Sequence[Path], figures_dir: Path, solve_exercises: bo
     """Notebook 06's fingerprint: its own, the steps' stamps, and the content of every record file it reads."""
     params = figures_parameters(run_dirs, Path(figures_dir).resolve(), solve_exercises)
     layouts = [RunLayout(Path(d)) for d in run_dirs]
+    series = [Path(params["series_csv"])] if params["series_csv"] else []  # the table 06 shows, by content
     return fp.fingerprint(FIGURES_STEP, params, [Path(d) / s.out for d in run_dirs for s in STEPS],
-                          [path for run in layouts for path in (*record_files(run), run.pretrain.baseline)])
+                          [path for run in layouts for path in (*record_files(run), run.pretrain.baseline)] + series)
 
 
 def figures_stale(run_dirs: Sequence[Path], figures_dir: Path) -> bool:

@@ -18,12 +18,11 @@ import pandas as pd
 from pipeline.claims_table import gain_estimate, run_crossing, steps_saved_note, steps_saved_table
 from pipeline.figure_plots import lang_name, save_figure
 from pipeline.figures import write_table
-from pipeline.layout import CONTROL_MODEL, MODEL_NAMES, PretrainFiles, RunLayout
+from pipeline.layout import CONTROL_MODEL, MODEL_NAMES, SERIES_TABLE, PretrainFiles, RunLayout
 from pipeline.position_scores import kind_mean
 from pipeline.records import copy_into, model_record_files, read_info, save_control, save_facts, trained_commit
 from pipeline.results import RunSet, SeedGroup, comparison_groups, load_runs
 
-TABLE_NAME = "series_training_length"
 NOTE = ("One pair of models per length and seed ({seeds}), each with its own warm-up and decay; {base:,} steps is "
         "the base run. Intervals (columns low, high): 95 %, bootstrap over the evaluation positions ({seeds}; 10,000 "
         "draws){spread}. [MASK] TINY - unigram: BERT_TINY's loss at the [MASK] positions minus the unigram's there "
@@ -109,12 +108,12 @@ def write_series(run_dirs: Sequence[Path], figures_dir: Path) -> list[Path]:
     spread = ", so they hold no seed variance" if seeds.startswith("seed ") else ", seeds resampled with positions"
     figures_dir.mkdir(parents=True, exist_ok=True)
     note = NOTE.format(seeds=seeds, spread=spread, base=runset.runs[0].steps)  # the base comes first
-    paths = write_table(table, figures_dir, TABLE_NAME, note, table.round(3))
+    paths = write_table(table, figures_dir, SERIES_TABLE, note, table.round(3))
     saved = steps_saved_table(runset)  # one group per length: each its own schedule
-    paths += write_table(saved, figures_dir, f"{TABLE_NAME}_steps_saved", steps_saved_note(runset, saved),
+    paths += write_table(saved, figures_dir, f"{SERIES_TABLE}_steps_saved", steps_saved_note(runset, saved),
                          saved.round(1))
     figure = series_figure(table, f"{what}, {seeds}")
-    return paths + save_figure(figure, figures_dir, TABLE_NAME, "training-length series (ours)")
+    return paths + save_figure(figure, figures_dir, SERIES_TABLE, "training-length series (ours)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

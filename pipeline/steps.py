@@ -90,9 +90,10 @@ class RunSettings:
 
 
 def figures_parameters(run_dirs: Sequence[Path], figures_dir: Path, solve_exercises: bool = False) -> dict[str, Any]:
-    """Notebook 06's parameters: the run folders it draws from and the folder it writes."""
+    """Notebook 06's parameters: the run folders it draws from, the folder it writes and the series table there."""
+    series = Path(figures_dir).resolve() / f"{layout.SERIES_TABLE}.csv"
     return {"run_dirs": [str(Path(d).resolve()) for d in run_dirs], "out_dir": str(Path(figures_dir).resolve()),
-            "solve_exercises": solve_exercises}
+            "series_csv": str(series) if series.is_file() else None, "solve_exercises": solve_exercises}
 
 
 def upstream_of(step: Step, run_dir: Path) -> list[Path]:

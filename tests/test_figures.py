@@ -769,7 +769,7 @@ def test_the_series_steps_note_reads_a_null_train_config(tmp_path: Path) -> None
 
     null = {name: {"train_config": None} for name in layout.TRAINABLE_MODELS}  # as a run.json may hold it
     series.write_series(series_runs(tmp_path, {40: 1, 80: 1}, null), tmp_path / "figures")
-    note = (tmp_path / "figures" / f"{series.TABLE_NAME}_steps_saved.md").read_text()
+    note = (tmp_path / "figures" / f"{series.SERIES_TABLE}_steps_saved.md").read_text()
     assert "the evaluation interval differs between runs or is not recorded" in note
     assert "One seed: no interval." in note
 
@@ -781,8 +781,8 @@ def test_a_length_with_one_seed_in_a_multi_seed_series_has_no_t_interval(tmp_pat
     monkeypatch.setattr(claims_table, "CONFIDENCE", 0.9)  # the note's level is helpers.claims', never typed in
     every = {name: {"train_config": {"eval_every": 10}} for name in layout.TRAINABLE_MODELS}
     series.write_series(series_runs(tmp_path, {40: 1, 80: 2}, every), tmp_path / "figures")
-    saved = pd.read_csv(tmp_path / "figures" / f"{series.TABLE_NAME}_steps_saved.csv")
+    saved = pd.read_csv(tmp_path / "figures" / f"{series.SERIES_TABLE}_steps_saved.csv")
     assert set(saved["n_seeds"]) == {1, 2} and saved.loc[saved["n_seeds"] == 1, "seed_ci_low"].isna().all()
-    note = (tmp_path / "figures" / f"{series.TABLE_NAME}_steps_saved.md").read_text()
+    note = (tmp_path / "figures" / f"{series.SERIES_TABLE}_steps_saved.md").read_text()
     assert "evaluations every 10 steps" in note and "90 %" in note and "95 %" not in note
     assert "a row with one seed (n_seeds 1) has none" in note

@@ -64,4 +64,4 @@ def test_the_committed_series_table_regenerates_from_its_records(tmp_path: Path)
     argv = ["--table-only", "--base", str(RUN_RECORDS / "reference-en"), "--records", str(SERIES_RECORDS),
             "--figures", str(tmp_path)]
     assert series.main(argv) == 0
-    _same_table(tmp_path / f"{series.TABLE_NAME}.csv", REFERENCE / f"{series.TABLE_NAME}.csv")
+    _same_table(tmp_path / f"{series.SERIES_TABLE}.csv", REFERENCE / f"{series.SERIES_TABLE}.csv")

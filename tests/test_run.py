@@ -102,6 +102,18 @@ def test_parameters_give_every_step_the_run_folder_and_only_what_its_notebook_de
     steps.check_parameters(steps.FIGURES_STEP.notebook, steps.figures_parameters([run_dir], tmp_path / "f"))
 
 
+def test_notebook_06_is_handed_the_series_table_beside_its_figures_and_reruns_when_it_changes(tmp_path: Path) -> None:
+    figures_dir = tmp_path / "figures"
+    assert steps.figures_parameters([tmp_path / "demo-en"], figures_dir)["series_csv"] is None
+    series_csv = figures_dir / f"{layout.SERIES_TABLE}.csv"
+    series_csv.parent.mkdir()
+    series_csv.write_text("steps,epochs\n1200,0.5\n")
+    assert steps.figures_parameters([tmp_path / "demo-en"], figures_dir)["series_csv"] == str(series_csv.resolve())
+    before = runner.figures_key([tmp_path / "demo-en"], figures_dir)
+    series_csv.write_text("steps,epochs\n1200,0.6\n")
+    assert runner.figures_key([tmp_path / "demo-en"], figures_dir) != before
+
+
 def test_a_parameter_the_notebook_does_not_declare_is_an_error_not_a_log_line(tmp_path: Path,
                                                                              toy_step: steps.Step) -> None:
     with pytest.raises(steps.JobError, match="does not take the parameter.*corpus_source"):

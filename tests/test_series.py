@@ -48,8 +48,8 @@ def test_a_recorded_pair_gives_one_row_per_length_with_intervals(longer_pair: Pa
     record = series.save_series_record(smoke_run_dir, longer_pair, tmp_path / "records")
     assert not list(record.rglob("*.pt")) and (record / "pretrain" / "token_facts.npz").is_file()
     paths = series.write_series([smoke_run_dir, record], tmp_path / "figures")
-    table = pd.read_csv(tmp_path / "figures" / f"{series.TABLE_NAME}.csv")
-    assert {p.name for p in paths} >= {f"{series.TABLE_NAME}.{ext}" for ext in ("csv", "md", "png", "pdf")}
+    table = pd.read_csv(tmp_path / "figures" / f"{series.SERIES_TABLE}.csv")
+    assert {p.name for p in paths} >= {f"{series.SERIES_TABLE}.{ext}" for ext in ("csv", "md", "png", "pdf")}
     assert len(table) == 2 and table["steps"].iloc[1] == 2 * table["steps"].iloc[0]
     assert table["epochs"].iloc[1] == pytest.approx(2 * table["epochs"].iloc[0])
     for column in ("loss FT - TINY", "[MASK] accuracy FT - TINY", "[MASK] TINY - unigram", "train - eval TINY"):
@@ -61,11 +61,11 @@ def test_a_recorded_pair_gives_one_row_per_length_with_intervals(longer_pair: Pa
     run = load_runs([smoke_run_dir]).runs[0]  # the title and note name the runs' language, preset and seed
     assert series.series_title(load_runs([smoke_run_dir, record])) == (f"{lang_name(run.lang)}, {run.preset} preset",
                                                                        f"seed {run.seed}")
-    note = (tmp_path / "figures" / f"{series.TABLE_NAME}.md").read_text()
+    note = (tmp_path / "figures" / f"{series.SERIES_TABLE}.md").read_text()
     assert f"per length and seed (seed {run.seed}), each with its own" in note
     assert f"decay; {run.steps:,} steps is the base run." in note  # the base's own length, whichever it is
     every = json.loads(layout.RunLayout(smoke_run_dir).model("bert_ft").run_json.read_text())["train_config"]
-    saved_note = (tmp_path / "figures" / f"{series.TABLE_NAME}_steps_saved.md").read_text()
+    saved_note = (tmp_path / "figures" / f"{series.SERIES_TABLE}_steps_saved.md").read_text()
     assert f"evaluations every {every['eval_every']:,} steps" in saved_note and "One seed: no interval." in saved_note
 
 

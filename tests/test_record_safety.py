@@ -94,7 +94,7 @@ def _figures_notebook(write_notebook, names: list[str], fail: bool = False, text
             f"for name in {names!r}:\n    (Path(out_dir) / name).write_text({text!r} + ' ' + name)\n"
             f"(Path(out_dir) / {PROVENANCE_NAME!r}).write_text(json.dumps({{'files': {names!r}, "
             f"'generated_by': 'pipeline.figures.write_outputs (notebooks/06_figures.ipynb)'}}))\n")
-    return write_notebook("06_figures", "run_dirs = None\nout_dir = None\nsolve_exercises = False",
+    return write_notebook("06_figures", "run_dirs = None\nout_dir = None\nseries_csv = None\nsolve_exercises = False",
                           body + ("raise RuntimeError('plot failed')" if fail else ""))
 
 

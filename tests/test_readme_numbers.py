@@ -453,3 +453,37 @@ def test_the_readmes_noise_floor_sentence_quotes_the_ablation_table() -> None:
     assert (f"`paper_retrained` on English seed {row['seeds']} (the paper's recipe trained again at the same commit, "
             f"on the same machine and thread count), ends {row['loss_vs_paper']:+.3f} nat and "
             f"{row['accuracy_vs_paper']:+.3f} in accuracy from the recorded BERT_FT") in readme
+
+
+def _cpu_kernels(run_json: Path) -> str:
+    return json.loads(run_json.read_text(encoding="utf-8"))["environment"]["cpu_kernels"]
+
+
+@pytest.mark.skipif(not ABLATIONS_CSV.is_file(), reason="no ablation recorded")
+def test_the_readmes_scale_sentence_quotes_the_ablation_table_and_the_cpus_it_ran_on() -> None:
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    table = pd.read_csv(ABLATIONS_CSV).set_index("variant")
+    if "scale_bert" not in table.index:
+        pytest.skip("scale_bert not recorded")
+    row, paper = table.loc["scale_bert"], table.loc["paper"]
+    assert str(row["seeds"]) == "1", "the sentence names English seed 1 and intervals over positions of one seed"
+    run = f"reference-en-seed{row['seeds']}"
+    variant_cpu = _cpu_kernels(REFERENCE / "ablations" / run / "scale_bert" / "bert_ft" / "run.json")
+    record_cpu = _cpu_kernels(REFERENCE / "runs" / run / "pretrain" / "bert_ft" / "run.json")
+
+    def shown(short: str) -> bool:
+        return bool(row[f"{short}_ci_low"] > 0 or row[f"{short}_ci_high"] < 0)
+    numbers = (f"`scale_bert` on English seed {row['seeds']} (the copied rows rescaled to a per-element std of "
+               f"{row['found_element_std']:.3f}, BERT's initialiser, from {paper['found_element_std']:.3f}) ends "
+               f"{row['loss_vs_paper']:+.3f} nat [{row['loss_ci_low']:+.3f}, {row['loss_ci_high']:+.3f}] and "
+               f"{row['accuracy_vs_paper']:+.3f} [{row['accuracy_ci_low']:+.3f}, {row['accuracy_ci_high']:+.3f}] "
+               "in accuracy from the recorded BERT_FT (intervals over positions, one seed)")
+    assert numbers in readme
+    if variant_cpu != record_cpu:
+        assert (f"It was trained on an {variant_cpu} CPU and the recorded BERT_FT on an {record_cpu} one") in readme
+    verdict = "shown at these positions" if shown("loss") and shown("accuracy") else "not shown"
+    assert f"a difference of the scale: {verdict}" in readme
+    random_init = table.loc["random init"]
+    assert random_init["loss_vs_paper"] > 10 * abs(row["loss_vs_paper"]), "'explains little' needs a tenfold gap"
+    assert (f"Beside BERT_TINY's {random_init['loss_vs_paper']:+.3f} nat from the same BERT_FT, the rows' size "
+            "explains little of the head start") in readme

@@ -35,6 +35,7 @@ from pipeline.layout import CONTROL_MODEL
 from pipeline.position_scores import estimate_columns, group_positions, kind_mean, model_differences, paired_difference
 from pipeline.results import Run, RunSet, SeedGroup, built_once, comparison_groups, main_groups
 
+PAPER_GAINS = {lang: acc["bert_ft"] - acc["bert_tiny"] for lang, acc in paper.EVAL_ACCURACY.items()}  # Table 3
 CLAIM_COLUMNS = ["lang", "preset", "steps", "claim_id", "claim", "n_seeds", "ours", "ci_low", "ci_high", "interval",
                  "seed_ci_low", "seed_ci_high", "fraction_of_training", "testable", "holds_on_ours", "paper", "note"]
 
@@ -108,8 +109,7 @@ def gain_claim(group: SeedGroup, column: str, claim_id: str, claim: str, kind: s
     paper_text = f"{pub['bert_ft'] - pub['bert_tiny']:+.3f}" if pub else "language not in the paper"
     if kind != "all":
         paper_text += " (the paper's is over all masked positions)"
-    return _claim_row(group, claim_id, claim, est, paper_text, verdict(est, lower),
-                      notes=[includes_zero(est)])
+    return _claim_row(group, claim_id, claim, est, paper_text, verdict(est, lower), notes=[includes_zero(est)])
 
 
 def group_claims(group: SeedGroup) -> list[dict[str, Any]]:
@@ -137,15 +137,11 @@ def group_claims(group: SeedGroup) -> list[dict[str, Any]]:
     ]
 
 
-def paper_gain(lang: str) -> float:
-    return paper.EVAL_ACCURACY[lang]["bert_ft"] - paper.EVAL_ACCURACY[lang]["bert_tiny"]
-
-
 def _average_row(gains: dict[str, Estimate], seeds: str) -> dict[str, Any]:
     average = average_gain(gains)
-    in_paper = [lang for lang in gains if lang in paper.EVAL_ACCURACY]
-    paper_same = float(np.mean([paper_gain(lang) for lang in in_paper])) if in_paper else math.nan
-    paper_all = float(np.mean([paper_gain(lang) for lang in paper.LANGS]))
+    in_paper = [lang for lang in gains if lang in PAPER_GAINS]
+    paper_same = float(np.mean([PAPER_GAINS[lang] for lang in in_paper])) if in_paper else math.nan
+    paper_all = float(np.mean([PAPER_GAINS[lang] for lang in paper.LANGS]))
     holds = ("no interval" if not math.isfinite(average.low) or not in_paper
              else "holds" if average.low <= paper_same <= average.high else "does not hold")
     return {"claim_id": "average_accuracy_gain",
@@ -158,8 +154,8 @@ def _average_row(gains: dict[str, Estimate], seeds: str) -> dict[str, Any]:
 
 def _english_row(gains: dict[str, Estimate], seeds: str) -> dict[str, Any]:
     margin = english_margin(gains)
-    paper_others = [lang for lang in gains if lang != "en" and lang in paper.EVAL_ACCURACY]
-    paper_margin = min(paper_gain(lang) for lang in paper_others) - paper_gain("en") if paper_others else math.nan
+    paper_others = [lang for lang in gains if lang != "en" and lang in PAPER_GAINS]
+    paper_margin = min(PAPER_GAINS[lang] for lang in paper_others) - PAPER_GAINS["en"] if paper_others else math.nan
     return {"claim_id": "english_gains_least",
             "claim": "English gains least: smallest other language's gain minus English's (> 0: holds)",
             **estimate_columns(margin), "holds_on_ours": verdict(margin, lower_is_better=False),
@@ -202,10 +198,8 @@ STEPS_SAVED_COLUMNS = ["lang", "label", "model", "level", "n_seeds", "reached", 
 
 def first_step_at_or_below(run: Run, name: str, level: float) -> int | None:
     metrics = run.model(name).metrics
-    if metrics is None:
-        return None
-    reached = metrics[(metrics["step"] > 0) & (metrics["eval_loss"] <= level)]
-    return None if reached.empty else int(reached["step"].iloc[0])
+    steps = () if metrics is None else metrics["step"][(metrics["step"] > 0) & (metrics["eval_loss"] <= level)]
+    return next((int(step) for step in steps), None)
 
 
 def _steps_saved_row(group: SeedGroup, name: str, level: float) -> dict[str, Any] | None:

@@ -116,8 +116,7 @@ def table1_vectors_found(runset: RunSet) -> pd.DataFrame:
                          "vector_source": vector_source_text(m), "top_n": m.get("top_n"),
                          "status": "ok" if m else "missing: no static/manifest.json",
                          "run_dir": display_path(run.run_dir)})
-    return pd.DataFrame(rows).astype({"vectors_found": "Int64", "vocab_size": "Int64", "top_n": "Int64",
-                                      "seed": "Int64"})
+    return pd.DataFrame(rows).astype(dict.fromkeys(("vectors_found", "vocab_size", "top_n", "seed"), "Int64"))
 
 
 def _interval_columns(estimate: Estimate | None, prefix: str = "") -> dict[str, Any]:
@@ -319,9 +318,8 @@ def _format_cell(value: Any, column: str, whole_step: bool) -> str:
 def format_table(table: pd.DataFrame) -> pd.DataFrame:
     """All cells as text, missing values as '—', steps (the step columns, a crossing's or a steps-saved row's values)
     whole although the CSV keeps the mean over seeds: for display and Markdown, not for further computing."""
-    step_rows = ([True] * len(table) if "steps_saved" in table
-                 else table["claim_id"].astype(str).str.endswith("crossing_step").tolist() if "claim_id" in table
-                 else [False] * len(table))
+    step_rows = (table["claim_id"].astype(str).str.endswith("crossing_step").tolist()
+                 if "claim_id" in table and "steps_saved" not in table else ["steps_saved" in table] * len(table))
     return pd.DataFrame({c: [_format_cell(v, c, c in STEP_COLUMNS or (c in _STEP_ROW_COLUMNS and step_row))
                              for v, step_row in zip(table[c].tolist(), step_rows)] for c in table.columns},
                         index=table.index)
@@ -353,10 +351,8 @@ def narrow_views(table: pd.DataFrame, name: str) -> dict[str, pd.DataFrame]:
     for prefix in ("", "[MASK] "):
         low, high = text[f"{prefix}ci_low"], text[f"{prefix}ci_high"]
         text[f"{prefix}CI"] = [MISSING_MARK if a == MISSING_MARK else f"[{a}, {b}]" for a, b in zip(low, high)]
-    views = {}
-    for title, columns in _VIEWS[name]:
-        view = text[columns]
-        views[title] = view[(view[columns[2:]] != MISSING_MARK).any(axis=1)].reset_index(drop=True)
+    views = {title: text[columns][(text[columns[2:]] != MISSING_MARK).any(axis=1)].reset_index(drop=True)
+             for title, columns in _VIEWS[name]}
     title, columns = _PROVENANCE_VIEW
     views[title] = text[table["source"] != "paper"][columns].reset_index(drop=True)
     return views
@@ -459,17 +455,16 @@ def write_outputs(runset: RunSet, out_dir: str | Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     lang = featured_lang(runset)
     tables = {name: build(runset) for name, build in TABLE_BUILDERS.items()}
-    compared = {} if lang is None else {FIGURE_NAMES[0]: figure1_loss(runset, lang, "train"),
-                                        FIGURE_NAMES[1]: figure1_loss(runset, lang, "eval"),
-                                        FIGURE_NAMES[2]: figure2_accuracy(runset, lang)}
-    compared[FIGURE_NAMES[3]] = figure3_accuracy_by_language(runset)
-    figures = {name: (fig, f"{name} ({lang or 'no runs'}) - ours vs") for name, fig in compared.items()}
-    figures[FIGURE_NAMES[4]] = steps_saved_figure(tables["table_steps_saved"]), f"{FIGURE_NAMES[4]} - ours, beyond"
+    vs, beyond = f"({lang or 'no runs'}) - ours vs", "- ours, beyond"  # each figure's title: its name, then this
+    figures = {} if lang is None else {FIGURE_NAMES[0]: (figure1_loss(runset, lang, "train"), vs),
+                                       FIGURE_NAMES[1]: (figure1_loss(runset, lang, "eval"), vs),
+                                       FIGURE_NAMES[2]: (figure2_accuracy(runset, lang), vs)}
+    figures[FIGURE_NAMES[3]] = figure3_accuracy_by_language(runset), vs
+    figures[FIGURE_NAMES[4]] = steps_saved_figure(tables["table_steps_saved"]), beyond
     if tables["table_token_groups"]["grouping"].notna().any():
-        figures[RECORD_FIGURE_NAMES[0]] = (token_groups_figure(tables["table_token_groups"]),
-                                           f"{RECORD_FIGURE_NAMES[0]} - ours, beyond")
+        figures[RECORD_FIGURE_NAMES[0]] = token_groups_figure(tables["table_token_groups"]), beyond
     written = [path for name, (fig, title) in figures.items()
-               for path in save_figure(fig, out_dir, name, f"{title} {paper.CITATION}")]
+               for path in save_figure(fig, out_dir, name, f"{name} {title} {paper.CITATION}")]
     notes = {**TABLE_NOTES, "table_steps_saved": steps_saved_note(runset, tables["table_steps_saved"])}
     written += [path for name, table in tables.items() for path in write_table(table, out_dir, name, notes.get(name))]
     prov_path = out_dir / PROVENANCE_NAME

@@ -390,8 +390,7 @@ def comparison_groups(runset: RunSet) -> list[SeedGroup]:
         by_key: dict[tuple[Any, ...], SeedGroup] = {}
         excluded: dict[str, str] = {}
         for run in runset.runs_for(lang):
-            problem = pair_problem(run)
-            if problem is not None:
+            if (problem := pair_problem(run)) is not None:
                 excluded[display_path(run.run_dir)] = problem
                 continue
             group = by_key.setdefault(setting_key(run), SeedGroup(lang, []))

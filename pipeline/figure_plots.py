@@ -103,11 +103,11 @@ def figure2_accuracy(runset: RunSet, lang: str, paper_refs: bool = True) -> Figu
     return curves_figure(runset, lang, "2", paper_refs)
 
 
-def figure3_accuracy_by_language(runset: RunSet, paper_refs: bool = True, ncols: int = 3) -> Figure:
+def figure3_accuracy_by_language(runset: RunSet) -> Figure:
     """Figure 3: one accuracy panel per language with comparable runs; the others are named, not drawn."""
     groups = list(main_groups(runset).values())
     without = [x.upper() for x in paper.LANGS if x not in {g.lang for g in groups}]
-    ncols = max(1, min(ncols, len(groups)))
+    ncols = max(1, min(3, len(groups)))  # at most three panels a row
     nrows = max(1, math.ceil(len(groups) / ncols))
     fig = Figure(figsize=(4.6 * ncols, 3.6 * nrows + 0.6), layout="constrained")
     if not groups:
@@ -116,8 +116,7 @@ def figure3_accuracy_by_language(runset: RunSet, paper_refs: bool = True, ncols:
         ax.text(0.5, 0.5, "no run with pretraining metrics", ha="center", va="center")
     for i, group in enumerate(groups):
         ax = fig.add_subplot(nrows, ncols, i + 1)
-        plot_panel(ax, group, "eval_accuracy", "evaluation accuracy", paper.EVAL_ACCURACY if paper_refs else None,
-                   short=True, fontsize=7)
+        plot_panel(ax, group, "eval_accuracy", "evaluation accuracy", paper.EVAL_ACCURACY, short=True, fontsize=7)
         ax.set_title(group_title(group), fontsize=10)
     note = (f"no comparable run of ours for: {', '.join(without)}" if without else "every paper language has a run")
     fig.suptitle(f"Figure 3 (ours): evaluation accuracy over training steps by language\n{note}; "

@@ -34,7 +34,7 @@ from pipeline.figure_plots import FIGURE_FORMATS, save_figure
 from pipeline.figures import to_markdown
 from pipeline.layout import AblationLayout, RunLayout, VariantFiles
 from pipeline.position_scores import seed_differences
-from pipeline.records import copy_into
+from pipeline.records import copy_into, read_info
 from pipeline.results import ModelRun, Run, display_path, load_run, metrics_frame, pair_mismatch, read_positions
 from pipeline.runinfo import device_argument, environment
 from pipeline.staging import move_into, staged, written_whole
@@ -71,8 +71,7 @@ TRAINED = tuple(name for name in VARIANTS if name != "paper")
 
 
 def check_variants(names: Sequence[str]) -> list[str]:
-    unknown = [n for n in names if n not in TRAINED]
-    if unknown:
+    if unknown := [n for n in names if n not in TRAINED]:
         raise ValueError(f"unknown ablation variant(s) {', '.join(unknown)}; choose from {', '.join(TRAINED)}")
     return list(names)
 
@@ -138,14 +137,12 @@ def check_reproduces_run(run_dir: Path, cache_dir: Path) -> None:
 def variant_manifest(run_dir: Path, variant: Variant) -> dict[str, Any]:
     """The run's manifest, with what the variant changed and without what described the run's own vectors."""
     manifest, config = _run_settings(run_dir)
-    dropped = {"normalisation", "fallback", "pieces", "scale", "n_found", "found_element_std", "text_coverage"}
-    if "fasttext" in variant.settings:
-        dropped |= {"word_similarity", "train_seconds", "train_cpu_seconds", "n_model_words"}
-    manifest = {**{k: v for k, v in manifest.items() if k not in dropped}, "ablation": variant.name,
-                "changes": variant.changes, "normalisation": list(replace(config, **variant.settings).normalisation)}
-    if "fasttext" in variant.settings:
-        manifest["fasttext"] = asdict(variant.settings["fasttext"])
-    return manifest
+    retrained = {"fasttext": asdict(variant.settings["fasttext"])} if "fasttext" in variant.settings else {}
+    dropped = {"normalisation", "fallback", "pieces", "scale", "n_found", "found_element_std", "text_coverage",
+               *(("word_similarity", "train_seconds", "train_cpu_seconds", "n_model_words") if retrained else ())}
+    return {**{k: v for k, v in manifest.items() if k not in dropped}, "ablation": variant.name,
+            "changes": variant.changes, "normalisation": list(replace(config, **variant.settings).normalisation),
+            **retrained}
 
 
 def train_variant(run_dir: Path, name: str, out_dir: Path, device: str = "auto") -> VariantFiles:
@@ -159,14 +156,13 @@ def train_variant(run_dir: Path, name: str, out_dir: Path, device: str = "auto")
     if not files.static.manifest.is_file():
         alignment = build_alignment(run_dir, variant, ablations.vectors_cache)
         save_aligned(files.static.folder, alignment, variant_manifest(run_dir, variant))
-    tiny_info = json.loads(run.model("bert_tiny").run_json.read_text(encoding="utf-8"))
+    tiny_info = read_info(run, "bert_tiny")
     # the TrainConfig the run's BERT_TINY was trained with: its preset's, capped as run.json records
     cfg, max_steps = presets.get(tiny_info["preset"]).train, (tiny_info.get("train_config") or {}).get("max_steps")
     train("bert_ft", files.static.folder, cap_steps(cfg, max_steps) if max_steps is not None else cfg,
           run.step("pretrain"), files.folder, tokenizer=load_tokenizer(run.step("tokenizer")), device=device,
           seed=int(tiny_info["seed"]))
-    problem = pair_mismatch(tiny_info, json.loads(files.model.run_json.read_text(encoding="utf-8")))
-    if problem is not None:
+    if problem := pair_mismatch(tiny_info, json.loads(files.model.run_json.read_text(encoding="utf-8"))):
         raise ValueError(f"{files.folder}: the variant's BERT_FT is not comparable with the run's BERT_TINY "
                          f"({problem})")
     return files
@@ -189,8 +185,7 @@ def ablated_runs(run_records: str | Path, ablation_records: str | Path) -> list[
     if not names:
         raise FileNotFoundError(f"no ablation records under {ablation_records}: train the variants first "
                                 "(python -m pipeline.ablations --runs RUN_DIR ... --records DIR)")
-    missing = [n for n in names if not (run_records / n).is_dir()]
-    if missing:
+    if missing := [n for n in names if not (run_records / n).is_dir()]:
         raise FileNotFoundError(f"{run_records} has no record of the ablated run(s) {', '.join(missing)}: save them "
                                 "with python -m pipeline.job --figures-from RUN_DIR ... --records DIR")
     return [run_records / n for n in names]
@@ -238,8 +233,7 @@ def _variant_row(name: str, results: list[VariantResult], papers: list[VariantRe
         row[column] = float(np.mean([res.model.final(column) for res in results]))
         if name != "paper":
             row.update(_paired_columns(results, papers, column))
-    manifests = [res.manifest for res in results if res.manifest]
-    if manifests:
+    if manifests := [res.manifest for res in results if res.manifest]:
         row["n_found"] = int(np.mean([m.get("n_found", 0) for m in manifests]))
         row["found_element_std"] = float(np.mean([m.get("found_element_std") or np.nan for m in manifests]))
     return row
@@ -254,12 +248,8 @@ def ablation_table(run_dirs: Sequence[str | Path], ablation_dir: str | Path) -> 
     if len({(r.lang, r.preset, r.steps) for r in runs}) != 1:
         raise ValueError("the ablation runs must share language, preset and steps (they differ only in seed)")
     per_run = [_results(run, Path(ablation_dir)) for run in runs]
-    rows = []
-    for name in ("random init", *VARIANTS):
-        with_variant = [r for r in per_run if name in r]
-        if with_variant:
-            rows.append(_variant_row(name, [r[name] for r in with_variant], [r["paper"] for r in with_variant]))
-    table = pd.DataFrame(rows)
+    table = pd.DataFrame([_variant_row(name, [r[name] for r in found], [r["paper"] for r in found])
+                          for name in ("random init", *VARIANTS) if (found := [r for r in per_run if name in r])])
     if "n_found" in table:
         table["n_found"] = table["n_found"].astype("Int64")  # a count, blank for the random-init row
     first = runs[0]
@@ -275,13 +265,8 @@ def _bounds(table: pd.DataFrame, short: str) -> list[np.ndarray]:
 
 def intervals_missing_mean(table: pd.DataFrame) -> list[str]:
     """Rows whose interval does not hold its mean ('variant (loss)'): possible only in rounded or edited records."""
-    missing = []
-    for short in ("loss", "accuracy"):
-        mean, low, high = _bounds(table, short)
-        with np.errstate(invalid="ignore"):
-            outside = (low > mean) | (high < mean)
-        missing += [f"{name} ({short})" for name, out in zip(table["variant"], outside) if out]
-    return missing
+    return [f"{name} ({short})" for short in ("loss", "accuracy")
+            for name, mean, low, high in zip(table["variant"], *_bounds(table, short)) if low > mean or high < mean]
 
 
 def plot_ablations(table: pd.DataFrame) -> Any:
@@ -323,8 +308,7 @@ def write_outputs(table: pd.DataFrame, out_dir: str | Path, sources: dict[str, A
     failure part-way leaves the previous set whole."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    missing = intervals_missing_mean(table)
-    if missing:
+    if missing := intervals_missing_mean(table):
         print(f"warning: the interval of {', '.join(missing)} does not hold its mean (a record rounded or edited "
               f"by hand?); {TABLE_NAME}.png draws it only up to the mean", file=sys.stderr)
     names = [f"{TABLE_NAME}.{ext}" for ext in ("csv", "md", *FIGURE_FORMATS)] + [f"{TABLE_NAME}_provenance.json"]
@@ -338,7 +322,9 @@ def write_outputs(table: pd.DataFrame, out_dir: str | Path, sources: dict[str, A
     return [out_dir / name for name in names]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def main(argv: Sequence[str] | None = None) -> int:
+    """Train every variant for every run (a stopped one resumes; each saved as a record with ``--records``),
+    then write the table from the records (else from ``--out``)."""
     parser = argparse.ArgumentParser(prog="python -m pipeline.ablations", description=__doc__.splitlines()[0])
     add = parser.add_argument
     runs = parser.add_mutually_exclusive_group(required=True)
@@ -353,13 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--variants", default=",".join(TRAINED), help=f"comma-separated, from {', '.join(TRAINED)}")
     add("--device", default="auto", type=device_argument, help="auto, cpu, cuda or cuda:N")
     add("--table-only", action="store_true", help="train nothing; the table from --records or --out")
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Train every variant for every run (a stopped one resumes; each saved as a record with ``--records``),
-    then write the table from the records (else from ``--out``)."""
-    args = build_parser().parse_args(argv)
+    args = parser.parse_args(argv)
     try:
         names = check_variants([n.strip() for n in args.variants.split(",") if n.strip()])
         if args.run_records is not None:

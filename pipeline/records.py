@@ -50,13 +50,11 @@ def check_finished(run_dir: Path) -> None:
     """Every record file there, and every model's run.json saying it finished (a run stopped early with
     ``--stop-at`` over a finished one leaves all the files, but an unfinished model)."""
     run = RunLayout(run_dir)
-    missing = [str(path.relative_to(run_dir)) for path in record_files(run) if not path.is_file()]
-    if missing:
+    if missing := [str(path.relative_to(run_dir)) for path in record_files(run) if not path.is_file()]:
         raise FileNotFoundError(f"{run_dir} is not a finished run (missing {', '.join(missing)}); "
                                 "run notebooks 01-05 for it first (python -m pipeline.job)")
-    unfinished = [name for name in (*MODEL_NAMES, CONTROL_MODEL) if run.model(name).run_json.is_file()
-                  and not read_info(run, name).get("finished")]
-    if unfinished:
+    if unfinished := [name for name in (*MODEL_NAMES, CONTROL_MODEL) if run.model(name).run_json.is_file()
+                      and not read_info(run, name).get("finished")]:
         raise FileNotFoundError(f"{run_dir} is not a finished run ({', '.join(unfinished)} stopped before its last "
                                 "step); train it to the end first (the job or train_cli resumes it)")
 

@@ -128,8 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.table_only:
             for trained in args.trained:
                 print(f"recorded {save_series_record(args.base, trained, args.records)}")
-        recorded = sorted(p for p in args.records.glob(f"{args.base.name}-steps*") if p.is_dir())
-        if not recorded:
+        if not (recorded := sorted(p for p in args.records.glob(f"{args.base.name}-steps*") if p.is_dir())):
             raise FileNotFoundError(f"no series records {args.base.name}-steps* in {args.records}")
         for path in write_series([args.base, *recorded], args.figures):
             print(path)

@@ -42,8 +42,7 @@ class ProbeData:
         k = len(self.label_names)
         table = pd.DataFrame({"train": np.bincount(self.train_y, minlength=k),
                               "test": np.bincount(self.test_y, minlength=k)}, index=self.label_names)
-        table.index.name = "class"
-        return table.sort_values("train", ascending=False)
+        return table.rename_axis("class").sort_values("train", ascending=False)
 
 
 def stratified_subset(labels: Sequence[int], n: int | None, seed: int = 0) -> np.ndarray:

@@ -99,13 +99,11 @@ def token_groups_table(runset: RunSet) -> pd.DataFrame:
 
 def _prediction_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[str, Any]]:
     # the first seed's predictions only (the shares vary little between seeds): the label names that seed
-    label = group.first_seed_label
     first, facts = runs[0], runs[0].facts
     words = np.where(~facts["is_piece"] & ~facts["is_punctuation"], facts["train_count"], -1)
-    frequent = np.zeros(len(words), bool)
-    frequent[np.argsort(words)[::-1][:FREQUENT_WORDS]] = True
+    frequent = np.isin(np.arange(len(words)), np.argsort(words)[::-1][:FREQUENT_WORDS])
     chosen = first.select("mask")
-    return [{"lang": group.lang, "label": label, "who": who, "positions": int(chosen.sum()),
+    return [{"lang": group.lang, "label": group.first_seed_label, "who": who, "positions": int(chosen.sum()),
              "punctuation": float(facts["is_punctuation"][ids[chosen]].mean()),
              f"top {FREQUENT_WORDS} words": float(frequent[ids[chosen]].mean()),
              "distinct tokens": int(len(np.unique(ids[chosen])))}

@@ -108,9 +108,8 @@ def record_no_labelled_set(layout: RunLayout, meta: Mapping[str, Any], lang: str
     tables keep their columns and hold no row, so whatever reads them finds them empty rather than stale."""
     import pandas as pd
 
-    status = {**meta, "status": no_labelled_set(lang), "how_to_give_one": how}
     return save_probe_results(pd.DataFrame(columns=list(TABLE_COLUMNS)), pd.DataFrame(columns=list(PAIRED_COLUMNS)),
-                              layout, status)
+                              layout, {**meta, "status": no_labelled_set(lang), "how_to_give_one": how})
 
 
 SKIPPED_MARK = "skipped: "

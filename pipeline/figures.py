@@ -318,8 +318,9 @@ def _format_cell(value: Any, column: str, whole_step: bool) -> str:
 def format_table(table: pd.DataFrame) -> pd.DataFrame:
     """All cells as text, missing values as '—', steps (the step columns, a crossing's or a steps-saved row's values)
     whole although the CSV keeps the mean over seeds: for display and Markdown, not for further computing."""
-    step_rows = (table["claim_id"].astype(str).str.endswith("crossing_step").tolist()
-                 if "claim_id" in table and "steps_saved" not in table else ["steps_saved" in table] * len(table))
+    step_rows = ([True] * len(table) if "steps_saved" in table
+                 else table["claim_id"].astype(str).str.endswith("crossing_step").tolist() if "claim_id" in table
+                 else [False] * len(table))
     return pd.DataFrame({c: [_format_cell(v, c, c in STEP_COLUMNS or (c in _STEP_ROW_COLUMNS and step_row))
                              for v, step_row in zip(table[c].tolist(), step_rows)] for c in table.columns},
                         index=table.index)

@@ -75,14 +75,17 @@ def difference_columns(runs: list[RunPositions], chosen: list[np.ndarray], same:
 
 
 def _group_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[str, Any]]:
-    models = (("bert_tiny", "TINY"), ("bert_ft", "FT"))
-    return [{"lang": group.lang, "label": group.label, "grouping": grouping, "group": name,
-             "positions": int(chosen[0].sum()),
-             **{f"{short} {label}": float(np.mean([r.scores[model][key][c].mean() for r, c in zip(runs, chosen)]))
-                for key, short in (("correct", "accuracy"), ("loss", "loss")) for model, label in models},
-             **difference_columns(runs, chosen, same, "bert_ft", "bert_tiny", f"{group.lang}{grouping}{name}",
-                                  " FT - TINY")}
-            for grouping, name, chosen in token_splits(runs)]
+    rows = []
+    for grouping, name, chosen in token_splits(runs):
+        row: dict[str, Any] = {"lang": group.lang, "label": group.label, "grouping": grouping, "group": name,
+                               "positions": int(chosen[0].sum())}
+        for key, short in (("correct", "accuracy"), ("loss", "loss")):
+            for model, label in (("bert_tiny", "TINY"), ("bert_ft", "FT")):
+                row[f"{short} {label}"] = float(np.mean([r.scores[model][key][c].mean() for r, c in zip(runs, chosen)]))
+        row.update(difference_columns(runs, chosen, same, "bert_ft", "bert_tiny", f"{group.lang}{grouping}{name}",
+                                      " FT - TINY"))
+        rows.append(row)
+    return rows
 
 
 @built_once
@@ -118,9 +121,13 @@ def prediction_kinds_table(runset: RunSet) -> pd.DataFrame:
 def cloze_table(runset: RunSet) -> pd.DataFrame:
     """Notebook 04's fill-mask answers in each group's first seed (named in the label): each model's five most
     probable tokens per masked word; none from records made before 04 kept them."""
-    clozes = [(g, RunLayout(g.first.run_dir).pretrain.cloze) for g in comparison_groups(runset) if g.runs]
-    return pd.DataFrame([{"lang": group.lang, "label": group.first_seed_label, **row} for group, path in clozes
-                         if path.is_file() for row in json.loads(path.read_text(encoding="utf-8"))["rows"]])
+    rows = []
+    for group in (g for g in comparison_groups(runset) if g.runs):
+        path = RunLayout(group.first.run_dir).pretrain.cloze
+        if path.is_file():
+            rows += [{"lang": group.lang, "label": group.first_seed_label, **row}
+                     for row in json.loads(path.read_text(encoding="utf-8"))["rows"]]
+    return pd.DataFrame(rows)
 
 
 def token_groups_figure(table: pd.DataFrame) -> plt.Figure:

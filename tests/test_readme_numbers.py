@@ -459,6 +459,26 @@ def _cpu_kernels(run_json: Path) -> str:
     return json.loads(run_json.read_text(encoding="utf-8"))["environment"]["cpu_kernels"]
 
 
+def _variant_cpus(variant: str, seed: object) -> tuple[str, str]:
+    """The CPU kernels the variant's BERT_FT and the recorded BERT_FT it is compared with were trained on."""
+    run = f"reference-en-seed{seed}"
+    return (_cpu_kernels(REFERENCE / "ablations" / run / variant / "bert_ft" / "run.json"),
+            _cpu_kernels(REFERENCE / "runs" / run / "pretrain" / "bert_ft" / "run.json"))
+
+
+def _ends(row: pd.Series) -> str:
+    """How a variant's README sentence quotes its row: both differences with their intervals over positions."""
+    return (f"ends {row['loss_vs_paper']:+.3f} nat [{row['loss_ci_low']:+.3f}, {row['loss_ci_high']:+.3f}] and "
+            f"{row['accuracy_vs_paper']:+.3f} [{row['accuracy_ci_low']:+.3f}, {row['accuracy_ci_high']:+.3f}] "
+            "in accuracy from the recorded BERT_FT (intervals over positions, one seed)")
+
+
+def _verdict(row: pd.Series) -> str:
+    """'shown at these positions' only when both intervals exclude 0."""
+    shown = [row[f"{short}_ci_low"] > 0 or row[f"{short}_ci_high"] < 0 for short in ("loss", "accuracy")]
+    return "shown at these positions" if all(shown) else "not shown"
+
+
 @pytest.mark.skipif(not ABLATIONS_CSV.is_file(), reason="no ablation recorded")
 def test_the_readmes_scale_sentence_quotes_the_ablation_table_and_the_cpus_it_ran_on() -> None:
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
@@ -467,22 +487,13 @@ def test_the_readmes_scale_sentence_quotes_the_ablation_table_and_the_cpus_it_ra
         pytest.skip("scale_bert not recorded")
     row, paper = table.loc["scale_bert"], table.loc["paper"]
     assert str(row["seeds"]) == "1", "the sentence names English seed 1 and intervals over positions of one seed"
-    run = f"reference-en-seed{row['seeds']}"
-    variant_cpu = _cpu_kernels(REFERENCE / "ablations" / run / "scale_bert" / "bert_ft" / "run.json")
-    record_cpu = _cpu_kernels(REFERENCE / "runs" / run / "pretrain" / "bert_ft" / "run.json")
-
-    def shown(short: str) -> bool:
-        return bool(row[f"{short}_ci_low"] > 0 or row[f"{short}_ci_high"] < 0)
-    numbers = (f"`scale_bert` on English seed {row['seeds']} (the copied rows rescaled to a per-element std of "
-               f"{row['found_element_std']:.3f}, BERT's initialiser, from {paper['found_element_std']:.3f}) ends "
-               f"{row['loss_vs_paper']:+.3f} nat [{row['loss_ci_low']:+.3f}, {row['loss_ci_high']:+.3f}] and "
-               f"{row['accuracy_vs_paper']:+.3f} [{row['accuracy_ci_low']:+.3f}, {row['accuracy_ci_high']:+.3f}] "
-               "in accuracy from the recorded BERT_FT (intervals over positions, one seed)")
-    assert numbers in readme
+    variant_cpu, record_cpu = _variant_cpus("scale_bert", row["seeds"])
+    assert (f"`scale_bert` on English seed {row['seeds']} (the copied rows rescaled to a per-element std of "
+            f"{row['found_element_std']:.3f}, BERT's initialiser, from {paper['found_element_std']:.3f}) "
+            f"{_ends(row)}") in readme
     if variant_cpu != record_cpu:
         assert (f"It was trained on an {variant_cpu} CPU and the recorded BERT_FT on an {record_cpu} one") in readme
-    verdict = "shown at these positions" if shown("loss") and shown("accuracy") else "not shown"
-    assert f"a difference of the scale: {verdict}" in readme
+    assert f"a difference of the scale: {_verdict(row)}" in readme
     random_init = table.loc["random init"]
     assert random_init["loss_vs_paper"] > 10 * abs(row["loss_vs_paper"]), "'explains little' needs a tenfold gap"
     assert (f"Beside BERT_TINY's {random_init['loss_vs_paper']:+.3f} nat from the same BERT_FT, the rows' size "

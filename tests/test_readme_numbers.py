@@ -498,3 +498,20 @@ def test_the_readmes_scale_sentence_quotes_the_ablation_table_and_the_cpus_it_ra
     assert random_init["loss_vs_paper"] > 10 * abs(row["loss_vs_paper"]), "'explains little' needs a tenfold gap"
     assert (f"Beside BERT_TINY's {random_init['loss_vs_paper']:+.3f} nat from the same BERT_FT, the rows' size "
             "explains little of the head start") in readme
+
+
+@pytest.mark.skipif(not ABLATIONS_CSV.is_file(), reason="no ablation recorded")
+def test_the_readmes_fallback_sentence_quotes_the_ablation_table_and_the_cpus_it_ran_on() -> None:
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    table = pd.read_csv(ABLATIONS_CSV).set_index("variant")
+    if "fallback_random" not in table.index:
+        pytest.skip("fallback_random not recorded")
+    row = table.loc["fallback_random"]
+    assert str(row["seeds"]) == "1", "the sentence names English seed 1 and intervals over positions of one seed"
+    assert (f"`fallback_random` on English seed {row['seeds']} (tokens without a vector start from N(0, 0.02) instead "
+            f"of zeros) {_ends(row)}") in readme
+    variant_cpu, record_cpu = _variant_cpus("fallback_random", row["seeds"])
+    if variant_cpu != record_cpu:
+        assert (f"was trained on an {variant_cpu} CPU against the recorded BERT_FT from an {record_cpu} one, so the "
+                "same caveat holds") in readme
+    assert f"a difference of the fallback: {_verdict(row)}" in readme

@@ -479,14 +479,22 @@ def _verdict(row: pd.Series) -> str:
     return "shown at these positions" if all(shown) else "not shown"
 
 
-@pytest.mark.skipif(not ABLATIONS_CSV.is_file(), reason="no ablation recorded")
-def test_the_readmes_scale_sentence_quotes_the_ablation_table_and_the_cpus_it_ran_on() -> None:
+def _variant_row(variant: str) -> tuple[str, pd.DataFrame, pd.Series]:
+    """The README as one line, the ablation table and the variant's row (skipped until it is recorded); every
+    variant sentence names English seed 1 and intervals over positions of that one seed."""
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     table = pd.read_csv(ABLATIONS_CSV).set_index("variant")
-    if "scale_bert" not in table.index:
-        pytest.skip("scale_bert not recorded")
-    row, paper = table.loc["scale_bert"], table.loc["paper"]
+    if variant not in table.index:
+        pytest.skip(f"{variant} not recorded")
+    row = table.loc[variant]
     assert str(row["seeds"]) == "1", "the sentence names English seed 1 and intervals over positions of one seed"
+    return readme, table, row
+
+
+@pytest.mark.skipif(not ABLATIONS_CSV.is_file(), reason="no ablation recorded")
+def test_the_readmes_scale_sentence_quotes_the_ablation_table_and_the_cpus_it_ran_on() -> None:
+    readme, table, row = _variant_row("scale_bert")
+    paper = table.loc["paper"]
     variant_cpu, record_cpu = _variant_cpus("scale_bert", row["seeds"])
     assert (f"`scale_bert` on English seed {row['seeds']} (the copied rows rescaled to a per-element std of "
             f"{row['found_element_std']:.3f}, BERT's initialiser, from {paper['found_element_std']:.3f}) "
@@ -502,12 +510,7 @@ def test_the_readmes_scale_sentence_quotes_the_ablation_table_and_the_cpus_it_ra
 
 @pytest.mark.skipif(not ABLATIONS_CSV.is_file(), reason="no ablation recorded")
 def test_the_readmes_fallback_sentence_quotes_the_ablation_table_and_the_cpus_it_ran_on() -> None:
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
-    table = pd.read_csv(ABLATIONS_CSV).set_index("variant")
-    if "fallback_random" not in table.index:
-        pytest.skip("fallback_random not recorded")
-    row = table.loc["fallback_random"]
-    assert str(row["seeds"]) == "1", "the sentence names English seed 1 and intervals over positions of one seed"
+    readme, _, row = _variant_row("fallback_random")
     assert (f"`fallback_random` on English seed {row['seeds']} (tokens without a vector start from N(0, 0.02) instead "
             f"of zeros) {_ends(row)}") in readme
     variant_cpu, record_cpu = _variant_cpus("fallback_random", row["seeds"])

@@ -518,3 +518,31 @@ def test_the_readmes_fallback_sentence_quotes_the_ablation_table_and_the_cpus_it
         assert (f"was trained on an {variant_cpu} CPU against the recorded BERT_FT from an {record_cpu} one, so the "
                 "same caveat holds") in readme
     assert f"a difference of the fallback: {_verdict(row)}" in readme
+
+
+def _cpu_models(variant: str, seed: object) -> tuple[str, str]:
+    """The CPU models (with their kernels) the variant's BERT_FT and the recorded BERT_FT it is compared with ran on."""
+    run = f"reference-en-seed{seed}"
+    infos = [json.loads(path.read_text(encoding="utf-8"))["environment"] for path in (
+        REFERENCE / "ablations" / run / variant / "bert_ft" / "run.json",
+        REFERENCE / "runs" / run / "pretrain" / "bert_ft" / "run.json")]
+    return tuple(f"{info['cpu_model']} ({info['cpu_kernels']})" for info in infos)
+
+
+@pytest.mark.skipif(not ABLATIONS_CSV.is_file(), reason="no ablation recorded")
+@pytest.mark.parametrize("variant", ["normalise_none", "normalise_unit"])
+def test_the_readmes_normalisation_sentences_quote_the_ablation_table_and_the_cpus_they_ran_on(variant: str) -> None:
+    readme, table, row = _variant_row(variant)
+    paper_std = table.loc["paper", "found_element_std"]
+    assert (f"`{variant}` on English seed {row['seeds']} ({row['changes']}: copied rows of per-element std "
+            f"{row['found_element_std']:.3f}, against the paper recipe's {paper_std:.3f}) "
+            f"{_ends(row)}; a difference of this normalisation: {_verdict(row)}") in readme
+    if variant == "normalise_none":
+        random_init = table.loc["random init"]
+        assert row["loss_ci_low"] > random_init["loss_ci_high"], "'far behind even BERT_TINY' needs separate intervals"
+        assert (f"Rows that large leave BERT_FT far behind even BERT_TINY ({random_init['loss_vs_paper']:+.3f} from "
+                "the same BERT_FT)") in readme
+    variant_cpu, record_cpu = _cpu_models(variant, row["seeds"])
+    if variant_cpu != record_cpu:
+        assert (f"`normalise_none` and `normalise_unit` were trained on an {variant_cpu} CPU against the recorded "
+                f"BERT_FT from an {record_cpu} one") in readme

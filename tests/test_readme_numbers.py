@@ -455,15 +455,15 @@ def test_the_readmes_noise_floor_sentence_quotes_the_ablation_table() -> None:
             f"{row['accuracy_vs_paper']:+.3f} in accuracy from the recorded BERT_FT") in readme
 
 
-def _cpu_kernels(run_json: Path) -> str:
-    return json.loads(run_json.read_text(encoding="utf-8"))["environment"]["cpu_kernels"]
-
-
-def _variant_cpus(variant: str, seed: object) -> tuple[str, str]:
-    """The CPU kernels the variant's BERT_FT and the recorded BERT_FT it is compared with were trained on."""
+def _variant_cpus(variant: str, seed: object, with_model: bool = False) -> tuple[str, ...]:
+    """The CPU kernels ('AVX512'), or with ``with_model`` the model and kernels ('Intel(R) Xeon(R) Processor
+    (AVX512)'), that the variant's BERT_FT and the recorded BERT_FT it is compared with were trained on."""
     run = f"reference-en-seed{seed}"
-    return (_cpu_kernels(REFERENCE / "ablations" / run / variant / "bert_ft" / "run.json"),
-            _cpu_kernels(REFERENCE / "runs" / run / "pretrain" / "bert_ft" / "run.json"))
+    infos = [json.loads(path.read_text(encoding="utf-8"))["environment"] for path in (
+        REFERENCE / "ablations" / run / variant / "bert_ft" / "run.json",
+        REFERENCE / "runs" / run / "pretrain" / "bert_ft" / "run.json")]
+    return tuple(f"{info['cpu_model']} ({info['cpu_kernels']})" if with_model else info["cpu_kernels"]
+                 for info in infos)
 
 
 def _ends(row: pd.Series) -> str:
@@ -520,15 +520,6 @@ def test_the_readmes_fallback_sentence_quotes_the_ablation_table_and_the_cpus_it
     assert f"a difference of the fallback: {_verdict(row)}" in readme
 
 
-def _cpu_models(variant: str, seed: object) -> tuple[str, str]:
-    """The CPU models (with their kernels) the variant's BERT_FT and the recorded BERT_FT it is compared with ran on."""
-    run = f"reference-en-seed{seed}"
-    infos = [json.loads(path.read_text(encoding="utf-8"))["environment"] for path in (
-        REFERENCE / "ablations" / run / variant / "bert_ft" / "run.json",
-        REFERENCE / "runs" / run / "pretrain" / "bert_ft" / "run.json")]
-    return tuple(f"{info['cpu_model']} ({info['cpu_kernels']})" for info in infos)
-
-
 @pytest.mark.skipif(not ABLATIONS_CSV.is_file(), reason="no ablation recorded")
 @pytest.mark.parametrize("variant", ["normalise_none", "normalise_unit"])
 def test_the_readmes_normalisation_sentences_quote_the_ablation_table_and_the_cpus_they_ran_on(variant: str) -> None:
@@ -542,7 +533,51 @@ def test_the_readmes_normalisation_sentences_quote_the_ablation_table_and_the_cp
         assert row["loss_ci_low"] > random_init["loss_ci_high"], "'far behind even BERT_TINY' needs separate intervals"
         assert (f"Rows that large leave BERT_FT far behind even BERT_TINY ({random_init['loss_vs_paper']:+.3f} from "
                 "the same BERT_FT)") in readme
-    variant_cpu, record_cpu = _cpu_models(variant, row["seeds"])
+    variant_cpu, record_cpu = _variant_cpus(variant, row["seeds"], with_model=True)
     if variant_cpu != record_cpu:
         assert (f"`normalise_none` and `normalise_unit` were trained on an {variant_cpu} CPU against the recorded "
                 f"BERT_FT from an {record_cpu} one") in readme
+
+
+@pytest.mark.skipif(not ABLATIONS_CSV.is_file(), reason="no ablation recorded")
+@pytest.mark.parametrize(("variant", "ordinal", "what"), [("pieces_strip", "sixth", "the pieces"),
+                                                          ("vectors_old", "seventh", "the vectors' quality")])
+def test_the_readmes_pieces_and_vectors_sentences_quote_the_ablation_table_and_the_cpus_they_ran_on(
+        variant: str, ordinal: str, what: str) -> None:
+    readme, table, row = _variant_row(variant)
+    found = (f": {int(row['n_found']):,} rows start from a vector, against the paper recipe's "
+             f"{int(table.loc['paper', 'n_found']):,}" if variant == "pieces_strip" else "")
+    assert (f"The {ordinal}, `{variant}` on English seed {row['seeds']} ({row['changes']}{found}) {_ends(row)}; "
+            f"a difference of {what}: {_verdict(row)}") in readme
+    variant_cpu, record_cpu = _variant_cpus(variant, row["seeds"], with_model=True)
+    if variant_cpu != record_cpu:
+        assert (f"`pieces_strip` and `vectors_old` were trained on an {variant_cpu} CPU against the recorded BERT_FT "
+                f"from an {record_cpu} one, so the same caveat holds") in readme
+
+
+@pytest.mark.skipif(not ABLATIONS_CSV.is_file(), reason="no ablation recorded")
+def test_the_readmes_reading_of_the_old_vectors_follows_from_the_table() -> None:
+    """'what the vectors know is part of the head start' needs the old vectors shown worse, and their rows' size
+    between two sizes whose difference changed less than the old vectors cost."""
+    readme, table, row = _variant_row("vectors_old")
+    scale, paper, random_init = table.loc["scale_bert"], table.loc["paper"], table.loc["random init"]
+    assert _verdict(row) == "shown at these positions" and row["loss_vs_paper"] > 0
+    assert scale["found_element_std"] < row["found_element_std"] < paper["found_element_std"]
+    assert scale["loss_ci_high"] < row["loss_ci_low"], "the rows' size would need to explain less than the cost"
+    assert (f"Worse vectors cost {row['loss_vs_paper']:.3f} of the {random_init['loss_vs_paper']:.3f} nat that "
+            f"BERT_FT ends ahead of BERT_TINY, and not through their rows' size (per-element std "
+            f"{row['found_element_std']:.3f}, between `scale_bert`'s {scale['found_element_std']:.3f} and the paper "
+            f"recipe's {paper['found_element_std']:.3f}): what the vectors know is part of the head start") in readme
+
+
+@pytest.mark.skipif(not ABLATIONS_CSV.is_file(), reason="no ablation recorded")
+def test_the_readme_counts_the_recorded_ablations_and_names_the_one_commit_they_were_trained_at() -> None:
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    infos = [json.loads(path.read_text(encoding="utf-8"))
+             for path in sorted((REFERENCE / "ablations").glob("*/*/bert_ft/run.json"))]
+    commits = {info["environment"]["git_commit"] for info in infos}
+    assert len(commits) == 1 and not next(iter(commits)).endswith("+dirty")
+    words = {7: "seven"}
+    assert (f"are all {words[len(infos)]} trained at 4,800 steps from clean {next(iter(commits))[:7]} and "
+            "recorded") in readme
+    assert {(info["steps"], info["steps_done"], info["finished"]) for info in infos} == {(4800, 4800, True)}

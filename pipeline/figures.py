@@ -289,7 +289,7 @@ def setting_comparison(runset: RunSet) -> pd.DataFrame:
             manifest.get("vocab_size"), vector_source_text(manifest), manifest.get("top_n"),
             info.get("corpus") or (f"{manifest['corpus']} (the vectors' corpus)" if manifest.get("corpus") else None))
     formats = SETTING_ROWS.values()
-    return pd.DataFrame({name: [MISSING_MARK if _missing(v) else fmt.format(v) for v, fmt in zip(values, formats)]
+    return pd.DataFrame({name: [MISSING_MARK if pd.isna(v) else fmt.format(v) for v, fmt in zip(values, formats)]
                          for name, values in columns.items()}, index=list(SETTING_ROWS))
 
 
@@ -297,12 +297,8 @@ STEP_COLUMNS = ("steps", "tiny_step", "model_step", "steps_saved")  # always a s
 _STEP_ROW_COLUMNS = ("ours", "ci_low", "ci_high", "seed_ci_low", "seed_ci_high")  # a step in a crossing row
 
 
-def _missing(value: Any) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
-
-
 def _format_cell(value: Any, column: str, whole_step: bool) -> str:
-    if _missing(value):
+    if pd.isna(value):  # None, NaN or pd.NA
         return MISSING_MARK
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"

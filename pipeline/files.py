@@ -117,11 +117,8 @@ def _not_text(path: Path, problem: str, nul: bool = False) -> ValueError:
     """The error for a file that does not decode (``nul``: a line held a NUL byte), judged from its first bytes:
     a magic number, or NULs that UTF-16/32 text would not hold, say binary; text gets the command that converts it
     from its encoding (Latin-1's command would turn a UTF-16 file into garbage that loads without a word)."""
-    try:
-        with _open(path) as fh:
-            head = bytes(fh.read(4096))
-    except (OSError, EOFError, zlib.error):
-        head = b""
+    with _open(path) as fh:  # called inside text_lines' gzip_checked, which names a .gz cut short
+        head = bytes(fh.read(4096))
     kind, encoding = next((name for magic, name in MAGIC if head.startswith(magic)), None), wide_encoding(head)
     if kind is None and encoding is not None:
         text = head[:len(head) // 4 * 4].decode(encoding, errors="replace")

@@ -21,8 +21,7 @@ from pipeline.baseline_files import load_token_facts
 from pipeline.layout import CONTROL_MODEL, RunLayout
 from pipeline.results import Run, RunSet, SeedGroup, built_once, comparison_groups, display_path, read_positions
 
-SCORERS = ("bert_tiny", "bert_ft", "unigram", "copy_aware")
-SCORER_LABELS = {"bert_tiny": "BERT_TINY", "bert_ft": "BERT_FT", "unigram": "unigram (no context)",
+SCORER_LABELS = {"bert_tiny": "BERT_TINY", "bert_ft": "BERT_FT", "unigram": "unigram (no context)",  # in table order
                  "copy_aware": "copy-aware (copy the visible token, else unigram; no context)"}
 KINDS = ("all", *POSITION_KINDS)
 
@@ -113,17 +112,15 @@ def seed_differences(pairs: Iterable[tuple[dict[str, np.ndarray], dict[str, np.n
     for base, changed in pairs:
         diffs.append(changed[key] - base[key])
         where.append(base["sequence"] * 65_536 + base["position"] if "sequence" in base else np.arange(len(base[key])))
-    return diffs, all(len(w) == len(where[0]) and (w == where[0]).all() for w in where)
+    return diffs, all(np.array_equal(w, where[0]) for w in where)
 
 
 def model_differences(group: SeedGroup, key: str) -> tuple[list[np.ndarray], bool] | str:
     """BERT_FT minus BERT_TINY in ``key`` at every scored position, per seed, and whether the seeds share
     their positions: all positions, so records from before the [MASK]-only scores serve too."""
-    pairs = []
-    for run in group.runs:
-        pairs.append((positions_of(run, "bert_tiny"), positions_of(run, "bert_ft")))
-        if problem := next((f for f in pairs[-1] if isinstance(f, str)), None):
-            return problem
+    pairs = [(positions_of(run, "bert_tiny"), positions_of(run, "bert_ft")) for run in group.runs]
+    if problem := next((f for pair in pairs for f in pair if isinstance(f, str)), None):
+        return problem
     return seed_differences(pairs, key)
 
 
@@ -166,7 +163,7 @@ def _kind_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[d
              "positions": int(runs[0].select(kind).sum()), "share": float(runs[0].select(kind).mean()),
              "loss": float(np.mean([r.mean(scorer, "loss", kind) for r in runs])),
              "accuracy": float(np.mean([r.mean(scorer, "correct", kind) for r in runs])), "status": "ok"}
-            for scorer in SCORERS for kind in KINDS]
+            for scorer in SCORER_LABELS for kind in KINDS]
 
 
 @built_once

@@ -123,8 +123,7 @@ def load_data(path: str | Path) -> PreparedData:
                                 "(notebook 04 does) and copy the data/ folder to this machine")
     load = lambda name: np.load(files.array(name), allow_pickle=False)  # noqa: E731
     if meta.get("storage", {}).get("train") == "shards":  # memory maps: rows are read from disk when picked
-        train = S.open_shards(files.shards)
-        train_ids, train_lengths = train.ids, train.lengths
+        train_ids, train_lengths = S.open_shards(files.shards)
     else:
         train_ids, train_lengths = load("train_ids"), load("train_lengths")
     return PreparedData(train_ids, train_lengths, load("eval_masked_ids"), load("eval_lengths"), load("eval_labels"),

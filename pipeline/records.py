@@ -11,7 +11,7 @@ from typing import Any, Iterable, Sequence
 
 from pipeline.baseline_files import compute_baseline, compute_token_facts, save_baseline, save_token_facts
 from pipeline.fingerprints import copy_fingerprint, portable
-from pipeline.layout import CONTROL_MODEL, FIGURES_DIR, MODEL_NAMES, STEP_FOLDERS, PretrainFiles, RunLayout
+from pipeline.layout import CONTROL_MODEL, FIGURES_DIR, MODEL_NAMES, STEP_FOLDERS, ModelFiles, PretrainFiles, RunLayout
 from pipeline.staging import move_into, staged
 
 
@@ -19,8 +19,7 @@ def read_info(run: RunLayout | PretrainFiles, name: str) -> dict[str, Any]:
     return json.loads(run.model(name).run_json.read_text(encoding="utf-8"))
 
 
-def model_record_files(run: RunLayout | PretrainFiles, name: str) -> tuple[Path, Path, Path]:
-    model = run.model(name)
+def model_record_files(model: ModelFiles) -> tuple[Path, Path, Path]:
     return model.metrics, model.run_json, model.positions
 
 
@@ -28,8 +27,8 @@ def record_files(run: RunLayout) -> list[Path]:
     """The files of a finished run that notebook 06 reads (all small); the control's where it was trained."""
     names = [*MODEL_NAMES, *([CONTROL_MODEL] if run.model(CONTROL_MODEL).run_json.is_file() else [])]
     cloze = [run.pretrain.cloze] if run.pretrain.cloze.is_file() else []
-    return [run.static.manifest, run.pretrain.comparison, *(p for name in names for p in model_record_files(run, name)),
-            run.probe_table, run.probe_differences, *cloze]
+    models = (path for name in names for path in model_record_files(run.model(name)))
+    return [run.static.manifest, run.pretrain.comparison, *models, run.probe_table, run.probe_differences, *cloze]
 
 
 def copy_into(paths: Iterable[Path], source: Path, target: Path) -> None:
@@ -78,8 +77,7 @@ def trained_commit(run: RunLayout | PretrainFiles) -> str:
     if dirty or len(set(commits.values())) != 1:
         why = (f"trained from uncommitted code ({', '.join(dirty)})" if dirty
                else f"trained at different commits {commits}")
-        where = run.root if isinstance(run, RunLayout) else run.folder
-        raise UncommittedRun(f"{where} was {why}: a record must name one clean commit for both models. Commit, "
+        raise UncommittedRun(f"{run.folder} was {why}: a record must name one clean commit for both models. Commit, "
                              "train again (the job resumes nothing of other code), or pass --draft to record it as a "
                              "draft outside figures/")
     return commits["bert_tiny"]
@@ -152,7 +150,7 @@ def save_control(trained: str | Path, record_dir: str | Path) -> Path:
                              f"{'; '.join(problems)}")
     target = record.model(CONTROL_MODEL).folder
     with staged(target.parent, target.name) as staging:
-        copy_into(model_record_files(pair, CONTROL_MODEL), pair.model(CONTROL_MODEL).folder, staging)
+        copy_into(model_record_files(pair.model(CONTROL_MODEL)), pair.model(CONTROL_MODEL).folder, staging)
         move_into(staging, target)
     return target
 

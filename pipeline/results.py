@@ -361,11 +361,8 @@ class SeedGroup:
     def total_steps(self) -> int | None:
         return min((r.last_step for r in self.runs if r.last_step is not None), default=None)
 
-    def per_seed(self, value: Callable[[Run], float]) -> list[float]:
-        return [value(run) for run in self.runs]
-
     def mean(self, value: Callable[[Run], float]) -> float:
-        return float(np.mean(self.per_seed(value))) if self.runs else math.nan
+        return float(np.mean([value(run) for run in self.runs])) if self.runs else math.nan
 
     def with_control(self) -> SeedGroup:
         """The seeds that also trained the control (BERT_FT_PERM)."""

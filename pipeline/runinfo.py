@@ -124,10 +124,10 @@ def _changed(*pathspec: str) -> bool | None:
 
 
 def git_commit() -> str | None:
-    """HEAD, with '+dirty' when tracked files outside figures/ have uncommitted changes; None outside git."""
+    """HEAD, with '+dirty' when tracked files outside figures/ and docs/ have uncommitted changes; None outside git."""
     sha = _git("rev-parse", "HEAD")
-    # figures/ holds regenerated outputs, not code: notebook 06 rewriting it must not mark its own run dirty.
-    dirty = _changed(".", ":!figures")
+    # figures/ and docs/ hold regenerated outputs, not code: 06 and the renders rewriting them leave a run clean.
+    dirty = _changed(".", ":!figures", ":!docs")
     if sha is None or dirty is None:
         return None
     return sha.strip() + ("+dirty" if dirty else "")

@@ -41,7 +41,7 @@ def save_series_record(base_run: Path, trained: Path, records_dir: Path) -> Path
                              "train the series from the base run's pretrain/data")
     record = RunLayout(Path(records_dir) / f"{base.root.name}-steps{infos['bert_tiny']['steps']}")
     # the control, where trained, joins by content after the pair (records.save_control)
-    pair_files = [path for name in MODEL_NAMES for path in model_record_files(pair, name)]
+    pair_files = [path for name in MODEL_NAMES for path in model_record_files(pair.model(name))]
     pair_files += [pair.comparison] if pair.comparison.is_file() else []
     copy_into(pair_files, pair.folder, record.step("pretrain"))
     copy_into([base.static.manifest], base.root, record.root)

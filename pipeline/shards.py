@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 import torch
@@ -248,13 +248,11 @@ class ShardedArray:
         return np.concatenate([np.asarray(p) for p in self.parts]).astype(dtype or self.dtype, copy=False)
 
 
-@dataclass
-class Shards:
+class Shards(NamedTuple):
     """What :func:`write_shards` wrote: ``ids`` [n, seq_len] uint16 and ``lengths`` [n] int16."""
 
     ids: ShardedArray
     lengths: ShardedArray
-    manifest: dict[str, Any]
 
 
 def open_shards(out_dir: str | Path, allow_incomplete: bool = False) -> Shards:
@@ -269,4 +267,4 @@ def open_shards(out_dir: str | Path, allow_incomplete: bool = False) -> Shards:
     ids, lengths = (ShardedArray([np.load(out / shard[kind], mmap_mode="r", allow_pickle=False)
                                   for shard in manifest["shards"]], manifest["shard_size"])
                     for kind in ("ids", "lengths"))
-    return Shards(ids, lengths, manifest)
+    return Shards(ids, lengths)

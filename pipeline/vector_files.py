@@ -245,8 +245,7 @@ class VectorsSource:
 
 
 def obtain_vectors(config: VectorsConfig, lang: str, corpus: CorpusSpec, seed: int = 0,
-                   vectors_path: str | Path | None = None, cache_dir: str | Path | None = None,
-                   progress: bool = True) -> VectorsSource:
+                   vectors_path: str | Path | None = None, progress: bool = True) -> VectorsSource:
     """Vectors for notebook 03: from ``vectors_path`` if given (a ``.bin`` also gives the model), else per
     ``config.source``; fastText trains on ``corpus`` when the preset trains its own vectors."""
     if vectors_path is not None:
@@ -259,7 +258,7 @@ def obtain_vectors(config: VectorsConfig, lang: str, corpus: CorpusSpec, seed: i
             return VectorsSource(vectors_from_model(model, config.top_n, f"the fastText model {path}"), model, info)
         return VectorsSource(read_vec(path, config.top_n, config.fasttext.dim), None, info)
     if config.source == "published":
-        path = download_vectors(lang, cache_dir or REPO_ROOT / DEFAULT_CACHE, config.top_n, progress)
+        path = download_vectors(lang, REPO_ROOT / DEFAULT_CACHE, config.top_n, progress)
         info = {"source": "published", "vectors_path": str(path), "url": CC_URL.format(lang=lang),
                 "top_n": config.top_n, "download": json.loads(Path(f"{path}.json").read_text(encoding="utf-8"))}
         return VectorsSource(read_vec(path, config.top_n, config.fasttext.dim), None, info)

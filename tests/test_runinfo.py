@@ -92,6 +92,23 @@ def test_a_changed_cell_a_changed_module_or_a_new_module_is_dirty(monkeypatch, t
     assert runinfo.code_version().endswith("+dirty")
 
 
+def test_regenerated_figures_and_docs_leave_the_commit_clean_and_a_readme_edit_does_not(monkeypatch, tmp_path) -> None:
+    """figures/ and docs/ are what the jobs write: rewriting them must not stamp the job's own runs +dirty."""
+    _repository_with_a_stripped_notebook(tmp_path)
+    for folder in ("figures", "docs"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "out.md").write_text("before\n")
+    (tmp_path / "README.md").write_text("read me\n")
+    subprocess.run(["git", "add", "."], cwd=tmp_path, check=True)
+    subprocess.run(["git", "commit", "-qm", "outputs"], cwd=tmp_path, check=True)
+    monkeypatch.setattr(runinfo, "REPO_ROOT", tmp_path)
+    for folder in ("figures", "docs"):
+        (tmp_path / folder / "out.md").write_text("regenerated\n")
+    assert not runinfo.git_commit().endswith("+dirty")
+    (tmp_path / "README.md").write_text("edited\n")
+    assert runinfo.git_commit().endswith("+dirty")
+
+
 def test_a_run_names_the_cpu_model_and_the_kernels_torch_chose(tmp_path) -> None:
     import torch
 

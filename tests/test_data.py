@@ -87,6 +87,16 @@ def test_the_partition_record_names_each_part_with_a_hash() -> None:
         data.embedded_partition("en")["train"] = ()  # type: ignore[index]
 
 
+def test_the_cached_embedded_articles_cannot_be_changed_by_a_caller() -> None:
+    """One cached copy serves every caller in the process: an edit by one would change every later run's text."""
+    articles = data.embedded_articles("en")
+    with pytest.raises(TypeError):
+        articles[0]["extract"] = "changed"  # type: ignore[index]
+    with pytest.raises(TypeError):
+        articles[0] = {}  # type: ignore[index]
+    assert data.embedded_articles("en") is articles and set(articles[0]) == {"key", "title", "extract", "topic"}
+
+
 def test_embedded_split_is_repeatable_and_independent_of_max_docs() -> None:
     first = load_corpus(EMBEDDED, "en", "eval")
     again = load_corpus(EMBEDDED, "en", "eval")

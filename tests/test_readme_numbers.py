@@ -550,9 +550,12 @@ def test_the_readmes_pieces_and_vectors_sentences_quote_the_ablation_table_and_t
     assert (f"The {ordinal}, `{variant}` on English seed {row['seeds']} ({row['changes']}{found}) {_ends(row)}; "
             f"a difference of {what}: {_verdict(row)}") in readme
     variant_cpu, record_cpu = _variant_cpus(variant, row["seeds"], with_model=True)
-    if variant_cpu != record_cpu:
-        assert (f"`pieces_strip` and `vectors_old` were trained on an {variant_cpu} CPU against the recorded BERT_FT "
-                f"from an {record_cpu} one, so the same caveat holds") in readme
+    caveat = "`pieces_strip` and `vectors_old` were trained on an"
+    if variant_cpu == record_cpu:
+        assert caveat not in readme, "the caveat names two CPUs, but the records name one"
+    else:
+        assert (f"{caveat} {variant_cpu} CPU against the recorded BERT_FT from an {record_cpu} one, so the same "
+                "caveat holds") in readme
 
 
 @pytest.mark.skipif(not ABLATIONS_CSV.is_file(), reason="no ablation recorded")
@@ -575,6 +578,9 @@ def test_the_readme_counts_the_recorded_ablations_and_names_the_one_commit_they_
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     infos = [json.loads(path.read_text(encoding="utf-8"))
              for path in sorted((REFERENCE / "ablations").glob("*/*/bert_ft/run.json"))]
+    variants = {path.parent.parent.name for path in (REFERENCE / "ablations").glob("*/*/bert_ft/run.json")}
+    in_table = set(pd.read_csv(ABLATIONS_CSV)["variant"]) - {"paper", "random init"}
+    assert in_table == variants, "every recorded variant has its row, and every row a record (none skipped)"
     commits = {info["environment"]["git_commit"] for info in infos}
     assert len(commits) == 1 and not next(iter(commits)).endswith("+dirty")
     words = {7: "seven"}

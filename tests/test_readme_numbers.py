@@ -576,9 +576,9 @@ def test_the_readmes_reading_of_the_old_vectors_follows_from_the_table() -> None
 @pytest.mark.skipif(not ABLATIONS_CSV.is_file(), reason="no ablation recorded")
 def test_the_readme_counts_the_recorded_ablations_and_names_the_one_commit_they_were_trained_at() -> None:
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
-    infos = [json.loads(path.read_text(encoding="utf-8"))
-             for path in sorted((REFERENCE / "ablations").glob("*/*/bert_ft/run.json"))]
-    variants = {path.parent.parent.name for path in (REFERENCE / "ablations").glob("*/*/bert_ft/run.json")}
+    run_jsons = sorted((REFERENCE / "ablations").glob("*/*/bert_ft/run.json"))
+    infos = [json.loads(path.read_text(encoding="utf-8")) for path in run_jsons]
+    variants = {path.parent.parent.name for path in run_jsons}
     in_table = set(pd.read_csv(ABLATIONS_CSV)["variant"]) - {"paper", "random init"}
     assert in_table == variants, "every recorded variant has its row, and every row a record (none skipped)"
     commits = {info["environment"]["git_commit"] for info in infos}

@@ -499,8 +499,11 @@ def test_the_readmes_scale_sentence_quotes_the_ablation_table_and_the_cpus_it_ra
     assert (f"`scale_bert` on English seed {row['seeds']} (the copied rows rescaled to a per-element std of "
             f"{row['found_element_std']:.3f}, BERT's initialiser, from {paper['found_element_std']:.3f}) "
             f"{_ends(row)}") in readme
-    if variant_cpu != record_cpu:
-        assert (f"It was trained on an {variant_cpu} CPU and the recorded BERT_FT on an {record_cpu} one") in readme
+    caveat = f"It was trained on an {variant_cpu} CPU and the recorded BERT_FT on an"
+    if variant_cpu == record_cpu:
+        assert caveat not in readme, "the caveat names two CPUs, but the records name one"
+    else:
+        assert f"{caveat} {record_cpu} one" in readme
     assert f"a difference of the scale: {_verdict(row)}" in readme
     random_init = table.loc["random init"]
     assert random_init["loss_vs_paper"] > 10 * abs(row["loss_vs_paper"]), "'explains little' needs a tenfold gap"
@@ -514,9 +517,11 @@ def test_the_readmes_fallback_sentence_quotes_the_ablation_table_and_the_cpus_it
     assert (f"`fallback_random` on English seed {row['seeds']} (tokens without a vector start from N(0, 0.02) instead "
             f"of zeros) {_ends(row)}") in readme
     variant_cpu, record_cpu = _variant_cpus("fallback_random", row["seeds"])
-    if variant_cpu != record_cpu:
-        assert (f"was trained on an {variant_cpu} CPU against the recorded BERT_FT from an {record_cpu} one, so the "
-                "same caveat holds") in readme
+    caveat = f"was trained on an {variant_cpu} CPU against the recorded BERT_FT from an"
+    if variant_cpu == record_cpu:
+        assert caveat not in readme, "the caveat names two CPUs, but the records name one"
+    else:
+        assert f"{caveat} {record_cpu} one, so the same caveat holds" in readme
     assert f"a difference of the fallback: {_verdict(row)}" in readme
 
 
@@ -534,9 +539,11 @@ def test_the_readmes_normalisation_sentences_quote_the_ablation_table_and_the_cp
         assert (f"Rows that large leave BERT_FT far behind even BERT_TINY ({random_init['loss_vs_paper']:+.3f} from "
                 "the same BERT_FT)") in readme
     variant_cpu, record_cpu = _variant_cpus(variant, row["seeds"], with_model=True)
-    if variant_cpu != record_cpu:
-        assert (f"`normalise_none` and `normalise_unit` were trained on an {variant_cpu} CPU against the recorded "
-                f"BERT_FT from an {record_cpu} one") in readme
+    caveat = "`normalise_none` and `normalise_unit` were trained on an"
+    if variant_cpu == record_cpu:
+        assert caveat not in readme, "the caveat names two CPUs, but the records name one"
+    else:
+        assert f"{caveat} {variant_cpu} CPU against the recorded BERT_FT from an {record_cpu} one" in readme
 
 
 @pytest.mark.skipif(not ABLATIONS_CSV.is_file(), reason="no ablation recorded")

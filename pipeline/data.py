@@ -11,10 +11,10 @@ import importlib.metadata
 import inspect
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Self, Sequence
 
 from pipeline.documents import (
     EVAL_FRACTION,
@@ -33,49 +33,53 @@ from pipeline.online import hub_corpus, hub_labelled
 CORPUS_HELP = "embedded (offline default), hub (allenai/c4 per language), or files:PATH (local files)"
 
 
-def parse_spec(text: Any, what: str, with_path: Sequence[str], base: Path | None) -> tuple[str, Path | None]:
-    """(kind, path) of 'KIND' or 'KIND:PATH' (KIND one of ``with_path``); PATH made absolute from ``base`` (default:
-    the working folder), so that every step of a run reads the same files."""
-    value = str(text).strip()
-    kind, colon, rest = value.partition(":")
-    if not (colon and kind in with_path):
-        return value, None
-    if not rest.strip():
-        raise ValueError(f"unknown {what} {value!r}: it names no path; write {kind}:PATH")
-    path = Path(rest.strip()).expanduser()
-    return kind, (path if path.is_absolute() else (base or Path.cwd()) / path).resolve()
+class PathSpec:
+    """'KIND' or 'KIND:PATH', parsed once where it comes in and checked however it is built; ``str(spec)`` (the path
+    absolute) is what the main job passes on, so that every step reads the same files."""
 
+    WHAT, KINDS, WITH_PATH, HELP = "", (), (), ""  # its name in messages, its kinds, those with a path, its help
+    path: Path | None
 
-def check_spec(what: str, kind: str, path: Path | None, kinds: Sequence[str], with_path: Sequence[str],
-               choices: str) -> None:
-    """Refuse an unknown kind, ``files`` without a path and a path where none is taken, each saying what to write."""
-    if kind not in kinds:
-        raise ValueError(f"unknown {what} {kind!r}; choose {choices}")
-    if kind == "files" and path is None:
-        raise ValueError(f"the {what} 'files' names no path; write files:PATH")
-    if path is not None and kind not in with_path:
-        raise ValueError(f"the {what} {kind!r} takes no path; write {kind}, or "
-                         f"{' or '.join(k + ':PATH' for k in with_path)}")
+    @classmethod
+    def parse(cls, text: Any, base: Path | None = None) -> Self:
+        """One of its ``HELP``; PATH made absolute from ``base`` (default: the working folder)."""
+        if isinstance(text, cls):
+            return text
+        value = str(text).strip()
+        kind, colon, rest = value.partition(":")
+        if not (colon and kind in cls.WITH_PATH):
+            return cls(value)
+        if not rest.strip():
+            raise ValueError(f"unknown {cls.WHAT} {value!r}: it names no path; write {kind}:PATH")
+        path = Path(rest.strip()).expanduser()
+        return cls(kind, (path if path.is_absolute() else (base or Path.cwd()) / path).resolve())
+
+    @property
+    def _kind(self) -> str:
+        return getattr(self, fields(self)[0].name)  # CorpusSpec's source, LabelledSpec's kind
+
+    def __post_init__(self) -> None:
+        """Refuse an unknown kind, ``files`` without a path and a path where none is taken, saying what to write."""
+        kind, what = self._kind, self.WHAT
+        if kind not in self.KINDS:
+            raise ValueError(f"unknown {what} {kind!r}; choose {self.HELP}")
+        if kind == "files" and self.path is None:
+            raise ValueError(f"the {what} 'files' names no path; write files:PATH")
+        if self.path is not None and kind not in self.WITH_PATH:
+            raise ValueError(f"the {what} {kind!r} takes no path; write {kind}, or "
+                             f"{' or '.join(k + ':PATH' for k in self.WITH_PATH)}")
+
+    def __str__(self) -> str:
+        return self._kind if self.path is None else f"{self._kind}:{self.path}"
 
 
 @dataclass(frozen=True)
-class CorpusSpec:
-    """Which text every step reads, parsed once from ``--corpus`` or a notebook's ``corpus`` parameter; ``str(spec)``
-    (``files:`` with an absolute path) is what the main job passes on, so every step reads the same files."""
+class CorpusSpec(PathSpec):
+    """Which text every step reads, from ``--corpus`` or a notebook's ``corpus`` parameter."""
 
+    WHAT, KINDS, WITH_PATH, HELP = "corpus", ("embedded", "hub", "files"), ("files",), CORPUS_HELP
     source: str  # 'embedded', 'hub' or 'files'
     path: Path | None = None  # the file or folder, for 'files' only
-
-    @classmethod
-    def parse(cls, text: str | CorpusSpec, base: Path | None = None) -> CorpusSpec:
-        """'embedded', 'hub' or 'files:PATH' (PATH as :func:`parse_spec` reads it)."""
-        return text if isinstance(text, CorpusSpec) else cls(*parse_spec(text, "corpus", ("files",), base))
-
-    def __post_init__(self) -> None:
-        check_spec("corpus", self.source, self.path, ("embedded", "hub", "files"), ("files",), CORPUS_HELP)
-
-    def __str__(self) -> str:
-        return self.source if self.path is None else f"{self.source}:{self.path}"
 
 
 EMBEDDED = CorpusSpec("embedded")

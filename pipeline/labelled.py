@@ -10,35 +10,24 @@ from pathlib import Path
 from typing import Any
 
 from helpers.probe import overlap
-from pipeline.data import EMBEDDED_FILES, HUB, CorpusSpec, check_spec, load_corpus, load_labelled, parse_spec
+from pipeline.data import EMBEDDED_FILES, HUB, CorpusSpec, PathSpec, load_corpus, load_labelled
 from pipeline.documents import LabelledSet
 from pipeline.online import SIB200_CONFIGS
 
 KINDS = ("auto", "embedded", "sib200", "ag_news", "files", "none")
-WITH_PATH = ("files", "sib200")  # the kinds that take a path: files:PATH, sib200:PATH
 LABELLED_HELP = ("auto (embedded for en, fr, es; sib200 with --corpus hub; else none), embedded, sib200 (the Hub), "
                  "sib200:PATH (a local copy of Davlan/sib200), ag_news (the Hub, English), files:PATH (.csv, .jsonl "
                  "or .parquet with text and label columns) or none (no probe)")
 
 
 @dataclass(frozen=True)
-class LabelledSpec:
-    """A labelled set; ``str(spec)`` gives the canonical text back (paths absolute), which the main job passes on."""
+class LabelledSpec(PathSpec):
+    """A labelled set: one of :data:`LABELLED_HELP`."""
 
+    WHAT, KINDS, WITH_PATH, HELP = "labelled set", KINDS, ("files", "sib200"), LABELLED_HELP
     kind: str  # one of KINDS
     path: Path | None = None  # files: the file or folder; sib200: a local copy (None: the Hub)
     corpus: CorpusSpec | None = field(default=None, compare=False, repr=False)  # the run's text, set by resolve
-
-    @classmethod
-    def parse(cls, text: str | LabelledSpec, base: Path | None = None) -> LabelledSpec:
-        """One of :data:`LABELLED_HELP` (PATH as :func:`pipeline.data.parse_spec` reads it)."""
-        return text if isinstance(text, LabelledSpec) else cls(*parse_spec(text, "labelled set", WITH_PATH, base))
-
-    def __post_init__(self) -> None:
-        check_spec("labelled set", self.kind, self.path, KINDS, WITH_PATH, LABELLED_HELP)
-
-    def __str__(self) -> str:
-        return f"{self.kind}:{self.path}" if self.path is not None else self.kind
 
     def resolve(self, lang: str, corpus: CorpusSpec) -> LabelledSpec:
         """``auto`` made concrete for one language and corpus, and the corpus kept, so that :meth:`load` can warn

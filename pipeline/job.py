@@ -1,8 +1,5 @@
-"""The main job (``python -m pipeline.job``, ``make figures``): notebooks 01-05 per language and seed, then 06.
-
-The steps are :mod:`pipeline.steps`, the options :mod:`pipeline.job_options`, the running of one step or language
-:mod:`pipeline.runner`; this module puts them in order and spreads the runs over GPUs when asked to.
-"""
+"""The main job (``python -m pipeline.job``, ``make figures``): notebooks 01-05 per language and seed, then 06, in
+order, spread over GPUs when asked to (the steps: :mod:`pipeline.steps`; running them: :mod:`pipeline.runner`)."""
 
 from __future__ import annotations
 
@@ -75,9 +72,8 @@ def run_on_gpus(options: JobOptions) -> None:
 
 def refusals(options: JobOptions) -> dict[RunSettings, str]:
     """Why each run's folder would refuse it (:func:`pipeline.run_identity.identity_conflict`); none with --force."""
-    if options.force:
-        return {}
-    found = {run: identity_conflict(RunLayout(run.run_dir(options.out)), run.identity()) for run in options.runs()}
+    runs = [] if options.force else options.runs()
+    found = {run: identity_conflict(RunLayout(run.run_dir(options.out)), run.identity()) for run in runs}
     return {run: conflict for run, conflict in found.items() if conflict}
 
 

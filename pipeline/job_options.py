@@ -1,8 +1,5 @@
-"""The main job's command line, checked once into one typed value (:class:`JobOptions`).
-
-An option that can be checked alone is checked by its argparse ``type``; what needs several options together, by
-:func:`parse_options`. Either way a mistake stops the job before any step runs, with one line that says what to do.
-"""
+"""The main job's command line, checked once into one typed value (:class:`JobOptions`): each option by its argparse
+``type``, options together by :func:`parse_options`, so a mistake stops the job before any step runs."""
 
 from __future__ import annotations
 
@@ -10,7 +7,7 @@ import argparse
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NoReturn, Sequence, TypeVar
+from typing import Any, Callable, NoReturn, Sequence
 
 from helpers.paper_values import LANGS as C4_PAPER_LANGS
 from helpers.presets import PRESET_HELP, check_preset
@@ -35,9 +32,6 @@ GUARD_HELP = ("figures/ and docs/ hold committed files: only the README's job (m
               "or labelled set, --vectors) count by content, never by path: their SHA-256 digests are kept in each "
               f"run folder's {INPUT_HASHES_NAME} and trusted while a file's size and modification time are "
               "unchanged; delete that file to read every input again")
-
-
-# --------------------------------------------------------------------------- one option each
 
 
 def names(text: str, number: bool = False) -> tuple[str, ...] | tuple[int, ...]:
@@ -67,12 +61,9 @@ def gpu_indices(text: str) -> tuple[int, ...]:
     return gpus
 
 
-T = TypeVar("T")  # the value a spec's parser returns
-
-
-def spec_argument(parse: Callable[[str], T], hint: str) -> Callable[[str], T]:
+def spec_argument(parse: Callable[[str], Any], hint: str) -> Callable[[str], Any]:
     """``--corpus`` or ``--labelled``, parsed once: the path a ``files:``-style value names must exist."""
-    def existing(text: str) -> T:
+    def existing(text: str) -> Any:
         spec = parse(text)
         if spec.path is not None and not spec.path.exists():
             raise ValueError(f"{spec.path} does not exist; give {hint}")
@@ -109,27 +100,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--labelled", default=LabelledSpec("auto"), type=spec_argument(
                         LabelledSpec.parse, "a labelled file or folder (files:PATH, or sib200:PATH for SIB-200)"),
                         help=f"notebook 05's labelled set for the probe: {LABELLED_HELP}")
-    parser.add_argument("--vectors", default=None, type=vectors_file, help="a local .vec/.vec.gz/.bin file for "
+    parser.add_argument("--vectors", type=vectors_file, help="a local .vec/.vec.gz/.bin file for "
                         "notebook 03 (default: per the preset: trained here, or the published cc.LANG.300 for paper)")
     parser.add_argument("--max-steps", type=setting_argument("max_steps"), help="cap pretraining at N steps")
     parser.add_argument("--seeds", default="0", help="seeds, comma-separated; each language runs once per seed",
                         type=checked(lambda text: tuple(map(check_seed, names(text, number=True)))))
     parser.add_argument("--out", default=str(RUNS_DIR), type=folder, help="folder for run folders (default: runs/)")
-    parser.add_argument("--figures", dest="figures_dir", metavar="FIGURES", default=None, type=folder,
-                        help="folder for figures (default: figures/ for the README's demo job, else "
-                        "<out>/figures-<preset>)")
-    parser.add_argument("--docs", default=None, type=folder, help="also render every executed notebook as "
+    parser.add_argument("--figures", dest="figures_dir", metavar="FIGURES", type=folder, help="folder for figures "
+                        "(default: figures/ for the README's demo job, else <out>/figures-<preset>)")
+    parser.add_argument("--docs", type=folder, help="also render every executed notebook as "
                         "Markdown into this folder (make docs: docs/); renders hold timings, so by default none")
     parser.add_argument("--device", default="auto", type=device_argument, help="auto, cpu, cuda or cuda:N")
-    parser.add_argument("--gpus", default=None, type=gpu_indices, help="GPU indices, comma-separated (e.g. 0,1,2,3):"
+    parser.add_argument("--gpus", type=gpu_indices, help="GPU indices, comma-separated (e.g. 0,1,2,3):"
                         " the independent runs (language x seed) are spread one per GPU, each in its own process")
     parser.add_argument("--no-figures", action="store_true", help="run notebooks 01-05 only (for example to "
                         "collect runs with different seeds per language, then --figures-from)")
-    parser.add_argument("--figures-from", dest="run_dirs", nargs="+", default=None, type=folder, metavar="RUN_DIR",
+    parser.add_argument("--figures-from", dest="run_dirs", nargs="+", type=folder, metavar="RUN_DIR",
                         help="run only notebook 06, over these run folders (or saved records); needs --figures")
-    parser.add_argument("--records", default=None, type=folder, help="with --figures-from: first save each run's "
-                        "record (the small files 06 reads, pipeline.records) into this folder, then make the "
-                        "figures from them")
+    parser.add_argument("--records", type=folder, help="with --figures-from: first save each run's record (the "
+                        "small files 06 reads, pipeline.records) into this folder, then make the figures from them")
     parser.add_argument("--draft", action="store_true", help="with --records: record runs trained from uncommitted "
                         "code too (never into figures/); without it such runs are refused")
     parser.add_argument("--control", action="store_true", help="notebook 04 also trains the control BERT_FT_PERM "
@@ -138,9 +127,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--check", action="store_true", help="run nothing: list, per run, the steps a run would "
                         "execute now (exit status 1 if any), i.e. whose results do not come from the current code")
     return parser
-
-
-# --------------------------------------------------------------------------- the options together
 
 
 @dataclass(frozen=True)
@@ -188,8 +174,7 @@ def writable_folder(path: Path, option: str) -> None:
 
 
 def check_langs(langs: Sequence[str], corpus: CorpusSpec, labelled: LabelledSpec) -> None:
-    """Refuse a language the corpus or the labelled set lacks, and one ``files:`` corpus (which has no language of
-    its own) for several languages."""
+    """Refuse a language the corpus or the labelled set lacks, and one ``files:`` corpus for several languages."""
     if corpus.source == "files" and len(langs) > 1:
         raise JobError(f"--lang {','.join(langs)} with one --corpus {corpus} would feed every language the same text; "
                        "run one language per files: corpus (--lang en --corpus files:EN_DIR --no-figures, then "

@@ -1,6 +1,5 @@
-"""Reading a notebook's cells, and the top-level definitions of a source, as the step fingerprints and the
-export check (``tests/notebook_exports.py``) both need them.
-"""
+"""A notebook's cells and a source's top-level definitions, as the step fingerprints and the export check
+(``tests/notebook_exports.py``) both read them."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Running the main job's steps: one notebook with papermill, a language's steps 01-05, notebook 06, the docs.
-
-A step whose fingerprint (:mod:`pipeline.fingerprints`) is unchanged since its last successful run is skipped, so
-a rerun after a failure resumes where it stopped.
-"""
+"""Running the main job's steps: one notebook with papermill, a language's steps 01-05, notebook 06, the docs. A step
+whose fingerprint (:mod:`pipeline.fingerprints`) is unchanged since it last succeeded is skipped: a rerun resumes."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The main job's steps: which notebook each one runs, what it reads and writes, and its papermill parameters.
-
-Notebooks 01 to 05 run once per language and seed, each into its own folder of the run folder; 06 draws from every
-run folder at once. A step's parameters derive from one :class:`RunSettings` and the run folder, nothing else.
-"""
+"""The main job's steps: which notebook each one runs, what it reads and writes, and its papermill parameters, which
+derive from one :class:`RunSettings` and the run folder only (06 draws from every run folder at once)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,6 @@ with the documents read so far, so an interrupted run resumes at the next shard.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 
@@ -32,8 +31,7 @@ MAX_VOCAB = int(np.iinfo(np.uint16).max) + 1  # ids 0..65,535
 DEFAULT_SHARD_SIZE = 100_000  # sequences per shard: 100,000 x 128 x 2 bytes = 25.6 MB
 
 
-@dataclass
-class TokenizedCorpus:
+class TokenizedCorpus(NamedTuple):
     """All documents' token ids end to end (no special tokens) plus where each document starts."""
 
     ids: np.ndarray  # uint16 when the vocabulary fits, else int32
@@ -83,12 +81,14 @@ def truncate_sequences(corpus: TokenizedCorpus, seq_len: int, cls_id: int, sep_i
     return out, (lens + 2).astype(np.int16)
 
 
-def pack_sequences(corpus: TokenizedCorpus, seq_len: int, cls_id: int, sep_id: int) -> tuple[np.ndarray, np.ndarray]:
-    """Packed format: documents joined with [SEP], cut into ``[CLS] + seq_len-1`` token blocks (the tail dropped).
-
-    No padding (~1.4x the text per step on the embedded corpus) and long documents kept whole, but attention
-    crosses document boundaries.
-    """
+def make_sequences(corpus: TokenizedCorpus, tokenizer: Any, seq_len: int,
+                   packing: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The paper's truncated rows, or packed: documents joined with [SEP], cut into ``[CLS] + seq_len-1`` token
+    blocks (the tail dropped). Packing pads nothing (~1.4x the text per step on the embedded corpus) and keeps long
+    documents whole, but attention crosses document boundaries."""
+    cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
+    if not packing:
+        return truncate_sequences(corpus, seq_len, cls_id, sep_id, tokenizer.pad_token_id)
     stream = np.insert(corpus.ids, corpus.offsets[1:], sep_id)
     block = seq_len - 1
     n = len(stream) // block
@@ -98,13 +98,6 @@ def pack_sequences(corpus: TokenizedCorpus, seq_len: int, cls_id: int, sep_id: i
     out[:, 0] = cls_id
     out[:, 1:] = stream[:n * block].reshape(n, block)
     return out, np.full(n, seq_len, dtype=np.int16)
-
-
-def make_sequences(corpus: TokenizedCorpus, tokenizer: Any, seq_len: int,
-                   packing: bool) -> tuple[np.ndarray, np.ndarray]:
-    if packing:
-        return pack_sequences(corpus, seq_len, tokenizer.cls_token_id, tokenizer.sep_token_id)
-    return truncate_sequences(corpus, seq_len, tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)
 
 
 def fixed_eval_mask(tokenizer: Any, ids: np.ndarray, lengths: np.ndarray, mlm_probability: float = 0.15,

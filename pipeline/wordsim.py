@@ -20,9 +20,8 @@ with a bootstrap 95 % interval: how much it would move with another draw of such
 from __future__ import annotations
 
 import importlib.metadata
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -34,8 +33,7 @@ TITLES = {"wordsim353": "WordSim-353", "simlex999": "SimLex-999"}
 N_BOOTSTRAP = 1000
 
 
-@dataclass(frozen=True)
-class Pair:
+class Pair(NamedTuple):
     first: str
     second: str
     human: float

@@ -57,6 +57,20 @@ class World(NamedTuple):
             return module
         return DistributedDataParallel(module, device_ids=[device.index] if device.type == "cuda" else None)
 
+    def broadcast_from_main(self, value: Any) -> Any:
+        if not self.distributed:
+            return value
+        holder = [value if self.is_main else None]
+        dist.broadcast_object_list(holder, src=0)
+        return holder[0]
+
+    def gather_to_main(self, value: Any) -> list[Any]:
+        if not self.distributed:
+            return [value]
+        values: list[Any] = [None] * self.world_size
+        dist.all_gather_object(values, value)
+        return values
+
 
 def from_environment() -> World:
     try:
@@ -100,22 +114,6 @@ def process_group(device: torch.device, world: World) -> Iterator[World]:
     finally:
         gc.collect()  # the last references to DDP's buckets, so no gloo thread still holds a tensor to free
         dist.destroy_process_group()
-
-
-def broadcast_from_main(value: Any, world: World) -> Any:
-    if not world.distributed:
-        return value
-    holder = [value if world.is_main else None]
-    dist.broadcast_object_list(holder, src=0)
-    return holder[0]
-
-
-def gather_to_main(value: Any, world: World) -> list[Any]:
-    if not world.distributed:
-        return [value]
-    values: list[Any] = [None] * world.world_size
-    dist.all_gather_object(values, value)
-    return values
 
 
 def dropout_seed(seed: int, world: World) -> int:

@@ -6,6 +6,7 @@ evaluation loss and accuracy?
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import time
 from dataclasses import asdict, replace
@@ -93,7 +94,16 @@ def train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Pat
         data, tokens = load_training_data(data_dir, cfg, tokenizer, init)
         overrides = {"vocab_size": len(tokens), "pad_token_id": tokens.pad_token_id, **(model_overrides or {})}
         start, permutation = starting_embeddings(model_name, init, seed)
-        ctx = make_run_context(start, cfg, tokens, dev, world, seed, overrides)
+        model = build_model(static_init(start), seed=seed, **overrides)
+        use_attention(model, step_options(cfg, dev, world).attention)
+        model.to(dev).train()
+        # Every process draws the same masks (the collator's seed) but its own dropout (a stream per process);
+        # the dropout stream starts in the same place for both models.
+        torch.manual_seed(distributed.dropout_seed(seed, world))
+        ctx = make_step_context(model, cfg, tokens, str(dev), seed)
+        if world.distributed:
+            world.my_rows(cfg.batch_size)  # refuse a batch that does not split evenly, before any step
+            ctx = replace(ctx, world=world)  # __post_init__ sizes the options and builds the loss for this world
         record = run_record(model_name, start, ctx, seed, data, tokens)
         if permutation is not None:
             record["init"].update(source=ck.init_record(init)["source"], permutation=permutation)
@@ -137,22 +147,6 @@ def static_init(init: InitSpec) -> InitSpec:
     return load_aligned(init)
 
 
-def make_run_context(init: InitSpec, cfg: TrainConfig, tokenizer: Any, dev: torch.device, world: distributed.World,
-                     seed: int, overrides: Mapping[str, Any]) -> StepContext:
-    """The model on its device and the step context of this process (inside DDP with several processes)."""
-    model = build_model(static_init(init), seed=seed, **overrides)
-    use_attention(model, step_options(cfg, dev, world).attention)
-    model.to(dev).train()
-    # Every process draws the same masks (the collator's seed) but its own dropout (a stream per process);
-    # the dropout stream starts in the same place for both models.
-    torch.manual_seed(distributed.dropout_seed(seed, world))
-    ctx = make_step_context(model, cfg, tokenizer, str(dev), seed)
-    if world.distributed:
-        world.my_rows(cfg.batch_size)  # refuse a batch that does not split evenly, before any step
-        ctx = replace(ctx, world=world)  # __post_init__ sizes the options and builds the loss for this world
-    return ctx
-
-
 def run_record(model_name: str, init: InitSpec, ctx: StepContext, seed: int, data: PreparedData,
                tokenizer: Any) -> dict[str, Any]:
     """run.json: the run's identity and init first, then what a reader wants to know about it."""
@@ -172,7 +166,7 @@ def run_record(model_name: str, init: InitSpec, ctx: StepContext, seed: int, dat
     }
 
 
-class RunFiles:
+class RunFiles(contextlib.AbstractContextManager):
     """The ``run`` helpers.pretrain.train_loop reports to, kept on disk in one model's folder; process 0 alone
     writes, every process reads its own random streams back from the checkpoint."""
 
@@ -185,9 +179,6 @@ class RunFiles:
         self.bar: Any = None
         if world.is_main:
             files.folder.mkdir(parents=True, exist_ok=True)
-
-    def __enter__(self) -> RunFiles:
-        return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: Any) -> None:
         """The progress bar closes whatever happened; a diverged run records its step and why in run.json."""
@@ -205,7 +196,7 @@ class RunFiles:
                 saved = ck.load_checkpoint(self.files.checkpoint)
             except ck.CheckpointError as err:
                 saved = err
-        saved = distributed.broadcast_from_main(saved, self.world)
+        saved = self.world.broadcast_from_main(saved)
         if isinstance(saved, Exception):
             raise saved
         if saved is not None:
@@ -246,7 +237,7 @@ class RunFiles:
     def checkpoint(self, step: int, ctx: StepContext, train_loss: RunningLoss, batches: dict[str, Any]) -> None:
         """Process 0 writes the checkpoint, with every process's random streams (each draws its own dropout)."""
         rng = ck.rng_state(ctx.collator.generator(ctx.device), ctx.device)
-        process_rng = distributed.gather_to_main(rng, self.world)
+        process_rng = self.world.gather_to_main(rng)
         if self.world.is_main:
             ck.save_checkpoint(self.files.checkpoint, {
                 "key": self.key, "train_config": asdict(ctx.cfg), "step": step, "metrics": self.rows,

@@ -111,38 +111,33 @@ def _raw_vectors(manifest: dict[str, Any], config: VectorsConfig, cache_dir: Pat
     return source.vectors
 
 
-def build_alignment(run_dir: Path, variant: Variant, cache_dir: Path) -> sv.Alignment:
-    """The run's alignment with ``variant``'s one change (the 'paper' variant must reproduce the run's own)."""
+def build_alignment(run_dir: Path, variant: Variant, cache_dir: Path) -> tuple[sv.Alignment, dict[str, Any]]:
+    """The run's alignment with ``variant``'s one change (the 'paper' variant must reproduce the run's own), and its
+    manifest: the run's, with what the variant changed and without what described the run's own vectors."""
     from helpers.tokenizer import load_tokenizer
 
     manifest, run_config = _run_settings(run_dir)
     config = replace(run_config, **variant.settings)
     raw = _raw_vectors(manifest, config, cache_dir)
     vectors = sv.normalise_vectors(raw, config.normalisation) if config.normalisation else raw
-    return sv.align(load_tokenizer(RunLayout(run_dir).step("tokenizer")), vectors, seed=int(manifest["seed"]),
-                    top_n=config.top_n, fallback=config.fallback, pieces=config.pieces, case=config.case,
-                    scale=config.scale)
+    alignment = sv.align(load_tokenizer(RunLayout(run_dir).step("tokenizer")), vectors, seed=int(manifest["seed"]),
+                         top_n=config.top_n, fallback=config.fallback, pieces=config.pieces, case=config.case,
+                         scale=config.scale)
+    retrained = {"fasttext": asdict(config.fasttext)} if "fasttext" in variant.settings else {}
+    dropped = {"normalisation", "fallback", "pieces", "scale", "n_found", "found_element_std", "text_coverage",
+               *(("word_similarity", "train_seconds", "train_cpu_seconds", "n_model_words") if retrained else ())}
+    return alignment, {**{k: v for k, v in manifest.items() if k not in dropped}, "ablation": variant.name,
+                       "changes": variant.changes, "normalisation": list(config.normalisation), **retrained}
 
 
 def check_reproduces_run(run_dir: Path, cache_dir: Path) -> None:
     """The rebuilt paper variant must equal the run's saved embeddings, or the ablations compare unlike things."""
-    rebuilt = build_alignment(run_dir, VARIANTS["paper"], cache_dir)
+    rebuilt, _ = build_alignment(run_dir, VARIANTS["paper"], cache_dir)
     static = RunLayout(run_dir).step("static")
     saved = load_aligned(static)
     if not (np.array_equal(rebuilt.found, saved.found) and np.array_equal(rebuilt.matrix, saved.matrix)):
         raise ValueError(f"retraining fastText did not reproduce {static}: the run's vectors came from "
                          "other settings or code; rerun notebook 03 for the run before ablating it")
-
-
-def variant_manifest(run_dir: Path, variant: Variant) -> dict[str, Any]:
-    """The run's manifest, with what the variant changed and without what described the run's own vectors."""
-    manifest, config = _run_settings(run_dir)
-    retrained = {"fasttext": asdict(variant.settings["fasttext"])} if "fasttext" in variant.settings else {}
-    dropped = {"normalisation", "fallback", "pieces", "scale", "n_found", "found_element_std", "text_coverage",
-               *(("word_similarity", "train_seconds", "train_cpu_seconds", "n_model_words") if retrained else ())}
-    return {**{k: v for k, v in manifest.items() if k not in dropped}, "ablation": variant.name,
-            "changes": variant.changes, "normalisation": list(replace(config, **variant.settings).normalisation),
-            **retrained}
 
 
 def train_variant(run_dir: Path, name: str, out_dir: Path, device: str = "auto") -> VariantFiles:
@@ -154,8 +149,7 @@ def train_variant(run_dir: Path, name: str, out_dir: Path, device: str = "auto")
     ablations, run = AblationLayout(out_dir), RunLayout(run_dir)
     files = ablations.variant(run_dir.name, name)
     if not files.static.manifest.is_file():
-        alignment = build_alignment(run_dir, variant, ablations.vectors_cache)
-        save_aligned(files.static.folder, alignment, variant_manifest(run_dir, variant))
+        save_aligned(files.static.folder, *build_alignment(run_dir, variant, ablations.vectors_cache))
     tiny_info = read_info(run, "bert_tiny")
     # the TrainConfig the run's BERT_TINY was trained with: its preset's, capped as run.json records
     cfg, max_steps = presets.get(tiny_info["preset"]).train, (tiny_info.get("train_config") or {}).get("max_steps")
@@ -252,9 +246,8 @@ def ablation_table(run_dirs: Sequence[str | Path], ablation_dir: str | Path) -> 
                           for name in ("random init", *VARIANTS) if (found := [r for r in per_run if name in r])])
     if "n_found" in table:
         table["n_found"] = table["n_found"].astype("Int64")  # a count, blank for the random-init row
-    first = runs[0]
-    table.insert(0, "lang", first.lang)
-    table.insert(1, "setting", f"{first.preset}, {first.steps:,} steps")
+    table.insert(0, "lang", runs[0].lang)
+    table.insert(1, "setting", f"{runs[0].preset}, {runs[0].steps:,} steps")
     return table
 
 
@@ -279,11 +272,10 @@ def plot_ablations(table: pd.DataFrame) -> Any:
     for ax, short, label in ((axes[0], "loss", "final eval loss minus the paper recipe's\n(lower is better)"),
                              (axes[1], "accuracy", "final eval accuracy minus the paper recipe's\n(higher is better)")):
         mean, low, high = _bounds(rows, short)
-        y = np.arange(len(rows))
         # matplotlib refuses negative error bars: an interval missing its mean stops at it (the title names it)
         err = np.clip(np.vstack([mean - low, high - mean]), 0, None)
-        ax.errorbar(mean, y, xerr=np.where(np.isfinite(err), err, 0), fmt="o", color="tab:orange", capsize=3,
-                    label="mean over seeds, 95 % interval")
+        ax.errorbar(mean, np.arange(len(rows)), xerr=np.where(np.isfinite(err), err, 0), fmt="o", color="tab:orange",
+                    capsize=3, label="mean over seeds, 95 % interval")
         seeds = [[float(v) for v in str(text).split(" / ")] for text in rows[f"{short}_per_seed"]]
         ax.plot([v for vs in seeds for v in vs], [i for i, vs in enumerate(seeds) for _ in vs], "x", color="0.3",
                 markersize=5, label="each seed")

@@ -1,11 +1,10 @@
-"""Beyond the paper, from the per-position records of the final evaluation at the ``[MASK]`` positions (where a
-model must use context): which tokens BERT_FT's head start helps (grouped by the true token's training-text
-frequency, word or ``##`` piece, and whether its row started from a fastText vector), what each model predicts,
-and whether the head start is the vectors' knowledge of words or the scale of BERT_FT's first rows.
+"""Beyond the paper, at the ``[MASK]`` positions of the final evaluation (where a model must use context): which
+tokens BERT_FT's head start helps (by the true token's training-text frequency, word or ``##`` piece, and whether its
+row started from a fastText vector), what each model predicts, and whether the head start is knowledge or scale.
 
 Knowledge or scale: the control BERT_FT_PERM starts from BERT_FT's vector rows permuted among themselves (the same
-norms and spread, each on another token). BERT_FT minus the control is what knowing *which* word a row belongs to
-adds; the control minus BERT_TINY is what rows of that scale add without it.
+norms and spread, each on another token): BERT_FT minus the control is what knowing *which* word a row belongs to
+adds, the control minus BERT_TINY what rows of that scale add without it.
 """
 
 from __future__ import annotations
@@ -147,9 +146,6 @@ def token_groups_figure(table: pd.DataFrame) -> plt.Figure:
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
-
-
-# --------------------------------------------------------------------------- knowledge or scale (the control)
 
 
 COMPARISONS = (("bert_ft", CONTROL_MODEL, "FT - PERM (which word: knowledge)"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -64,6 +65,18 @@ def test_a_token_group_that_one_seed_lacks_is_left_out_not_averaged_over_the_oth
     groups = {name for grouping, name, _ in token_analysis.token_splits(both) if grouping == "training-text frequency"}
     assert groups == {"0-9", "10-99"}
     assert "100-999" in {name for _, name, _ in token_analysis.token_splits(both[:1])}
+
+
+def test_the_first_seeds_problem_is_returned_before_a_later_seeds_positions_are_read(monkeypatch) -> None:
+    first, later = object(), object()
+
+    def positions_of(run: object, name: str) -> str:
+        if run is first and name == "bert_tiny":
+            return "positions.npz not found"
+        raise ValueError("a later seed's corrupt positions.npz was read")  # what np.load says of a broken file
+    monkeypatch.setattr(position_scores, "positions_of", positions_of)
+    group = SimpleNamespace(runs=[first, later])
+    assert position_scores.model_differences(group, "loss") == "positions.npz not found"
 
 
 def test_the_fill_mask_answers_are_each_models_five_guesses_at_each_recorded_sentence(

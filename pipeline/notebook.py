@@ -1,8 +1,6 @@
 """The first code cell of notebooks 01-05 (:func:`start`) and their one door into the machinery (``__all__``).
 
-:func:`start` checks the ``parameters`` cell's values, seeds everything, picks the device and returns a
-:class:`Setup`. A notebook run by hand gets ``runs/interactive/<preset>-<lang>[-seed<N>]``, so it never rewrites
-the main job's records or another language's or seed's.
+A notebook run by hand writes ``runs/interactive/<preset>-<lang>[-seed<N>]``, never the main job's folders.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Seed, device and the environment that produced a result, recorded next to it; argparse types that check them.
 
-No heavy imports at module level: the GPU machines have torch and numpy but may lack the rest, and a
-notebook's first cell should import quickly."""
+No heavy imports at module level: a GPU machine may lack all but torch and numpy; a first cell imports quickly."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import hashlib
 import importlib.metadata
@@ -151,42 +151,34 @@ def code_version() -> str | None:
 
 def package_versions(names: tuple[str, ...] = RECORDED_PACKAGES) -> dict[str, str | None]:
     """Installed versions of the packages that shape results (None where a package is missing)."""
-    versions: dict[str, str | None] = {}
+    versions: dict[str, str | None] = dict.fromkeys(names)
     for name in names:
-        try:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = None
     return versions
-
-
-def device_info(device: str) -> dict[str, str]:
-    """The device by name (e.g. 'NVIDIA H100 80GB HBM3' or 'cpu (x86_64, 2 threads)') and the vector instruction
-    set torch's CPU kernels use here (e.g. AVX512): another one sums in another order."""
-    import torch
-
-    if device.startswith("cuda") and torch.cuda.is_available():
-        name = torch.cuda.get_device_name(torch.device(device))
-    else:
-        name = f"cpu ({platform.machine()}, {torch.get_num_threads()} threads)"
-    return {"cpu_kernels": torch.backends.cpu.get_cpu_capability(), "device": device, "device_name": name}
 
 
 def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     """The CPU's model name (Linux's /proc/cpuinfo, else what platform knows): float sums differ across CPUs."""
-    try:
+    with contextlib.suppress(OSError):
         for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
     return platform.processor() or platform.machine()
 
 
 def environment(device: str | None = None) -> dict[str, Any]:
-    """Everything worth writing beside a metric: when, where, with what code and packages."""
+    """Everything worth writing beside a metric: when, where, with what code and packages; with a ``device``, its
+    name (e.g. 'NVIDIA H100 80GB HBM3' or 'cpu (x86_64, 2 threads)') and the vector instruction set torch's CPU
+    kernels use here (e.g. AVX512): another one sums in another order."""
     info: dict[str, Any] = {
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "git_commit": git_commit(),
         "code_version": code_version(), "python": platform.python_version(), "platform": platform.platform(),
         "cpu_count": os.cpu_count(), "cpu_model": cpu_model(), "packages": package_versions()}
-    return {**info, **device_info(device)} if device is not None else info
+    if device is None:
+        return info
+    import torch
+
+    name = (torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") and torch.cuda.is_available()
+            else f"cpu ({platform.machine()}, {torch.get_num_threads()} threads)")
+    return {**info, "cpu_kernels": torch.backends.cpu.get_cpu_capability(), "device": device, "device_name": name}

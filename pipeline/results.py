@@ -196,8 +196,9 @@ def built_once(build: Callable[[RunSet], pd.DataFrame]) -> Callable[[RunSet], pd
     are slow). Other runs, even at reused addresses, build it again; to see a run edited in place, load it again."""
     @functools.wraps(build)
     def table(runset: RunSet) -> pd.DataFrame:
-        key = (build.__module__, build.__qualname__, *map(id, runset.runs))
-        if key not in runset.built:  # the runs are kept beside the table: no other run can take their addresses
+        key = (build.__module__, build.__qualname__)
+        runs, built = runset.built.get(key, ((), None))
+        if built is None or len(runs) != len(runset.runs) or any(a is not b for a, b in zip(runs, runset.runs)):
             runset.built[key] = tuple(runset.runs), build(runset)
         return runset.built[key][1].copy()
     return table
@@ -383,10 +384,12 @@ def comparison_groups(runset: RunSet) -> list[SeedGroup]:
         for run in runset.runs_for(lang):
             if (problem := pair_problem(run)) is not None:
                 excluded[display_path(run.run_dir)] = problem
-            elif run.seed in (group := by_key.setdefault(setting_key(run), SeedGroup(lang, []))).seeds:
+                continue
+            group = by_key.setdefault(setting_key(run), SeedGroup(lang, []))
+            if run.seed in group.seeds:
                 excluded[display_path(run.run_dir)] = f"duplicate: seed {run.seed} is already counted"
-            else:
-                group.runs.append(run)
+                continue
+            group.runs.append(run)
         by_size = sorted(by_key.values(), key=lambda g: -len(g.runs)) or ([SeedGroup(lang, [])] if excluded else [])
         groups += [SeedGroup(lang, g.runs, dict(excluded)) for g in by_size]
     return groups

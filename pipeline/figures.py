@@ -1,9 +1,6 @@
-"""The paper's Tables 1-3 rebuilt from our run folders beside the paper's numbers, and the files they go to.
-
-Our short runs are not the paper's 100,000 steps on C4: each row of ours names its preset, steps and seeds, and the
-context-free floors (unigram, copy-aware) show what a run must clear. Notebook 06's one door into the machinery
-(``__all__``).
-"""
+"""The paper's Tables 1-3 rebuilt from our run folders beside the paper's numbers, and the files they go to; notebook
+06's one door into the machinery (``__all__``). Our short runs are not the paper's 100,000 steps on C4: each row of
+ours names its preset, steps and seeds, and the context-free floors (unigram, copy-aware) show what a run must clear."""
 
 from __future__ import annotations
 
@@ -161,13 +158,6 @@ def _final_columns(spec: _Finals, finals: Sequence[float] = NO_VALUES, diff: flo
             **_interval_columns(mask_est, "[MASK] ")}
 
 
-def _floor_finals(spec: _Finals, group: SeedGroup, scorer: str) -> dict[str, Any]:
-    """A floor's values on our positions, in both models' columns: what a run must clear."""
-    every = group.baseline[spec.unigram] if scorer == "unigram" else kind_mean(group, scorer, spec.key, "all")
-    at_mask = kind_mean(group, scorer, spec.key, "mask")
-    return _final_columns(spec, (every, every), at_mask=(at_mask, at_mask))
-
-
 def _finals_table(runset: RunSet, spec: _Finals, front: FrontColumns = lambda lang, group, source: {}) -> pd.DataFrame:
     """Rows per language: the paper's, ours (mean over seeds), the context-free floors, then runs that cannot count;
     ``steps``: where the numbers were measured (100,000 for the paper, our last shared evaluation for us)."""
@@ -194,10 +184,13 @@ def _finals_table(runset: RunSet, spec: _Finals, front: FrontColumns = lambda la
             at_mask = [kind_mean(group, name, spec.key, "mask") for name in paper.MODELS]
             rows.append(row(lang, group.label, "ok" + (f"; {group.note}" if group.note else ""), _final_columns(
                 spec, finals, est.mean, est, at_mask, gain_estimate(group, spec.metric, "mask")), group))
-            floors = [("unigram", "unigram")] if group.baseline is not None else []
-            floors += [] if isinstance(group_positions(group), str) else [("copy-aware", "copy_aware")]
-            rows += [row(lang, FLOOR_LABELS[source], "baseline", _floor_finals(spec, group, scorer), group, source)
-                     for source, scorer in floors]
+            floors = [("unigram", "unigram", group.baseline[spec.unigram])] if group.baseline is not None else []
+            if not isinstance(group_positions(group), str):
+                floors.append(("copy-aware", "copy_aware", kind_mean(group, "copy_aware", spec.key, "all")))
+            for source, scorer, every in floors:  # what a run must clear, in both models' columns
+                at_mask = kind_mean(group, scorer, spec.key, "mask")
+                rows.append(row(lang, FLOOR_LABELS[source], "baseline",
+                                _final_columns(spec, (every, every), at_mask=(at_mask, at_mask)), group, source))
         for path, why in (lang_groups[0].excluded.items() if lang_groups else ()):
             rows.append(row(lang, "ours (no comparable run)", why, _final_columns(spec), run_dir=path))
     return pd.DataFrame(rows).astype({"steps": "Int64", "n_seeds": "Int64"})
@@ -257,10 +250,9 @@ def unchanged_sentences(by_kind: pd.DataFrame) -> list[str]:
     are right where the model sees its own token (``unchanged``), and at ``mask``; the numbers as the table has them."""
     sentences = []
     for lang, part in by_kind[by_kind["status"] == "ok"].groupby("lang", sort=False):
-        acc = {(scorer, kind): value for scorer, kind, value in zip(part["scorer"], part["kind"], part["accuracy"])}
-        at = {kind: [acc[(SCORER_LABELS[s], kind)] for s in ("copy_aware", "bert_tiny", "bert_ft")]
-              for kind in ("unchanged", "mask")}
-        (copy, tiny, ft), mask = at["unchanged"], at["mask"]
+        accuracy = part.set_index(["kind", "scorer"])["accuracy"]
+        (copy, tiny, ft), mask = ([accuracy[(kind, SCORER_LABELS[s])] for s in ("copy_aware", "bert_tiny", "bert_ft")]
+                                  for kind in ("unchanged", "mask"))
         gaps = ", ".join(f"{name} {abs(copy - value):.3f} {'below' if value < copy else 'above'} it"
                          for name, value in (("BERT_TINY", tiny), ("BERT_FT", ft)))
         sentences.append(f"{lang}, at the unchanged positions: the copy-aware floor is right {copy:.3f} of the time, "

@@ -1,7 +1,6 @@
 """Run folders read back (a missing or unreadable piece is recorded in ``Run.missing``, not raised), and which of
 their runs may be compared: runs of one language and setting that differ only in their seed form one
-:class:`SeedGroup`; BERT_TINY and BERT_FT are paired only when they agree in everything but the initialisation.
-"""
+:class:`SeedGroup`; BERT_TINY and BERT_FT are paired only when they agree in everything but the initialisation."""
 
 from __future__ import annotations
 
@@ -117,8 +116,7 @@ class Run:
     missing: list[str] = field(default_factory=list)
     baseline: Baseline | None = None
     baseline_problem: str | None = None
-    # position_scores.run_positions' result (a RunPositions, or why none; Any because position_scores imports this
-    # module), scored once per loaded run
+    # position_scores.run_positions' result once per run (a RunPositions or why none; Any: that module imports this)
     positions: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -194,9 +192,8 @@ class RunSet:
 
 
 def built_once(build: Callable[[RunSet], pd.DataFrame]) -> Callable[[RunSet], pd.DataFrame]:
-    """``build`` run once per RunSet and its runs, a copy returned after (06 shows each table, then writes them all,
-    and their bootstraps are slow). Another list of runs, even at reused addresses, builds it again; a run edited in
-    place is the same run: load the runs again to see the edit."""
+    """``build`` run once per RunSet and its runs, then copies (06 shows each table, then writes them all; bootstraps
+    are slow). Other runs, even at reused addresses, build it again; to see a run edited in place, load it again."""
     @functools.wraps(build)
     def table(runset: RunSet) -> pd.DataFrame:
         key = (build.__module__, build.__qualname__)
@@ -298,7 +295,6 @@ def pair_mismatch(tiny_info: dict[str, Any], ft_info: dict[str, Any]) -> str | N
         return (f"no identity block in the run.json of {' and '.join(lacking)} (written by older code, or not found): "
                 "train the pair again")
     found = differences(*(portable({k: info["identity"].get(k) for k in IDENTITY_FIELDS}) for info in pair.values()))
-    # the kind of initialisation, 'random' or 'static', as run.json records it ("init": {"kind": ...})
     tiny_init, ft_init = (info["init"].get("kind") if isinstance(info.get("init"), dict) else None
                           for info in pair.values())
     if tiny_init not in (None, "random"):
@@ -349,8 +345,7 @@ class SeedGroup:
     @property
     def label(self) -> str:
         """'ours (demo, 300 steps)' for one seed, 'ours (demo, 300 steps, 3 seeds)' for several."""
-        text = self.first.label
-        return text if len(self.runs) == 1 else f"{text[:-1]}, {len(self.runs)} seeds)"
+        return self.first.label if len(self.runs) == 1 else f"{self.first.label[:-1]}, {len(self.runs)} seeds)"
 
     @property
     def first_seed_label(self) -> str:

@@ -53,9 +53,7 @@ def input_files(params: Mapping[str, Any]) -> dict[str, Path]:
     (``files:PATH``, or ``sib200:PATH``, a local copy of SIB-200)."""
     found = {name: Path(params[name].split(":", 1)[1]) for name in ("corpus", "labelled")
              if str(params.get(name)).startswith(PATH_KINDS)}
-    if params.get("vectors"):
-        found["vectors"] = Path(params["vectors"])
-    return found
+    return found | ({"vectors": Path(params["vectors"])} if params.get("vectors") else {})
 
 
 def _file_digest(path: Path, cache: dict[str, Any]) -> str:
@@ -122,10 +120,9 @@ def changed_inputs(step_folder: Path, params: dict[str, Any]) -> list[str]:
     finished stamp recorded, naming a folder's files (none without a finished stamp)."""
     if (stamp := read_json(stamp_of(step_folder))) is None:
         return []
-    recorded = stamp.get("inputs", {})
     lines = []
     for name, now in input_digests(params).items():
-        then = recorded.get(name)
+        then = stamp.get("inputs", {}).get(name)
         if not isinstance(then, dict) or then.get("sha256") != now["sha256"]:
             was = str(then.get("sha256"))[:12] if isinstance(then, dict) else "not recorded"
             files = _changed_files(then, now) if isinstance(then, dict) else ""

@@ -1,8 +1,6 @@
 """A pretraining run's identity (which experiment), checkpoints (where it stopped) and run.json (what it did).
-
 BERT_TINY and BERT_FT of one experiment share an identity and differ only in their init record. Only the standard
-library, numpy, torch and three pipeline modules: this runs on the GPU machines too.
-"""
+library, numpy, torch and a few light pipeline modules: this runs on the GPU machines too."""
 
 from __future__ import annotations
 
@@ -89,10 +87,7 @@ def run_identity(lang: str | None, seed: int, cfg: Any, corpus: str | None, data
 
 def check_same_experiment(tiny: Mapping[str, Any] | None, ft: Mapping[str, Any] | None) -> None:
     """Refuse to compare BERT_TINY and BERT_FT runs whose identities differ (the init may differ)."""
-    if tiny is None or ft is None:
-        return
-    changed = differences(portable(tiny), portable(ft))
-    if changed:
+    if tiny is not None and ft is not None and (changed := differences(portable(tiny), portable(ft))):
         raise ValueError(f"BERT_TINY and BERT_FT belong to different experiments ({'; '.join(changed)}); "
                          "train both with the same data, tokenizer, seed, preset and settings before comparing")
 
@@ -129,8 +124,7 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
         raise CheckpointError(f"cannot read the checkpoint {path} ({detail}); it is empty, truncated or not a "
                               f"checkpoint; {RESUME_HINT}") from None
     keys = ("key", "step", "model", "optimizer", "scheduler", "rng", "metrics", "running_loss", "elapsed_s")
-    missing = [k for k in keys if not isinstance(payload, dict) or k not in payload]
-    if missing:
+    if missing := [k for k in keys if not isinstance(payload, dict) or k not in payload]:
         raise CheckpointError(f"{path} is not a checkpoint of this version (missing {missing}); {RESUME_HINT}")
     return payload
 

@@ -1,10 +1,7 @@
-"""What a step's result depends on, as one hash, and the stamps (``.step.json``, ``.step-started.json``) that
-record it: cell sources (never outputs, so a notebook saved by JupyterLab reruns nothing), parameters without
-paths (so a moved runs folder reruns nothing), the project modules imported, inputs by content, upstream stamps.
-
-Input digests are cached in ``<run>/.input-hashes.json`` by size and mtime; a finished step records them (a
-folder's one per file), so ``--check`` can name the input, and the file in a folder, that changed.
-"""
+"""What a step's result depends on, as one hash, and the stamps that record it: cell sources (never outputs: a
+notebook saved by JupyterLab reruns nothing), parameters without paths (a moved runs folder reruns nothing), the
+project modules imported, inputs by content (cached by size and mtime; a finished step records them, a folder's one
+per file, so ``--check`` names what changed), upstream stamps."""
 
 from __future__ import annotations
 
@@ -13,6 +10,7 @@ import functools
 import hashlib
 import json
 import os
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -55,9 +53,7 @@ def input_files(params: Mapping[str, Any]) -> dict[str, Path]:
     (``files:PATH``, or ``sib200:PATH``, a local copy of SIB-200)."""
     found = {name: Path(params[name].split(":", 1)[1]) for name in ("corpus", "labelled")
              if str(params.get(name)).startswith(PATH_KINDS)}
-    if params.get("vectors"):
-        found["vectors"] = Path(params["vectors"])
-    return found
+    return found | ({"vectors": Path(params["vectors"])} if params.get("vectors") else {})
 
 
 def _file_digest(path: Path, cache: dict[str, Any]) -> str:
@@ -102,11 +98,9 @@ def input_digests(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     before = json.dumps(cache, sort_keys=True)
     digests = {name: _digest_entry(path, cache) for name, path in sorted(input_files(params).items())}
     if cache_file and cache_file.parent.is_dir() and json.dumps(cache, sort_keys=True) != before:
-        try:
-            with written_whole(cache_file, tmp=cache_file.with_name(f"{INPUT_HASHES_NAME}.{os.getpid()}.tmp")) as tmp:
-                tmp.write_text(json.dumps(cache, indent=1, sort_keys=True), encoding="utf-8")
-        except OSError:
-            pass
+        partial = cache_file.with_name(f"{INPUT_HASHES_NAME}.{os.getpid()}.tmp")
+        with suppress(OSError), written_whole(cache_file, tmp=partial) as tmp:
+            tmp.write_text(json.dumps(cache, indent=1, sort_keys=True), encoding="utf-8")
     return digests
 
 
@@ -124,13 +118,11 @@ def _changed_files(then: Mapping[str, Any], now: Mapping[str, Any], shown: int =
 def changed_inputs(step_folder: Path, params: dict[str, Any]) -> list[str]:
     """Why a step would rerun because of its input files: one line per input whose content is not the one its
     finished stamp recorded, naming a folder's files (none without a finished stamp)."""
-    stamp = read_json(stamp_of(step_folder))
-    if stamp is None:
+    if (stamp := read_json(stamp_of(step_folder))) is None:
         return []
-    recorded = stamp.get("inputs", {})
     lines = []
     for name, now in input_digests(params).items():
-        then = recorded.get(name)
+        then = stamp.get("inputs", {}).get(name)
         if not isinstance(then, dict) or then.get("sha256") != now["sha256"]:
             was = str(then.get("sha256"))[:12] if isinstance(then, dict) else "not recorded"
             files = _changed_files(then, now) if isinstance(then, dict) else ""
@@ -170,12 +162,11 @@ def project_modules(step: Step) -> list[str]:
     seen: set[str] = set()
     while todo:
         module = todo.pop()
-        if module in seen or module_file(module) is None:
+        if module in seen or (file := module_file(module)) is None:
             continue  # seen, or a name imported from a module, not a module
         seen.add(module)
-        parents = [".".join(module.split(".")[:i]) for i in range(1, module.count(".") + 1)]
-        todo.extend(parents)  # importing plots.x runs plots/__init__.py too
-        todo.extend(imported_project_modules(module_file(module).read_text(encoding="utf-8")))
+        todo.extend(module.rsplit(".", i)[0] for i in range(1, module.count(".") + 1))  # plots.x runs plots/__init__.py
+        todo.extend(imported_project_modules(file.read_text(encoding="utf-8")))
     return sorted(seen)
 
 
@@ -212,7 +203,6 @@ def fingerprint(step: Step, params: dict[str, Any], upstream: Sequence[Path] = (
     return digest.hexdigest()
 
 
-# A stamp that cannot be read (a write cut short) holds no fingerprint: the step reruns.
 UNREADABLE_STAMP = "the stamp {path} cannot be read ({err}); the step counts as not finished and reruns"
 
 

@@ -45,9 +45,14 @@ def save_facts(run: RunLayout, record: RunLayout) -> None:
     save_token_facts(compute_token_facts(run.step("pretrain"), run.static.found), record.step("pretrain"))
 
 
-def check_finished(run_dir: Path) -> None:
-    """Every record file there, and every model's run.json saying it finished (a run stopped early with
-    ``--stop-at`` over a finished one leaves all the files, but an unfinished model)."""
+class RecordConflict(ValueError):
+    """The records folder already holds a record of that name for another configuration."""
+
+
+def check_recordable(run_dir: Path, record_dir: Path) -> None:
+    """A run is recorded once finished: every record file there, and every model's run.json saying it finished (a
+    run stopped early with ``--stop-at`` over a finished one leaves all the files, but an unfinished model); and it
+    may replace only a record of the same configuration (a retrained run of it), RecordConflict else."""
     run = RunLayout(run_dir)
     if missing := [str(path.relative_to(run_dir)) for path in record_files(run) if not path.is_file()]:
         raise FileNotFoundError(f"{run_dir} is not a finished run (missing {', '.join(missing)}); "
@@ -56,6 +61,13 @@ def check_finished(run_dir: Path) -> None:
                       and not read_info(run, name).get("finished")]:
         raise FileNotFoundError(f"{run_dir} is not a finished run ({', '.join(unfinished)} stopped before its last "
                                 "step); train it to the end first (the job or train_cli resumes it)")
+    if not all(RunLayout(record_dir).model(name).run_json.is_file() for name in MODEL_NAMES):
+        return  # no finished record there: nothing to protect
+    old, new = ({name: portable(read_info(RunLayout(folder), name).get("identity")) for name in MODEL_NAMES}
+                for folder in (record_dir, run_dir))
+    if old != new:
+        raise RecordConflict(f"{record_dir} already records another configuration than {run_dir} ({old} against "
+                             f"{new}); record into another folder, or rename the run folder")
 
 
 class UncommittedRun(ValueError):
@@ -83,29 +95,13 @@ def trained_commit(run: RunLayout | PretrainFiles) -> str:
     return commits["bert_tiny"]
 
 
-class RecordConflict(ValueError):
-    """The records folder already holds a record of that name for another configuration."""
-
-
-def check_replaceable(run_dir: Path, record_dir: Path) -> None:
-    """A record may replace only a record of the same configuration (a retrained run of it); RecordConflict else."""
-    if not all(RunLayout(record_dir).model(name).run_json.is_file() for name in MODEL_NAMES):
-        return  # no finished record there: nothing to protect
-    old, new = ({name: portable(read_info(RunLayout(folder), name).get("identity")) for name in MODEL_NAMES}
-                for folder in (record_dir, run_dir))
-    if old != new:
-        raise RecordConflict(f"{record_dir} already records another configuration than {run_dir} ({old} against "
-                             f"{new}); record into another folder, or rename the run folder")
-
-
 def save_record(run_dir: str | Path, records_dir: str | Path) -> Path:
     """Record one finished run as ``records_dir/<run folder name>``, staged and moved into place whole (a failure
     leaves the previous record as it was); a folder that already is that record is left alone."""
     run_dir, records_dir = Path(run_dir), Path(records_dir)
-    check_finished(run_dir)
+    check_recordable(run_dir, records_dir / run_dir.name)
     if (records_dir / run_dir.name).resolve() == run_dir.resolve():
         return run_dir
-    check_replaceable(run_dir, records_dir / run_dir.name)
     run = RunLayout(run_dir)
     with staged(records_dir, run_dir.name) as staging:
         record = RunLayout(staging)
@@ -124,8 +120,7 @@ def save_records(run_dirs: Sequence[str | Path], records_dir: str | Path, draft:
     if draft and Path(records_dir).resolve().is_relative_to(FIGURES_DIR.resolve()):
         raise UncommittedRun(f"--draft records may not go into {FIGURES_DIR}; choose a folder outside it")
     for run_dir in run_dirs:
-        check_finished(run_dir)
-        check_replaceable(run_dir, Path(records_dir) / run_dir.name)
+        check_recordable(run_dir, Path(records_dir) / run_dir.name)
     for run_dir in run_dirs if not draft else ():
         trained_commit(RunLayout(run_dir))
     return [save_record(run_dir, records_dir) for run_dir in run_dirs]

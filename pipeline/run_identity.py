@@ -1,8 +1,6 @@
-"""A run folder holds one run: its first step fixes what the run is (``identity.json``: preset, language, seed,
-corpus, and for the main job the step cap and vectors), and one writer at a time may write there.
-
-A later run asking for another identity is refused, both named, so a French tokenizer never meets an English
-model and a cheap trial never empties a finished run; the main job's ``--force`` replaces a run on purpose.
+"""A run folder holds one run: its first step fixes what the run is (``identity.json``), and one writer at a time
+may write there. A run asking for another identity is refused, both named, so a French tokenizer never meets an
+English model and a cheap trial never empties a finished run; the main job's ``--force`` replaces a run on purpose.
 Every way in takes the same locks (:func:`folder_lock`, :func:`hold_step`; docs/architecture.md).
 """
 
@@ -34,8 +32,7 @@ class IdentityMismatch(ValueError):
 def recorded_identity(layout: RunLayout) -> dict[str, Any]:
     """What the folder holds: its ``identity.json``, else, for a folder from before ``identity.json``, the parameters
     its finished steps recorded in their stamps, so a run made by an older version is protected like any other."""
-    found = read_json(layout.identity)  # None: a new folder, one from before identities, or a write cut short
-    if found:
+    if found := read_json(layout.identity):  # None: a new folder, one from before identities, or a write cut short
         return found
     found = {}
     for step in STEP_FOLDERS:  # a step not finished, or a stamp cut short, says nothing about the run
@@ -68,9 +65,8 @@ def claim_identity(layout: RunLayout, identity: Mapping[str, Any], force: bool =
     are added. ``force`` replaces the record."""
     if not force and (conflict := identity_conflict(layout, identity)):
         raise IdentityMismatch(conflict)
-    wanted, found = _strings(identity), read_json(layout.identity) or {}  # a write cut short: written whole again
-    merged = dict(wanted) if force else {**recorded_identity(layout), **wanted}
-    if merged == found:
+    merged = _strings(identity) if force else {**recorded_identity(layout), **_strings(identity)}
+    if merged == (read_json(layout.identity) or {}):  # a write cut short reads as none: written whole again
         return
     layout.root.mkdir(parents=True, exist_ok=True)
     with written_whole(layout.identity, tmp=Path(f"{layout.identity}.tmp-{os.getpid()}"),
@@ -96,10 +92,8 @@ def folder_lock(folder: Path, name: str = "job") -> Iterator[None]:
         lock.acquire(timeout=0)
     except Timeout:
         holder = read_json(owner) or {}
-        try:
-            who = f"pid {holder['pid']} on {holder['host']} since {holder['since']}: {' '.join(holder['argv'])}"
-        except KeyError:
-            who = "holder unknown"
+        who = (f"pid {holder['pid']} on {holder['host']} since {holder['since']}: {' '.join(holder['argv'])}"
+               if {"pid", "host", "since", "argv"} <= holder.keys() else "holder unknown")
         where = folder if name == "job" else folder / name
         raise FolderInUse(f"another job is using {where} ({who}); wait for it to finish (a notebook's kernel: shut "
                           "it down), or use another folder (--out, or run_dir in a notebook)") from None

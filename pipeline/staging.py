@@ -1,7 +1,6 @@
-"""Files written whole: one file through a temporary beside it (:func:`written_whole`), or a set staged in a hidden
-folder and moved into place only once every one is written, so a failure part-way leaves the previous set whole
-(never new tables beside old figures). The staging folder is removed whatever happens; one left by a killed
-process, by the next writer.
+"""Files written whole: one through a temporary beside it (:func:`written_whole`), or a set staged in a hidden
+folder and moved into place once every one is written, so a failure part-way leaves the previous set whole (never
+new tables beside old figures). A staging folder is removed on leaving; one a killed process left, by the next writer.
 """
 
 from __future__ import annotations
@@ -20,9 +19,16 @@ def staging_name(name: str, pid: int | str) -> str:
 
 @contextmanager
 def staged(parent: Path, name: str) -> Iterator[Path]:
-    """An empty staging folder ``parent/.<name>.incoming-<pid>``, removed on leaving, however that happens."""
+    """An empty staging folder ``parent/.<name>.incoming-<pid>``, removed on leaving, however that happens; those
+    whose process is gone are removed first."""
     parent = Path(parent)
-    remove_abandoned_staging(parent / name)
+    for abandoned in parent.glob(staging_name(name, "*")):
+        try:
+            os.kill(int(abandoned.name.rsplit("-", 1)[-1]), 0)  # alive, or (PermissionError) another user's
+        except ProcessLookupError:
+            shutil.rmtree(abandoned, ignore_errors=True)
+        except (PermissionError, ValueError):  # ValueError: the name ends in no process number
+            pass
     staging = parent / staging_name(name, os.getpid())
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
@@ -43,25 +49,11 @@ def move_into(staging: Path, target: Path) -> None:
 
 def remove_files(folder: Path, names: Iterable[str]) -> list[Path]:
     """The plain files ``names`` directly in ``folder`` removed (a name with a folder part is never followed)."""
-    removed = []
-    for name in sorted(set(names)):
-        path = folder / name
-        if Path(name).name == name and not name.startswith(".") and path.is_file() and not path.is_symlink():
-            path.unlink()
-            removed.append(path)
+    removed = [folder / name for name in sorted(set(names)) if Path(name).name == name and not name.startswith(".")]
+    removed = [path for path in removed if path.is_file() and not path.is_symlink()]
+    for path in removed:
+        path.unlink()
     return removed
-
-
-def remove_abandoned_staging(target: Path) -> None:
-    """Remove the staging folders for ``target`` (``.<name>.incoming-<pid>`` beside it) whose process is gone."""
-    for staging in Path(target).parent.glob(staging_name(Path(target).name, "*")):
-        pid = staging.name.rsplit("-", 1)[-1]
-        try:
-            os.kill(int(pid), 0)  # the process is alive, or (PermissionError) alive but another user's
-        except ProcessLookupError:
-            shutil.rmtree(staging, ignore_errors=True)
-        except (PermissionError, ValueError):  # ValueError: the name ends in no process number
-            pass
 
 
 @contextmanager

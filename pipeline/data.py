@@ -11,7 +11,7 @@ import importlib.metadata
 import inspect
 import json
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Self, Sequence
@@ -38,11 +38,12 @@ class PathSpec:
     absolute) is what the main job passes on, so that every step reads the same files."""
 
     WHAT, KINDS, WITH_PATH, HELP = "", (), (), ""  # its name in messages, its kinds, those with a path, its help
+    KIND_FIELD = ""  # the field that holds the kind
     path: Path | None
 
     @classmethod
     def parse(cls, text: Any, base: Path | None = None) -> Self:
-        """One of its ``HELP``; PATH made absolute from ``base`` (default: the working folder)."""
+        """'KIND' or 'KIND:PATH' (see ``HELP``); PATH made absolute from ``base`` (default: the working folder)."""
         if isinstance(text, cls):
             return text
         value = str(text).strip()
@@ -56,7 +57,7 @@ class PathSpec:
 
     @property
     def _kind(self) -> str:
-        return getattr(self, fields(self)[0].name)  # CorpusSpec's source, LabelledSpec's kind
+        return getattr(self, self.KIND_FIELD)
 
     def __post_init__(self) -> None:
         """Refuse an unknown kind, ``files`` without a path and a path where none is taken, saying what to write."""
@@ -78,6 +79,7 @@ class CorpusSpec(PathSpec):
     """Which text every step reads, from ``--corpus`` or a notebook's ``corpus`` parameter."""
 
     WHAT, KINDS, WITH_PATH, HELP = "corpus", ("embedded", "hub", "files"), ("files",), CORPUS_HELP
+    KIND_FIELD = "source"
     source: str  # 'embedded', 'hub' or 'files'
     path: Path | None = None  # the file or folder, for 'files' only
 

@@ -23,11 +23,6 @@ from helpers.presets import FastTextSettings
 from helpers.static_vectors import WordVectors
 
 EOS = "</s>"  # fastText's line-end marker: not a word, so never a row of the vectors
-PIECE_CHARS = 1_000_000  # a longer document is pre-tokenised a piece at a time
-_SPACE = re.compile(r"\s")
-# fastText cuts lines at MAX_LINE_SIZE (1024) words anyway (src/dictionary.h): writing a long document as lines of
-# that many words trains on the same windows, and a 100 MB document never becomes one 100 MB line.
-MAX_LINE_WORDS = 1024
 
 # Corpus words x epochs per second (one thread, dim 300, 5 negatives, window 5), measured by
 # benchmarks/fasttext_settings.py on the embedded English text; only for the time estimate printed before training.
@@ -45,12 +40,16 @@ M_PERTURB = -6  # mallopt's parameter number (glibc malloc.h)
 @contextlib.contextmanager
 def zeroed_allocations() -> Iterator[None]:
     """Every malloc inside the block returns zeroed memory (glibc; elsewhere nothing changes)."""
-    with contextlib.ExitStack() as undo:
-        with contextlib.suppress(AttributeError, OSError, TypeError):  # no C library with mallopt
-            mallopt = ctypes.CDLL(None).mallopt
-            mallopt(M_PERTURB, 0xFF)
-            undo.callback(mallopt, M_PERTURB, 0)
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (AttributeError, OSError, TypeError):
         yield
+        return
+    mallopt(M_PERTURB, 0xFF)
+    try:
+        yield
+    finally:
+        mallopt(M_PERTURB, 0)
 
 
 def fasttext_args(settings: FastTextSettings, threads: int = 1) -> dict[str, Any]:
@@ -76,6 +75,10 @@ def pretokenize(text: str) -> list[str]:
     return [w for piece in _pieces(text) for w, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(piece))]
 
 
+PIECE_CHARS = 1_000_000  # a longer document is pre-tokenised a piece at a time
+_SPACE = re.compile(r"\s")
+
+
 def _pieces(text: str) -> Iterable[str]:
     """``text`` cut at whitespace into pieces of about PIECE_CHARS characters: the same words, bounded memory (one
     100 MB line took about 10 GB as (word, offsets) pairs). A longer run without whitespace is cut at the limit."""
@@ -95,6 +98,11 @@ def _bert_pretokenizer() -> tuple[Any, Any]:
     return (normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=False,
                                        lowercase=False),
             pre_tokenizers.BertPreTokenizer())
+
+
+# fastText cuts lines at MAX_LINE_SIZE (1024) words anyway (src/dictionary.h): writing a long document as lines of
+# that many words trains on the same windows, and a 100 MB document never becomes one 100 MB line.
+MAX_LINE_WORDS = 1024
 
 
 def write_training_text(texts: Iterable[str], path: Path, seed: int = 0) -> tuple[int, int]:

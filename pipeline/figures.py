@@ -250,9 +250,10 @@ def unchanged_sentences(by_kind: pd.DataFrame) -> list[str]:
     are right where the model sees its own token (``unchanged``), and at ``mask``; the numbers as the table has them."""
     sentences = []
     for lang, part in by_kind[by_kind["status"] == "ok"].groupby("lang", sort=False):
-        accuracy = part.set_index(["kind", "scorer"])["accuracy"]
-        (copy, tiny, ft), mask = ([accuracy[(kind, SCORER_LABELS[s])] for s in ("copy_aware", "bert_tiny", "bert_ft")]
-                                  for kind in ("unchanged", "mask"))
+        acc = {(scorer, kind): value for scorer, kind, value in zip(part["scorer"], part["kind"], part["accuracy"])}
+        at = {kind: [acc[(SCORER_LABELS[s], kind)] for s in ("copy_aware", "bert_tiny", "bert_ft")]
+              for kind in ("unchanged", "mask")}
+        (copy, tiny, ft), mask = at["unchanged"], at["mask"]
         gaps = ", ".join(f"{name} {abs(copy - value):.3f} {'below' if value < copy else 'above'} it"
                          for name, value in (("BERT_TINY", tiny), ("BERT_FT", ft)))
         sentences.append(f"{lang}, at the unchanged positions: the copy-aware floor is right {copy:.3f} of the time, "

@@ -1,5 +1,6 @@
 """The main job's command line, checked once into one typed value (:class:`JobOptions`): each option by its argparse
-``type``, options together by :func:`parse_options`, so a mistake stops the job before any step runs."""
+``type``, options together by :func:`parse_options`, so a mistake stops the job before any step runs, with one line
+that says what to do."""
 
 from __future__ import annotations
 
@@ -174,7 +175,8 @@ def writable_folder(path: Path, option: str) -> None:
 
 
 def check_langs(langs: Sequence[str], corpus: CorpusSpec, labelled: LabelledSpec) -> None:
-    """Refuse a language the corpus or the labelled set lacks, and one ``files:`` corpus for several languages."""
+    """Refuse a language the corpus or the labelled set lacks, and one ``files:`` corpus (which has no language of
+    its own) for several languages."""
     if corpus.source == "files" and len(langs) > 1:
         raise JobError(f"--lang {','.join(langs)} with one --corpus {corpus} would feed every language the same text; "
                        "run one language per files: corpus (--lang en --corpus files:EN_DIR --no-figures, then "

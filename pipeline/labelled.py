@@ -25,6 +25,7 @@ class LabelledSpec(PathSpec):
     """A labelled set: one of :data:`LABELLED_HELP`."""
 
     WHAT, KINDS, WITH_PATH, HELP = "labelled set", KINDS, ("files", "sib200"), LABELLED_HELP
+    KIND_FIELD = "kind"
     kind: str  # one of KINDS
     path: Path | None = None  # files: the file or folder; sib200: a local copy (None: the Hub)
     corpus: CorpusSpec | None = field(default=None, compare=False, repr=False)  # the run's text, set by resolve

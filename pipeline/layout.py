@@ -10,8 +10,10 @@ A run folder (``runs/<preset>-<lang>[-seed<N>]``) holds one folder per notebook 
                         cloze_predictions.json, baseline.json and token_facts.npz (in a record, where data/ is not kept)
       probe/        05: results.csv, results.json, paired_differences.csv
       NN_<name>.ipynb            the executed copy of each notebook, when the main job ran it
-      <step>/.step.json, .step-started.json   its fingerprint (time, parameters) when it finished / last started
-      .job.lock, .<step>.lock, each beside its .owner.json   held by the job / whoever writes that step (run_identity)
+      <step>/.step.json          written when the step finished: its fingerprint, time and parameters
+      <step>/.step-started.json  the fingerprint the step was last started with, finished or not
+      .job.lock, .job.owner.json  held by the job running on this folder
+      .<step>.lock, .<step>.owner.json  held by whoever writes that step (pipeline.run_identity)
 
 No other module spells out one of these names: each asks this module for the path.
 """
@@ -36,10 +38,13 @@ DOCS_DIR = REPO_ROOT / "docs"
 PROJECT_PACKAGES = ("helpers", "plots", "exercises", "pipeline")
 
 MODEL_NAMES = ("bert_tiny", "bert_ft")  # the paper's pair: every finished run folder holds both
-CONTROL_MODEL = "bert_ft_perm"  # BERT_FT, rows permuted (helpers.model.permute_vector_rows); trained where asked
+# The control arm: BERT_FT's vector rows permuted among themselves (helpers.model.permute_vector_rows); trained
+# only where asked, so a run folder may or may not hold it.
+CONTROL_MODEL = "bert_ft_perm"
 TRAINABLE_MODELS = (*MODEL_NAMES, CONTROL_MODEL)
 STEP_FOLDERS = ("masking", "tokenizer", "static", "pretrain", "probe")  # one per notebook 01-05, in order
 STAMP_NAME = ".step.json"
+STARTED_NAME = ".step-started.json"
 INPUT_HASHES_NAME = ".input-hashes.json"  # the content hashes of a run's input files, by size and mtime
 PROVENANCE_NAME = "provenance.json"  # in a figures folder: which runs and which commit drew it
 SERIES_TABLE = "series_training_length"  # pipeline.series writes it beside 06's figures; 06 shows its CSV
@@ -57,15 +62,10 @@ def _at(relative: str, doc: str | None = None, kind: type = Path) -> property:
 
 
 @dataclass(frozen=True)
-class _Files:
-    """One folder of files; each layout below names its own with :func:`_at`, and inherits this constructor."""
-
-    folder: Path
-
-
-class ModelFiles(_Files):
+class ModelFiles:
     """``<run>/pretrain/<model_name>/``: what training one model writes."""
 
+    folder: Path
     metrics = _at("metrics.csv")
     run_json = _at("run.json")
     checkpoint = _at("checkpoint.pt")
@@ -74,9 +74,11 @@ class ModelFiles(_Files):
     model = _at("model", "The trained model, as transformers' save_pretrained writes it.")
 
 
-class PreparedFiles(_Files):
+@dataclass(frozen=True)
+class PreparedFiles:
     """``<run>/pretrain/data/``: the tokenised sequences training reads (all a GPU machine needs)."""
 
+    folder: Path
     meta = _at("meta.json")
     tokenizer = _at("tokenizer")
     shards = _at("train_shards")
@@ -86,18 +88,22 @@ class PreparedFiles(_Files):
         return self.folder / f"{name}.npy"
 
 
-class StaticFiles(_Files):
+@dataclass(frozen=True)
+class StaticFiles:
     """``<run>/static/``: the aligned initial embedding matrix of BERT_FT."""
 
+    folder: Path
     embeddings = _at("embeddings.npy")
     found = _at("found.npy")
     manifest = _at("manifest.json")
 
 
-class PretrainFiles(_Files):
+@dataclass(frozen=True)
+class PretrainFiles:
     """A pretraining folder (``<run>/pretrain``, or any ``--out`` of the training command line): the prepared
     data, one :class:`ModelFiles` per model, and the comparison of the two."""
 
+    folder: Path
     comparison = _at("comparison.json")
     cloze = _at("cloze_predictions.json", "Notebook 04's top-5 fill-mask predictions of each model on a fixed "
                 "cloze set (kept in records).")
@@ -151,7 +157,7 @@ def stamp_of(step_folder: Path) -> Path:
 
 
 def started_of(step_folder: Path) -> Path:
-    return Path(step_folder) / ".step-started.json"
+    return Path(step_folder) / STARTED_NAME
 
 
 def read_json(path: Path, unreadable: str = "") -> dict[str, Any] | None:
@@ -205,9 +211,11 @@ def split_run_folder_name(name: str) -> tuple[str | None, str | None, int | None
     return match["preset"], match["lang"], int(match["seed"]) if match["seed"] else None
 
 
-class RunsFolder(_Files):
+@dataclass(frozen=True)
+class RunsFolder:
     """The main job's ``--out`` folder (default ``runs/``): one run folder per preset, language and seed."""
 
+    folder: Path
     logs = _at("logs", "One log per run when runs are spread over GPUs, each in its own process.")
 
     def run(self, preset: str, lang: str, seed: int = 0, max_steps: int | None = None) -> RunLayout:
@@ -223,16 +231,20 @@ class RunsFolder(_Files):
         return self.logs / f"{run_name}.log"
 
 
-class VariantFiles(_Files):
+@dataclass(frozen=True)
+class VariantFiles:
     """``<ablations>/<run>/<variant>/``: one ablation's aligned vectors and the BERT_FT trained on them."""
 
+    folder: Path
     static = _at("static", kind=StaticFiles)
     model = _at("bert_ft", kind=ModelFiles)
 
 
-class AblationLayout(_Files):
+@dataclass(frozen=True)
+class AblationLayout:
     """An ablations folder: a folder per ablated run holding one :class:`VariantFiles` per variant."""
 
+    folder: Path
     vectors_cache = _at("vectors", "fastText vectors retrained for the variants, kept so that a rerun does not "
                         "train them again.")
 
@@ -240,9 +252,11 @@ class AblationLayout(_Files):
         return VariantFiles(self.folder / run_name / variant)
 
 
-class ShardFiles(_Files):
+@dataclass(frozen=True)
+class ShardFiles:
     """``<data>/train_shards/``: memory-mapped training shards and the manifest that makes them resumable."""
 
+    folder: Path
     manifest = _at("manifest.json")
 
     def shard(self, index: int, kind: str) -> Path:
@@ -256,7 +270,8 @@ METRIC_COLUMNS = ("step", "train_loss", "eval_loss", "eval_accuracy", "lr", "ela
 
 def read_metrics(path: str | Path) -> list[dict[str, float]]:
     """metrics.csv as a list of rows (numbers as float, NaN where empty, step as int), without pandas."""
-    if not Path(path).exists():
+    path = Path(path)
+    if not path.exists():
         raise FileNotFoundError(f"no metrics file at {path}; train the model first (pipeline.training.train)")
     with open(path, newline="") as handle:
         rows = [{k: float(v or "nan") for k, v in row.items()} for row in csv.DictReader(handle)]

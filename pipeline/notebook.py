@@ -1,6 +1,7 @@
 """The first code cell of notebooks 01-05 (:func:`start`) and their one door into the machinery (``__all__``).
 
-A notebook run by hand writes ``runs/interactive/<preset>-<lang>[-seed<N>]``, never the main job's folders.
+:func:`start` checks the ``parameters`` cell's values, seeds everything, picks the device and returns a :class:`Setup`;
+a notebook run by hand writes ``runs/interactive/<preset>-<lang>[-seed<N>]``, never the main job's folders.
 """
 
 from __future__ import annotations

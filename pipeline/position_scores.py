@@ -6,11 +6,10 @@ BERT_TINY, BERT_FT, the unigram and the copy-aware rule are scored on exactly th
 
 from __future__ import annotations
 
-import itertools
 import math
 import zlib
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -105,24 +104,31 @@ def group_positions(group: SeedGroup) -> tuple[list[RunPositions], bool] | str:
     return found, same
 
 
-def seed_differences(pairs: Sequence[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]],
+def seed_differences(pairs: Iterable[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]],
                      key: str) -> tuple[list[np.ndarray], bool]:
     """Each seed's change from its base, ``(base, changed)`` positions read by ``read_positions``: ``changed`` minus
     ``base`` in ``key``, and whether the bases share their positions (by index in records without their ids)."""
-    where = [b["sequence"] * 65_536 + b["position"] if "sequence" in b else np.arange(len(b[key])) for b, _ in pairs]
-    return [changed[key] - base[key] for base, changed in pairs], all(np.array_equal(w, where[0]) for w in where)
+    diffs, where = [], []
+    for base, changed in pairs:
+        diffs.append(changed[key] - base[key])
+        where.append(base["sequence"] * 65_536 + base["position"] if "sequence" in base else np.arange(len(base[key])))
+    return diffs, all(np.array_equal(w, where[0]) for w in where)
 
 
 def model_differences(group: SeedGroup, key: str) -> tuple[list[np.ndarray], bool] | str:
     """BERT_FT minus BERT_TINY in ``key`` at every scored position, per seed, and whether the seeds share
     their positions: all positions, so records from before the [MASK]-only scores serve too. The first problem
     is returned before any later positions are read (a later seed's corrupt file must not hide it)."""
-    found = []
-    for run, name in itertools.product(group.runs, ("bert_tiny", "bert_ft")):
-        if isinstance(positions := positions_of(run, name), str):
-            return positions
-        found.append(positions)
-    return seed_differences(list(zip(found[::2], found[1::2])), key)
+    pairs = []
+    for run in group.runs:
+        tiny = positions_of(run, "bert_tiny")
+        if isinstance(tiny, str):
+            return tiny
+        ft = positions_of(run, "bert_ft")
+        if isinstance(ft, str):
+            return ft
+        pairs.append((tiny, ft))
+    return seed_differences(pairs, key)
 
 
 def paired_difference(runs: list[RunPositions], chosen: list[np.ndarray], same: bool, first: str, second: str,

@@ -295,6 +295,7 @@ def pair_mismatch(tiny_info: dict[str, Any], ft_info: dict[str, Any]) -> str | N
         return (f"no identity block in the run.json of {' and '.join(lacking)} (written by older code, or not found): "
                 "train the pair again")
     found = differences(*(portable({k: info["identity"].get(k) for k in IDENTITY_FIELDS}) for info in pair.values()))
+    # the kind of initialisation, 'random' or 'static', as run.json records it ("init": {"kind": ...})
     tiny_init, ft_init = (info["init"].get("kind") if isinstance(info.get("init"), dict) else None
                           for info in pair.values())
     if tiny_init not in (None, "random"):

@@ -36,10 +36,6 @@ CC_PAGE = "https://fasttext.cc/docs/en/crawl-vectors.html"
 DEFAULT_CACHE = Path(".cache/fasttext")  # obtain_vectors puts it under the repository root
 # Lines end at '\n' only (as fastText writes): a stray '\r' must not shift every line number after it.
 TEXT = {"encoding": "utf-8", "errors": "replace", "newline": "\n"}
-ROWS_COUNTED = PAPER_TOP_N  # rows past a wrong header are counted this far, for the message
-FASTTEXT_MAGIC = 793712314  # the first int32 of every fastText .bin
-ARGS_END = 8 + 12 * 4 + 8  # magic and version, then Args: 12 int32 settings and one double
-CUT_FIX = "download or save it again (fastText would load it with zero vectors, without a word)"
 
 
 def iter_vec(fh: IO[str], where: str, top_n: int | None = PAPER_TOP_N,
@@ -83,6 +79,9 @@ def iter_vec(fh: IO[str], where: str, top_n: int | None = PAPER_TOP_N,
         raise ValueError(f"{where}: its header says {n_words:,} words but the file goes on past line {n_words + 1}: "
                          f"it holds {held} word lines. The header is wrong (fastText writes the true count): {fix}, "
                          "or write the file again")
+
+
+ROWS_COUNTED = PAPER_TOP_N  # rows past a wrong header are counted this far, for the message
 
 
 def read_vec(path: str | Path, top_n: int | None = PAPER_TOP_N, expected_dim: int | None = None) -> WordVectors:
@@ -159,6 +158,10 @@ def download_vectors(lang: str, cache_dir: str | Path = DEFAULT_CACHE, top_n: in
     return dest
 
 
+FASTTEXT_MAGIC = 793712314  # the first int32 of every fastText .bin
+ARGS_END = 8 + 12 * 4 + 8  # magic and version, then Args: 12 int32 settings and one double
+
+
 def check_bin_complete(path: Path) -> None:
     """Refuse a .bin that is cut short or whose header cannot be true, before fastText reads it.
 
@@ -203,6 +206,9 @@ def check_bin_complete(path: Path) -> None:
     if position < size:
         raise ValueError(f"{path} is damaged: its header describes {position:,} bytes but the file holds {size:,}; "
                          "download or save it again")
+
+
+CUT_FIX = "download or save it again (fastText would load it with zero vectors, without a word)"
 
 
 def read_bin(path: str | Path, expected_dim: int | None = None) -> Any:

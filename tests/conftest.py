@@ -7,6 +7,7 @@ The runner's own tests use stand-in notebooks instead (``write_notebook``), a ke
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Callable
 
@@ -15,6 +16,41 @@ import pytest
 from pipeline import runner, steps
 
 SMOKE_LANG = "en"
+# The session fixtures that run notebooks. `make test` runs the suite on two pytest-xdist workers, each test file
+# whole on one (its module fixtures run once), and every file that names one of these on the same worker, so the
+# smoke pipeline (about two minutes) runs once, not once per worker.
+SMOKE_FIXTURES = ("smoke_run_dir", "smoke_step", "smoke_figures")
+# The longest set-ups (`make test` names its slowest tests): handed out first, so that no worker starts one of them
+# while the other has nothing left to do.
+SLOWEST_FIRST = ("smoke", "test_paper_path.py", "test_every_language_finishes.py", "test_reference_records.py",
+                 "test_gpu_path_on_cpu.py", "test_distributed.py")
+
+
+@functools.cache
+def test_group(test_file: str) -> str:
+    """'smoke' for a test file that uses the smoke pipeline, else the file's name: the unit a worker runs whole."""
+    text = (Path(__file__).parent / Path(test_file).name).read_text(encoding="utf-8")
+    return "smoke" if any(name in text for name in SMOKE_FIXTURES) else Path(test_file).name
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slowest groups first (run serially too: the order is all that changes)."""
+    rank = {name: n for n, name in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(test_group(item.path.name), len(rank)))  # stable: files keep their order
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """pytest-xdist's scope scheduling with :func:`test_group` as the scope, in the collection's order. (Its
+    ``loadgroup`` mode rewrites node ids, which pytest 9 no longer lets a plugin do.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByTestGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return test_group(nodeid.split("::", 1)[0])
+
+    config.option.loadscopereorder = False
+    return ByTestGroup(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -27,30 +27,30 @@ SLOWEST_FIRST = ("smoke", "test_paper_path.py", "test_every_language_finishes.py
 
 
 @functools.cache
-def test_group(test_file: str) -> str:
+def worker_group(test_file: Path) -> str:
     """'smoke' for a test file that uses the smoke pipeline, else the file's name: the unit a worker runs whole."""
-    text = (Path(__file__).parent / Path(test_file).name).read_text(encoding="utf-8")
-    return "smoke" if any(name in text for name in SMOKE_FIXTURES) else Path(test_file).name
+    uses_smoke = test_file.is_file() and any(name in test_file.read_text(encoding="utf-8") for name in SMOKE_FIXTURES)
+    return "smoke" if uses_smoke else test_file.name
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The slowest groups first (run serially too: the order is all that changes)."""
     rank = {name: n for n, name in enumerate(SLOWEST_FIRST)}
-    items.sort(key=lambda item: rank.get(test_group(item.path.name), len(rank)))  # stable: files keep their order
+    items.sort(key=lambda item: rank.get(worker_group(item.path), len(rank)))  # stable: files keep their order
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """pytest-xdist's scope scheduling with :func:`test_group` as the scope, in the collection's order. (Its
-    ``loadgroup`` mode rewrites node ids, which pytest 9 no longer lets a plugin do.)"""
+    """pytest-xdist's scope scheduling with :func:`worker_group` as the scope, in the collection's order. (Its
+    ``loadgroup`` mode renames node ids, which pytest 9 no longer lets a plugin do.)"""
     from xdist.scheduler import LoadScopeScheduling
 
-    class ByTestGroup(LoadScopeScheduling):
+    class ByWorkerGroup(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return test_group(nodeid.split("::", 1)[0])
+            return worker_group(config.rootpath / nodeid.split("::", 1)[0])
 
     config.option.loadscopereorder = False
-    return ByTestGroup(config, log)
+    return ByWorkerGroup(config, log)
 
 
 @pytest.fixture(scope="session")

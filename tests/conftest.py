@@ -16,9 +16,9 @@ import pytest
 from pipeline import runner, steps
 
 SMOKE_LANG = "en"
-# The session fixtures that run notebooks. `make test` runs the suite on two pytest-xdist workers, each test file
-# whole on one (its module fixtures run once), and every file that names one of these on the same worker, so the
-# smoke pipeline (about two minutes) runs once, not once per worker.
+# The session fixtures that run notebooks. `make test` runs the suite on one pytest-xdist worker per core (at most
+# 4), each test file whole on one (its module fixtures run once), and every file that names one of these on the same
+# worker, so the smoke pipeline (about two minutes) runs once, not once per worker.
 SMOKE_FIXTURES = ("smoke_run_dir", "smoke_step", "smoke_figures")
 # The longest set-ups (`make test` names its slowest tests): handed out first, so that no worker starts one of them
 # while the other has nothing left to do.

@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 STRIP_ARGS := --keep-id --extra-keys metadata.language_info
 STRIP := $(VENV)/bin/nbstripout $(STRIP_ARGS)
 
-.PHONY: figures docs reference reference-record reference-ablations reference-figures test venv strip lint clean-runs
+.PHONY: figures docs reference reference-record reference-ablations reference-prepared reference-web reference-figures test venv strip lint clean-runs
 
 venv: $(STAMP)
 
@@ -80,6 +80,34 @@ reference-ablations: $(STAMP)
 	$(PY) -m pipeline.job --preset reference --lang en --seeds 1 --no-figures
 	$(PY) -m pipeline.ablations --runs runs/reference-en runs/reference-en-seed1 --out runs/reference-ablations \
 	  --records $(REFERENCE_DIR)/ablations --figures $(REFERENCE_DIR)
+
+# The other-text arm: BERT_FT_WEB starts from vectors pretrained on web-scale text (pipeline.pretrained_vectors,
+# English and French only) and trains on a reference run's prepared data, so it is paired with the recorded pair by
+# seed and evaluation position (pipeline.records --arm refuses it unless its identity, data included, is the pair's).
+# reference-prepared makes those data in minutes without training the pair again: the job capped at one step
+# (runs/reference-LANG[-seedN]-max1; the data do not depend on the cap). reference-web then trains, per language:
+# 1,200 steps on seeds 0-2 (beside the series' pairs), 4,800 steps on seed 0 with the control BERT_FT_WEB_PERM, then
+# seeds 1-2; each model is recorded as it finishes. WEB_LANGS=en and WEB_LANGS=fr run as two processes, one thread each.
+WEB_LANGS ?= en fr
+PREPARED ?= runs
+WEB_OUT ?= runs/web
+
+reference-prepared: $(STAMP)
+	$(PY) -m pipeline.job --preset reference --lang $$(echo $(WEB_LANGS) | tr ' ' ',') --seeds 0,1,2 --max-steps 1 \
+	  --no-figures --labelled none --out $(PREPARED)
+
+reference-web: $(STAMP)
+	for steps in 1200 4800; do for lang in $(WEB_LANGS); do for seed in 0 1 2; do \
+	  run=reference-$$lang$$( [ $$seed = 0 ] || echo -seed$$seed ); prepared=$(PREPARED)/$$run-max1; \
+	  record=$$( [ $$steps = 1200 ] && echo $(REFERENCE_DIR)/series/$$run-steps1200 || echo $(REFERENCE_DIR)/runs/$$run ); \
+	  models=bert_ft_web$$( [ $$steps$$seed = 48000 ] && echo " bert_ft_web_perm" ); \
+	  test -f $$prepared/static_web/manifest.json || $(PY) -m pipeline.pretrained_vectors --lang $$lang \
+	    --tokenizer $$prepared/pretrain/data/tokenizer --out $$prepared/static_web || exit 1; \
+	  for model in $$models; do \
+	    $(PY) -m pipeline.train_cli --data $$prepared/pretrain/data --init $$prepared/static_web --model $$model \
+	      --seed $$seed --preset reference --steps $$steps --out $(WEB_OUT)/$$run-steps$$steps || exit 1; \
+	    $(PY) -m pipeline.records --arm $$model $(WEB_OUT)/$$run-steps$$steps $$record || exit 1; \
+	  done; done; done; done
 
 # The series table first: the job hands it to notebook 06 (pipeline.steps.figures_parameters), which shows it.
 reference-figures: $(STAMP)

@@ -22,9 +22,8 @@ FIGURE3_LANGS: tuple[str, ...] = ("en", "de", "pl", "es", "it", "fr")
 
 # The two models; keys match the run folder contract (pretrain/bert_tiny, pretrain/bert_ft).
 MODELS: tuple[str, ...] = ("bert_tiny", "bert_ft")
-MODEL_LABELS: dict[str, str] = {"bert_tiny": "BERT_TINY", "bert_ft": "BERT_FT",
-                                # Ours, not the paper's: the control arm (BERT_FT's vector rows permuted).
-                                "bert_ft_perm": "BERT_FT_PERM"}
+# After the pair, ours: the control (rows permuted), BERT_FT from vectors pretrained on other text, and its control
+MODEL_LABELS = {name: name.upper() for name in (*MODELS, "bert_ft_perm", "bert_ft_web", "bert_ft_web_perm")}
 
 # Training setting (Section 4.3 and Table 4; evaluation interval from the captions of Figures 1 and 2).
 STEPS = 100_000  # Table 4, "Number of Steps"

@@ -6,7 +6,8 @@ A run folder (``runs/<preset>-<lang>[-seed<N>]``) holds one folder per notebook 
       masking/      01: masking_stats.json, plots
       tokenizer/    02: the trained tokenizer (tokenizer.json and the files save_pretrained writes), report.json
       static/       03: embeddings.npy, found.npy, manifest.json
-      pretrain/     04: data/ (prepared sequences), bert_tiny/, bert_ft/, bert_ft_perm/ (ModelFiles), comparison.json,
+      static_web/   the other-text vectors for bert_ft_web (pipeline.pretrained_vectors), where made
+      pretrain/     04: data/ (prepared sequences), bert_tiny/, bert_ft/, EXTRA_MODELS (ModelFiles), comparison.json,
                         cloze_predictions.json, baseline.json and token_facts.npz (in a record, where data/ is not kept)
       probe/        05: results.csv, results.json, paired_differences.csv
       NN_<name>.ipynb            the executed copy of each notebook, when the main job ran it
@@ -41,7 +42,13 @@ MODEL_NAMES = ("bert_tiny", "bert_ft")  # the paper's pair: every finished run f
 # The control arm: BERT_FT's vector rows permuted among themselves (helpers.model.permute_vector_rows); trained
 # only where asked, so a run folder may or may not hold it.
 CONTROL_MODEL = "bert_ft_perm"
-TRAINABLE_MODELS = (*MODEL_NAMES, CONTROL_MODEL)
+# The other-text arm: BERT_FT started from vectors pretrained on web-scale text (pipeline.pretrained_vectors), and
+# its own control with those rows permuted; trained apart by train_cli on a finished run's prepared data.
+WEB_MODEL, WEB_CONTROL = "bert_ft_web", "bert_ft_web_perm"
+WEB_SOURCE = "web"  # the source its static manifest names
+EXTRA_MODELS = (CONTROL_MODEL, WEB_MODEL, WEB_CONTROL)  # a run folder or record holds each only where trained
+TRAINABLE_MODELS = (*MODEL_NAMES, *EXTRA_MODELS)
+PERMUTES = {CONTROL_MODEL: "bert_ft", WEB_CONTROL: WEB_MODEL}  # a control: the model whose vector rows it permutes
 STEP_FOLDERS = ("masking", "tokenizer", "static", "pretrain", "probe")  # one per notebook 01-05, in order
 STAMP_NAME = ".step.json"
 STARTED_NAME = ".step-started.json"
@@ -131,6 +138,8 @@ class RunLayout:
     identity = _at("identity.json", "What this run folder holds (preset, language, seed, corpus, ...), fixed by "
                    "its first step.")
     static = _at("static", kind=StaticFiles)
+    static_web = _at("static_web", "The other-text vectors aligned to this run's tokenizer "
+                     "(pipeline.pretrained_vectors).", kind=StaticFiles)
     pretrain = _at("pretrain", kind=PretrainFiles)
 
     def step(self, name: str) -> Path:

@@ -11,7 +11,19 @@ from typing import Any, Iterable, Sequence
 
 from pipeline.baseline_files import compute_baseline, compute_token_facts, save_baseline, save_token_facts
 from pipeline.fingerprints import copy_fingerprint, portable
-from pipeline.layout import CONTROL_MODEL, FIGURES_DIR, MODEL_NAMES, STEP_FOLDERS, ModelFiles, PretrainFiles, RunLayout
+from pipeline.layout import (
+    EXTRA_MODELS,
+    FIGURES_DIR,
+    MODEL_NAMES,
+    PERMUTES,
+    STEP_FOLDERS,
+    TRAINABLE_MODELS,
+    WEB_MODEL,
+    WEB_SOURCE,
+    ModelFiles,
+    PretrainFiles,
+    RunLayout,
+)
 from pipeline.staging import move_into, staged
 
 
@@ -24,8 +36,8 @@ def model_record_files(model: ModelFiles) -> tuple[Path, Path, Path]:
 
 
 def record_files(run: RunLayout) -> list[Path]:
-    """The files of a finished run that notebook 06 reads (all small); the control's where it was trained."""
-    names = [*MODEL_NAMES, *([CONTROL_MODEL] if run.model(CONTROL_MODEL).run_json.is_file() else [])]
+    """The files of a finished run that notebook 06 reads (all small); the extra arms' where they were trained."""
+    names = [*MODEL_NAMES, *(name for name in EXTRA_MODELS if run.model(name).run_json.is_file())]
     cloze = [run.pretrain.cloze] if run.pretrain.cloze.is_file() else []
     models = (path for name in names for path in model_record_files(run.model(name)))
     return [run.static.manifest, run.pretrain.comparison, *models, run.probe_table, run.probe_differences, *cloze]
@@ -57,7 +69,7 @@ def check_recordable(run_dir: Path, record_dir: Path) -> None:
     if missing := [str(path.relative_to(run_dir)) for path in record_files(run) if not path.is_file()]:
         raise FileNotFoundError(f"{run_dir} is not a finished run (missing {', '.join(missing)}); "
                                 "run notebooks 01-05 for it first (python -m pipeline.job)")
-    if unfinished := [name for name in (*MODEL_NAMES, CONTROL_MODEL) if run.model(name).run_json.is_file()
+    if unfinished := [name for name in TRAINABLE_MODELS if run.model(name).run_json.is_file()
                       and not read_info(run, name).get("finished")]:
         raise FileNotFoundError(f"{run_dir} is not a finished run ({', '.join(unfinished)} stopped before its last "
                                 "step); train it to the end first (the job or train_cli resumes it)")
@@ -126,26 +138,40 @@ def save_records(run_dirs: Sequence[str | Path], records_dir: str | Path, draft:
     return [save_record(run_dir, records_dir) for run_dir in run_dirs]
 
 
-def save_control(trained: str | Path, record_dir: str | Path) -> Path:
-    """Add a finished control (bert_ft_perm, trained apart by train_cli) to its pair's record, staged and moved in
-    whole: it must be the pair's experiment, start from BERT_FT's vectors (by content) and name a clean commit."""
-    pair, record = PretrainFiles(Path(trained)), RunLayout(Path(record_dir))
-    info, ft = read_info(pair, CONTROL_MODEL), read_info(record, "bert_ft")
-    commit = commit_of(info)
-    problems = [why for why, bad in (
+def arm_problems(name: str, info: dict[str, Any], record: RunLayout) -> list[str]:
+    """Why a model trained apart may not join ``record``: unfinished, uncommitted code, another experiment than the
+    record's pair, or a start other than its name says (a control permutes the recorded rows of the model it
+    controls, by content; bert_ft_web starts from other-text vectors)."""
+    ft, commit = read_info(record, "bert_ft"), commit_of(info)
+    permuted = PERMUTES.get(name)
+    base = read_info(record, permuted) if permuted and record.model(permuted).run_json.is_file() else None
+    unpermuted = (info["init"].get("permutation") or {}).get("unpermuted_embeddings_sha256")
+    checks = [
         ("it did not finish", not info.get("finished")),
         (f"it was trained from uncommitted code ({commit})", uncommitted(commit)),
         ("it belongs to another experiment (its identity differs from the pair's)",
          portable(info["identity"]) != portable(ft["identity"])),
-        ("it started from other vectors than the record's BERT_FT",
-         (info["init"].get("permutation") or {}).get("unpermuted_embeddings_sha256")
-         != ft["init"]["embeddings_sha256"])) if bad]
-    if problems:
-        raise RecordConflict(f"{pair.model(CONTROL_MODEL).folder} cannot join the record {record.root}: "
-                             f"{'; '.join(problems)}")
-    target = record.model(CONTROL_MODEL).folder
+        (f"it controls {permuted}, which the record does not hold yet: record that first",
+         bool(permuted) and base is None),
+        (f"it started from other vectors than the record's {permuted}",
+         base is not None and unpermuted != base["init"]["embeddings_sha256"]),
+        ("it did not start from vectors pretrained on other text", name == WEB_MODEL
+         and (info.get("init_manifest") or {}).get("source") != WEB_SOURCE),
+    ]
+    return [why for why, bad in checks if bad]
+
+
+def save_arm(trained: str | Path, record_dir: str | Path, name: str) -> Path:
+    """Add a finished extra arm (a control, or bert_ft_web; trained apart by train_cli) to its pair's record, staged
+    and moved in whole, once :func:`arm_problems` finds nothing."""
+    if name not in EXTRA_MODELS:
+        raise ValueError(f"{name!r} is not an arm that joins a record; choose from {', '.join(EXTRA_MODELS)}")
+    pair, record = PretrainFiles(Path(trained)), RunLayout(Path(record_dir))
+    if problems := arm_problems(name, read_info(pair, name), record):
+        raise RecordConflict(f"{pair.model(name).folder} cannot join the record {record.root}: {'; '.join(problems)}")
+    target = record.model(name).folder
     with staged(target.parent, target.name) as staging:
-        copy_into(model_record_files(pair.model(CONTROL_MODEL)), pair.model(CONTROL_MODEL).folder, staging)
+        copy_into(model_record_files(pair.model(name)), pair.model(name).folder, staging)
         move_into(staging, target)
     return target
 
@@ -154,12 +180,13 @@ if __name__ == "__main__":
     import sys
 
     args = sys.argv[1:]
-    control, runs = args[:1] == ["--control"] and len(args) == 3, args[:1] == ["--runs"] and len(args) >= 3
-    if not (control or runs):
-        sys.exit("usage: python -m pipeline.records --control TRAINED_PRETRAIN_DIR RECORD_DIR  (adds a control)\n"
+    arm, runs = args[:1] == ["--arm"] and len(args) == 4, args[:1] == ["--runs"] and len(args) >= 3
+    if not (arm or runs):
+        sys.exit("usage: python -m pipeline.records --arm MODEL TRAINED_PRETRAIN_DIR RECORD_DIR  (adds "
+                 f"{' or '.join(EXTRA_MODELS)})\n"
                  "       python -m pipeline.records --runs RUN_DIR... RECORDS_DIR  (records finished runs)")
     try:
-        recorded = [save_control(args[1], args[2])] if control else save_records(args[1:-1], args[-1])
+        recorded = [save_arm(args[2], args[3], args[1])] if arm else save_records(args[1:-1], args[-1])
         print(*(f"recorded {path}" for path in recorded), sep="\n")
     except (OSError, ValueError) as err:  # RecordConflict and UncommittedRun among them
         sys.exit(f"error: {err}")

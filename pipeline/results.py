@@ -21,6 +21,7 @@ from pipeline.baseline_files import load_baseline
 from pipeline.fingerprints import differences, input_kind, portable
 from pipeline.layout import (
     CONTROL_MODEL,
+    EXTRA_MODELS,
     METRIC_COLUMNS,
     REPO_ROOT,
     ModelFiles,
@@ -237,7 +238,7 @@ def load_run(run_dir: str | Path) -> Run:
     missing = [] if run_dir.is_dir() else ["run folder not found"]
     manifest = _read_json(layout.static.manifest, missing, "static vectors")
     models: dict[str, ModelRun] = {}
-    for name in [*paper.MODELS, *([CONTROL_MODEL] if layout.model(CONTROL_MODEL).run_json.is_file() else [])]:
+    for name in [*paper.MODELS, *(extra for extra in EXTRA_MODELS if layout.model(extra).run_json.is_file())]:
         files = layout.model(name)
         models[name] = ModelRun(name, info=_read_json(files.run_json, missing, f"{name} run.json"), files=files)
         try:

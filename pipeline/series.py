@@ -18,9 +18,9 @@ import pandas as pd
 from pipeline.claims_table import gain_estimate, run_crossing, steps_saved_note, steps_saved_table
 from pipeline.figure_plots import lang_name, save_figure
 from pipeline.figures import write_table
-from pipeline.layout import CONTROL_MODEL, MODEL_NAMES, SERIES_TABLE, PretrainFiles, RunLayout
+from pipeline.layout import EXTRA_MODELS, MODEL_NAMES, SERIES_TABLE, PretrainFiles, RunLayout
 from pipeline.position_scores import kind_mean
-from pipeline.records import copy_into, model_record_files, read_info, save_control, save_facts, trained_commit
+from pipeline.records import copy_into, model_record_files, read_info, save_arm, save_facts, trained_commit
 from pipeline.results import RunSet, SeedGroup, comparison_groups, load_runs
 
 NOTE = ("One pair of models per length and seed ({seeds}), each with its own warm-up and decay; {base:,} steps is "
@@ -40,14 +40,15 @@ def save_series_record(base_run: Path, trained: Path, records_dir: Path) -> Path
             raise ValueError(f"{pair.model(name).run_json} was trained on other data than {base.root}; "
                              "train the series from the base run's pretrain/data")
     record = RunLayout(Path(records_dir) / f"{base.root.name}-steps{infos['bert_tiny']['steps']}")
-    # the control, where trained, joins by content after the pair (records.save_control)
+    # the extra arms, where trained, join by content after the pair (records.save_arm)
     pair_files = [path for name in MODEL_NAMES for path in model_record_files(pair.model(name))]
     pair_files += [pair.comparison] if pair.comparison.is_file() else []
     copy_into(pair_files, pair.folder, record.step("pretrain"))
     copy_into([base.static.manifest], base.root, record.root)
     save_facts(base, record)
-    if pair.model(CONTROL_MODEL).run_json.is_file():
-        save_control(pair.folder, record.root)
+    for name in EXTRA_MODELS:
+        if pair.model(name).run_json.is_file():
+            save_arm(pair.folder, record.root, name)
     return record.root
 
 

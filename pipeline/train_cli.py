@@ -31,12 +31,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m pipeline.train_cli", description=training.__doc__.splitlines()[0])
     add = parser.add_argument
     add("--data", required=True, help="folder written by prepare_data (or the out_dir holding data/)")
-    add("--out", required=True, help="folder for bert_tiny/, bert_ft/ and bert_ft_perm/")
+    add("--out", required=True, help="folder for one folder per model (bert_tiny/, bert_ft/, ...)")
     add("--model", required=True, choices=TRAINABLE_MODELS,
-        help="bert_tiny (random embeddings), bert_ft (static vectors) or bert_ft_perm (the control: "
-             "BERT_FT's vector rows permuted among themselves, a fixed permutation per seed)")
+        help="bert_tiny (random embeddings), bert_ft (static vectors), bert_ft_perm (the control: BERT_FT's vector "
+             "rows permuted among themselves, a fixed permutation per seed), bert_ft_web (vectors pretrained on other "
+             "text) or bert_ft_web_perm (those rows permuted)")
     add("--init", default="random", help="'random' for bert_tiny; the static-vector folder of notebook 03 for bert_ft "
-                                         "and bert_ft_perm (required)")
+                                         "and bert_ft_perm, that of pipeline.pretrained_vectors (RUN/static_web) for "
+                                         "bert_ft_web and bert_ft_web_perm (required)")
     add("--preset", default="paper", choices=PRESET_NAMES, help=PRESET_HELP)
     add("--device", default="auto", type=device_argument, help="auto, cpu, cuda or cuda:N")
     add("--seed", type=setting_argument("seed", low=0), default=0)

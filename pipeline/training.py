@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import json
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -32,7 +33,18 @@ from helpers.pretrain import (
 from helpers.static_vectors import Alignment, vocab_fingerprint
 from pipeline import checkpoints as ck
 from pipeline import distributed
-from pipeline.layout import CONTROL_MODEL, METRIC_COLUMNS, TRAINABLE_MODELS, ModelFiles, PretrainFiles, read_metrics
+from pipeline.layout import (
+    METRIC_COLUMNS,
+    PERMUTES,
+    TRAINABLE_MODELS,
+    WEB_CONTROL,
+    WEB_MODEL,
+    WEB_SOURCE,
+    ModelFiles,
+    PretrainFiles,
+    StaticFiles,
+    read_metrics,
+)
 from pipeline.prepare import PreparedData, load_data, load_data_tokenizer
 from pipeline.runinfo import environment, pick_device
 from pipeline.staging import written_whole
@@ -49,6 +61,13 @@ def check_model_init(model_name: str, init: InitSpec) -> None:
     if model_name == "bert_tiny" and not random:
         raise ValueError(f"bert_tiny starts from random embeddings, but init={str(init)!r} was given; "
                          "use --model bert_ft for static vectors, or --init random")
+    web = model_name in (WEB_MODEL, WEB_CONTROL)
+    if isinstance(init, (str, Path)) and not random and (StaticFiles(Path(init)).manifest.is_file()):
+        source = json.loads(StaticFiles(Path(init)).manifest.read_text(encoding="utf-8")).get("source")
+        if web != (source == WEB_SOURCE):  # a model's name says where its vectors come from
+            start = "vectors pretrained on other text" if web else "this run's vectors"
+            folder = "the folder pipeline.pretrained_vectors wrote (RUN/static_web)" if web else "notebook 03's static/"
+            raise ValueError(f"{model_name} starts from {start}, but {init} holds {source!r} vectors; give {folder}")
 
 
 def load_training_data(data_dir: str | Path, cfg: TrainConfig, tokenizer: Any,
@@ -124,13 +143,13 @@ def train(model_name: str, init: InitSpec, cfg: TrainConfig, data_dir: str | Pat
 
 
 def starting_embeddings(model_name: str, init: InitSpec, seed: int) -> tuple[InitSpec, dict[str, Any] | None]:
-    """What the model starts from, and for the control how its rows were permuted (a fixed permutation per seed)."""
-    if model_name != CONTROL_MODEL:
+    """What the model starts from, and for a control how its rows were permuted (a fixed permutation per seed)."""
+    if model_name not in PERMUTES:
         return init, None
     alignment = static_init(init)
     found = getattr(alignment, "found", None)
     if found is None:
-        raise ValueError(f"{CONTROL_MODEL} permutes the rows that hold a static vector, so it needs the static/ "
+        raise ValueError(f"{model_name} permutes the rows that hold a static vector, so it needs the static/ "
                          "folder (or an Alignment with its found mask), not a bare matrix")
     matrix, order = permute_vector_rows(np.asarray(alignment.matrix), found, seed)
     record = {"rows": int(len(order)), "fixed_points": int((order == np.arange(len(order))).sum()),

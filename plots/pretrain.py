@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 LABELS = {"bert_tiny": "BERT_TINY (random embeddings)", "bert_ft": "BERT_FT (fastText embeddings)",
-          "bert_ft_perm": "BERT_FT_PERM (the control: BERT_FT's rows permuted)"}
+          "bert_ft_perm": "BERT_FT_PERM (the control: BERT_FT's rows permuted)",
+          "bert_ft_web": "BERT_FT_WEB (vectors pretrained on web text)",
+          "bert_ft_web_perm": "BERT_FT_WEB_PERM (BERT_FT_WEB's rows permuted)"}
 
 
 def plot_runs(runs: Mapping[str, Sequence[Mapping[str, float]]], out_dir: str | Path | None = None,

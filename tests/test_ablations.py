@@ -161,3 +161,13 @@ def test_the_markdown_table_rounds_each_number_once(ablated: Path, tmp_path: Pat
     cells = [c.strip() for c in lines[2 + int(row)].strip("|").split("|")]
     assert cells[header.index("loss_vs_paper")] == "-0.001"
     assert cells[header.index("accuracy_vs_paper")] == "0.056"
+
+
+def test_one_verdict_rule_judges_every_variant_against_bert_fts_seed_spread() -> None:
+    spread = 0.042  # English reference BERT_FT final loss 3.814 / 3.825 / 3.783 across seeds
+    assert A.ablation_verdict(-0.009, -0.027, 0.009, spread) == "not shown"  # includes 0
+    assert A.ablation_verdict(0.027, 0.0002, 0.054, spread) == "within seed noise"  # excludes 0, small
+    assert A.ablation_verdict(-0.020, -0.038, -0.002, spread) == "within seed noise"
+    assert A.ablation_verdict(0.206, 0.172, 0.241, spread) == "shown"
+    assert A.ablation_verdict(0.027, 0.0002, 0.054, float("nan")) == "shown"  # one seed: no floor to use
+    assert A.ablation_verdict(0.1, float("nan"), float("nan"), spread) == "no interval"

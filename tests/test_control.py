@@ -13,7 +13,7 @@ import pytest
 from helpers import presets
 from pipeline import records, results, training
 from pipeline import token_analysis as control
-from pipeline.layout import CONTROL_MODEL, RunLayout
+from pipeline.layout import CONTROL_MODEL, WEB_CONTROL, WEB_MODEL, RunLayout
 
 
 def _commit(info_path: Path, commit: str) -> None:
@@ -76,13 +76,17 @@ def test_runs_without_a_control_give_no_control_rows(run_with_control: Path, tmp
 
 
 def test_the_knowledge_or_scale_sentence_takes_its_numbers_from_the_table(run_with_control: Path) -> None:
-    table = control.control_table(results.load_runs([run_with_control]))
-    (sentence,) = control.knowledge_or_scale(table)
+    runset = results.load_runs([run_with_control])
+    table, shares = control.control_table(runset), control.knowledge_share_table(runset)
+    (sentence,) = control.knowledge_or_scale(table, shares)
     overall = table[table["grouping"] == "all"].set_index("comparison")
     for comparison in overall.index:
         assert f"{overall.loc[comparison, 'loss']:+.3f}" in sentence
-    share = overall["loss"].iloc[0] / overall["loss"].iloc[2]
-    assert f"knowledge makes {share:.0%} of it" in sentence
+    share = shares.iloc[0]
+    assert share["share"] == pytest.approx(overall["loss"].iloc[0] / overall["loss"].iloc[2])
+    assert share["share ci_low"] <= share["share"] <= share["share ci_high"]
+    assert f"knowledge makes {control.share_text(share)} of it" in sentence
+    assert control.share_text(share).startswith(f"{share['share']:.0%} [{share['share ci_low']:.0%}, ")
 
 
 def test_the_smoke_run_of_notebook_04_trains_the_control_and_06_draws_its_table(smoke_figures: Path,
@@ -95,31 +99,68 @@ def test_the_smoke_run_of_notebook_04_trains_the_control_and_06_draws_its_table(
     assert set(table["comparison"]) == {c for _, _, c in control.COMPARISONS}
 
 
-def test_the_web_arm_and_its_control_join_a_record_in_order(run_with_control: Path, tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(scope="module")
+def run_with_web(run_with_control: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A copy of the run with the control, its other-text vectors aligned from a table made here in spaCy's format,
+    and BERT_FT_WEB and BERT_FT_WEB_PERM trained apart (not yet recorded): (record, trained folder)."""
     from pipeline import pretrained_vectors as pv
-    from pipeline.layout import WEB_CONTROL, WEB_MODEL
     from tests.test_pretrained_vectors import VOCAB_DIR, make_wheel
 
-    layout = RunLayout(run_with_control)
+    tmp = tmp_path_factory.mktemp("web")
+    run = tmp / run_with_control.name
+    shutil.copytree(run_with_control, run)
+    layout = RunLayout(run)
     words = [w for w in json.loads((layout.root / "tokenizer" / "tokenizer.json").read_text())["model"]["vocab"]
              if w.isalpha()][:60]
-    wheel = make_wheel(tmp_path / "web.whl", {w: i % 20 for i, w in enumerate(words)},
+    wheel = make_wheel(tmp / "web.whl", {w: i % 20 for i, w in enumerate(words)},
                        np.random.default_rng(1).normal(size=(20, 300)))
-    monkeypatch.setitem(pv.TABLES, "en", pv.VectorTable("web", "1", wheel.name, pv.sha256_of(wheel), VOCAB_DIR, "3.11",
-                                                        "test"))
-    pv.save_pretrained(layout.root / "tokenizer", "en", layout.static_web.folder, cache_dir=tmp_path)
-    trained = tmp_path / "web-trained"
+    table = pv.VectorTable("web", "1", wheel.name, pv.sha256_of(wheel), VOCAB_DIR, "3.11", "test")
+    original = pv.TABLES["en"]
+    pv.TABLES["en"] = table
+    try:
+        pv.save_pretrained(layout.root / "tokenizer", "en", layout.static_web.folder, cache_dir=tmp)
+    finally:
+        pv.TABLES["en"] = original
+    trained = tmp / "web-trained"
     for name in (WEB_MODEL, WEB_CONTROL):
         training.train(name, str(layout.static_web.folder), presets.get("smoke").train, layout.step("pretrain"),
                        trained, device="cpu", seed=0, progress=False)
         _commit(trained / name / "run.json", "c" * 40)
+    return run, trained
+
+
+def test_the_web_arm_and_its_control_join_a_record_in_order(run_with_web: tuple[Path, Path]) -> None:
+    run_dir, trained = run_with_web
     with pytest.raises(records.RecordConflict, match="controls bert_ft_web, which the record does not hold yet"):
-        records.save_arm(trained, run_with_control, WEB_CONTROL)
-    records.save_arm(trained, run_with_control, WEB_MODEL)
-    records.save_arm(trained, run_with_control, WEB_CONTROL)
-    run = results.load_run(run_with_control)
+        records.save_arm(trained, run_dir, WEB_CONTROL)
+    records.save_arm(trained, run_dir, WEB_MODEL)
+    records.save_arm(trained, run_dir, WEB_CONTROL)
+    run = results.load_run(run_dir)
     assert {WEB_MODEL, WEB_CONTROL} <= set(run.models)
     info = run.model(WEB_CONTROL).info
     assert info["init"]["permutation"]["unpermuted_embeddings_sha256"] == run.model(WEB_MODEL).info["init"][
         "embeddings_sha256"] != run.model("bert_ft").info["init"]["embeddings_sha256"]
+
+
+def test_the_other_text_comparisons_add_up_and_the_answer_quotes_them(run_with_web: tuple[Path, Path]) -> None:
+    from pipeline import other_text
+
+    run_dir, trained = run_with_web
+    for name in (WEB_MODEL, WEB_CONTROL):
+        records.save_arm(trained, run_dir, name)
+    runset = results.load_runs([run_dir])
+    table, shares = other_text.web_table(runset), other_text.share_table(runset)
+    for group in ("all positions", "[MASK] positions"):
+        rows = table[(table["grouping"] == "all") & (table["group"] == group)].set_index("comparison")
+        web, ft, against = (rows.loc[c] for _, _, c in other_text.WEB_COMPARISONS)
+        for key in ("loss", "accuracy"):
+            assert web[key] == pytest.approx(ft[key] + against[key], abs=1e-9)  # paired on the same positions
+    assert set(table["comparison"]) == {c for _, _, c in (*other_text.WEB_COMPARISONS,
+                                                          *other_text.WEB_CONTROL_COMPARISONS)}
+    loss = shares.set_index("metric").loc["loss"]
+    mask = table[table["group"] == "[MASK] positions"].set_index("comparison")
+    web_gain, ft_gain = (mask.loc[c, "loss"] for _, _, c in other_text.WEB_COMPARISONS[:2])
+    assert loss["share"] == pytest.approx(web_gain / ft_gain)
+    assert loss["share ci_low"] <= loss["share"] <= loss["share ci_high"] and np.isnan(loss["share seed_ci_low"])
+    sentence = other_text.other_text_answer(table, shares)[0]
+    assert f"{web_gain:+.3f}" in sentence and f"{loss['share']:.0%}" in sentence

@@ -20,6 +20,7 @@ from helpers import paper_values as paper
 from helpers.crossing import crossing_step
 from pipeline import claims_table, figures, layout, results
 from pipeline import figure_plots as plots
+from pipeline.claims_table import NOT_REPRODUCED
 
 EVAL_STEPS = [0, 10, 20, 30, 40]
 
@@ -241,7 +242,7 @@ def test_verify_claims_on_constructed_run(tmp_path: Path) -> None:
     checked = claims_table.verify_claims(results.load_runs([run_dir])).set_index("claim_id")
     assert checked.loc["eval_loss_crossing_step", "ours"] == 30
     assert checked.loc["eval_loss_crossing_step", "fraction_of_training"] == pytest.approx(0.75)
-    assert on_ours(checked.loc["eval_loss_crossing_step", "holds_on_ours"]) == "does not hold"  # 0.75 > 1/3
+    assert on_ours(checked.loc["eval_loss_crossing_step", "holds_on_ours"]) == NOT_REPRODUCED  # 0.75 > 1/3
     assert checked.loc["train_loss_crossing_step", "ours"] == 20
     assert checked.loc["accuracy_crossing_step", "ours"] == 20
     assert checked.loc["final_eval_loss_ft_minus_tiny", "ours"] == pytest.approx(-0.5)
@@ -361,7 +362,7 @@ def test_exactly_one_third_is_not_under_a_third_and_a_tie_is_not_a_crossing(tmp_
     checked = claims_table.verify_claims(results.load_runs([run_dir])).set_index("claim_id")
     row = checked.loc["eval_loss_crossing_step"]
     assert row["ours"] == 10 and row["fraction_of_training"] == pytest.approx(1 / 3)
-    assert row["holds_on_ours"] == "testability unknown (on our runs: does not hold)"  # 1/3 is not under a third
+    assert row["holds_on_ours"] == f"testability unknown (on our runs: {NOT_REPRODUCED})"  # 1/3 is not under a third
     # FT's accuracy ties TINY's final 0.3 at steps 10 and 20 and passes it only at step 30
     assert checked.loc["accuracy_crossing_step", "ours"] == 30
 

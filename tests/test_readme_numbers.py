@@ -378,8 +378,8 @@ def test_the_readmes_time_per_4800_step_model_and_the_plans_estimate_come_from_t
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     low, high = min(seconds), max(seconds)
     assert (f"model took {low / 3600:.1f} to {high / 3600:.1f} hours on one core, two runs sharing the 2-core CPU "
-            f"(`train_seconds` {low:,.0f} to {high:,.0f} s in the {len(seconds)} models of the 4,800-step records, "
-            f"{mean:,.0f} s on average)") in readme
+            f"(`train_seconds` {low:,.0f} to {high:,.0f} s in the {len(seconds)} of the {len(infos)} models of the "
+            f"4,800-step records trained on one thread, {mean:,.0f} s on average)") in readme
     plan_hours = (21 + (27 * 1_200 + 2 * 2_400) / 4_800) * mean / 3600
     assert f"an estimate, not a measurement, of some {plan_hours:.0f} hours of one core" in readme
 

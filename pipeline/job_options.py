@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
@@ -15,6 +15,8 @@ from helpers.presets import PRESET_HELP, check_preset
 from pipeline.data import CORPUS_HELP, EMBEDDED_FILES, CorpusSpec
 from pipeline.labelled import LABELLED_HELP, LabelledSpec
 from pipeline.layout import DOCS_DIR, FIGURES_DIR, INPUT_HASHES_NAME, RUNS_DIR, RunLayout, check_lang
+from pipeline.parallel_help import LANGS as LIBREOFFICE_LANGS
+from pipeline.parallel_help import check_langs as libreoffice_langs
 from pipeline.runinfo import check_seed, checked, device_argument, setting_argument
 from pipeline.steps import JobError, RunSettings
 
@@ -95,9 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--preset", default=README_PRESET, type=checked(check_preset), help=PRESET_HELP)
     parser.add_argument("--lang", dest="langs", metavar="LANG", default=",".join(README_LANGS),
                         type=checked(lambda text: tuple(map(check_lang, names(text)))),
-                        help="language code(s), comma-separated (offline: en, fr, es)")
+                        help="language code(s), comma-separated (offline: en, fr, es; with --corpus libreoffice "
+                        "the paper's seven, en, de, cs, pl, it, es, fr)")
     parser.add_argument("--corpus", default="embedded", help=CORPUS_HELP,
-                        type=spec_argument(CorpusSpec.parse, "a text file or a folder of them"))
+                        type=spec_argument(CorpusSpec.parse, "a text file or a folder of them (files:), or a folder "
+                                           "of libreoffice-help .debs or of their extracted pages (libreoffice:)"))
     parser.add_argument("--labelled", default=LabelledSpec("auto"), type=spec_argument(
                         LabelledSpec.parse, "a labelled file or folder (files:PATH, or sib200:PATH for SIB-200)"),
                         help=f"notebook 05's labelled set for the probe: {LABELLED_HELP}")
@@ -175,15 +179,18 @@ def writable_folder(path: Path, option: str) -> None:
 
 
 def check_langs(langs: Sequence[str], corpus: CorpusSpec, labelled: LabelledSpec) -> None:
-    """Refuse a language the corpus or the labelled set lacks, and one ``files:`` corpus (which has no language of
-    its own) for several languages."""
+    """Refuse a language the corpus or the labelled set lacks (a libreoffice corpus has the languages it names, else
+    the seven), and one ``files:`` corpus (which has no language of its own) for several languages."""
     if corpus.source == "files" and len(langs) > 1:
         raise JobError(f"--lang {','.join(langs)} with one --corpus {corpus} would feed every language the same text; "
                        "run one language per files: corpus (--lang en --corpus files:EN_DIR --no-figures, then "
                        "--lang fr --corpus files:FR_DIR --no-figures, then --figures-from RUN_DIR... --figures FOLDER)")
-    known = {"embedded": tuple(EMBEDDED_FILES), "hub": C4_PAPER_LANGS}.get(corpus.source, langs)
+    known = {"embedded": tuple(EMBEDDED_FILES), "hub": C4_PAPER_LANGS,
+             "libreoffice": corpus.langs or LIBREOFFICE_LANGS}.get(corpus.source, langs)
     if unknown := [lang for lang in langs if lang not in known]:
         hint = " (other languages need --corpus hub or --corpus files:PATH)" if corpus.source == "embedded" else ""
+        if corpus.source == "libreoffice" and unknown[0] in LIBREOFFICE_LANGS:
+            hint = f" (or add it: --corpus libreoffice@{','.join(libreoffice_langs((*known, unknown[0])))})"
         raise JobError(f"unknown language {unknown[0]!r} for the {corpus.source} corpus; "
                        f"choose from {', '.join(known)}{hint}")
     for lang in langs:  # after the corpus check, so an unknown language is named as such first
@@ -246,6 +253,9 @@ def reference_outputs(run_dirs: Sequence[Path], records: Path | None) -> list[Pa
 def parse_options(argv: Sequence[str] | None = None) -> JobOptions:
     """The command line, checked: JobError on the first mistake."""
     args = build_parser().parse_args(argv)
+    if args.corpus.source == "libreoffice" and not args.corpus.langs and args.run_dirs is None:
+        check_langs(args.langs, args.corpus, args.labelled)  # an unknown language named as such, first
+        args.corpus = replace(args.corpus, langs=args.langs)  # the paragraphs every --lang has translated
     readme = default_figures_dir(args.preset, args.langs, args.corpus, args.max_steps, args.seeds, args.out)
     options = JobOptions(**{**vars(args), "figures_dir": args.figures_dir or readme})
     if args.run_dirs is not None:

@@ -10,14 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from helpers.probe import overlap
+from pipeline import parallel_help
 from pipeline.data import EMBEDDED_FILES, HUB, CorpusSpec, PathSpec, load_corpus, load_labelled
 from pipeline.documents import LabelledSet
 from pipeline.online import SIB200_CONFIGS
 
-KINDS = ("auto", "embedded", "sib200", "ag_news", "files", "none")
-LABELLED_HELP = ("auto (embedded for en, fr, es; sib200 with --corpus hub; else none), embedded, sib200 (the Hub), "
-                 "sib200:PATH (a local copy of Davlan/sib200), ag_news (the Hub, English), files:PATH (.csv, .jsonl "
-                 "or .parquet with text and label columns) or none (no probe)")
+KINDS = ("auto", "embedded", "sib200", "ag_news", "libreoffice", "files", "none")
+LABELLED_HELP = ("auto (libreoffice with --corpus libreoffice; embedded for en, fr, es; sib200 with --corpus hub; "
+                 "else none), embedded, sib200 (the Hub), sib200:PATH (a local copy of Davlan/sib200), ag_news (the "
+                 "Hub, English), libreoffice (LibreOffice help pages labelled by module, in the paper's seven "
+                 "languages: the run's libreoffice corpus, else the pinned download), files:PATH (.csv, .jsonl or "
+                 ".parquet with text and label columns) or none (no probe)")
 
 
 @dataclass(frozen=True)
@@ -33,16 +36,18 @@ class LabelledSpec(PathSpec):
     def resolve(self, lang: str, corpus: CorpusSpec) -> LabelledSpec:
         """``auto`` made concrete for one language and corpus, and the corpus kept, so that :meth:`load` can warn
         when the models read part of the test split."""
-        auto = ("sib200" if corpus.source == "hub" and lang in SIB200_CONFIGS else
+        auto = ("libreoffice" if corpus.source == "libreoffice" else
+                "sib200" if corpus.source == "hub" and lang in SIB200_CONFIGS else
                 "embedded" if lang in EMBEDDED_FILES else "none")
         return replace(self, kind=auto if self.kind == "auto" else self.kind, corpus=corpus)
 
     def check(self, lang: str) -> None:
         """Refuse a set that has no ``lang`` (a ValueError that names the choices that have it)."""
-        has = {"embedded": tuple(EMBEDDED_FILES), "sib200": tuple(SIB200_CONFIGS), "ag_news": ("en",)}.get(self.kind)
+        has = {"embedded": tuple(EMBEDDED_FILES), "sib200": tuple(SIB200_CONFIGS), "ag_news": ("en",),
+               "libreoffice": parallel_help.LANGS}.get(self.kind)
         if has is not None and lang not in has:
-            raise ValueError(f"the labelled set {self.kind!r} has no {lang!r} (it has {', '.join(has)}); "
-                             f"for {lang} choose sib200 (the paper's seven languages), files:PATH or none")
+            raise ValueError(f"the labelled set {self.kind!r} has no {lang!r} (it has {', '.join(has)}); for "
+                             f"{lang} choose sib200 or libreoffice (the paper's seven languages), files:PATH or none")
 
     def load(self, lang: str, split: str, **options: Any) -> LabelledSet:
         """The 'train' or 'test' split in ``lang`` (options as :func:`pipeline.data.load_labelled` takes them)."""
@@ -51,10 +56,13 @@ class LabelledSpec(PathSpec):
             raise ValueError(f"the labelled set {self}: there is nothing to load; resolve 'auto' first, and skip the "
                              "probe for 'none'")
         hub = {"name": self.kind, "root": self.path} if self.kind in ("sib200", "ag_news") else {}  # ag_news: no root
-        data = load_labelled(HUB if hub else CorpusSpec(self.kind, self.path), lang, split, **hub, **options)
-        # Not counted for the Hub's (streamed) corpus, nor the embedded one's topics (its partition keeps them out).
         corpus = self.corpus
-        if split == "test" and corpus and corpus.source != "hub" and not corpus.source == data.source == "embedded":
+        same = corpus if self.kind == "libreoffice" and corpus and corpus.source == "libreoffice" else None
+        data = load_labelled(HUB if hub else same or CorpusSpec(self.kind, self.path), lang, split, **hub, **options)
+        # Not counted for the Hub's (streamed) corpus, nor the topics or modules of the corpus whose partition keeps
+        # them out (embedded, libreoffice).
+        if split == "test" and corpus and corpus.source != "hub" and not (
+                corpus.source == data.source == "embedded" or same):
             if found := overlap(data.texts, load_corpus(corpus, lang, "train").texts):
                 warnings.warn(f"{found} of the {len(data)} test documents of the labelled set {data.name} are "
                               f"training text of the corpus {corpus}, so the probe's accuracies overstate what the "

@@ -25,7 +25,7 @@ from pipeline.figure_plots import (
 from pipeline.layout import INTERACTIVE_DIR, PROVENANCE_NAME, repo_path, run_folder_name
 from pipeline.notebook import quiet_libraries
 from pipeline.other_text import NOTE as WEB_NOTE
-from pipeline.other_text import other_text_answer, share_table, web_table
+from pipeline.other_text import other_text_answer, share_table, vector_sources_table, web_table
 from pipeline.position_scores import SCORER_LABELS, group_positions, kind_mean, position_kinds_table
 from pipeline.results import (
     RunSet,
@@ -416,6 +416,10 @@ TABLE_NOTES = {
     "table_control_share": ("At the [MASK] positions: the share of BERT_FT's loss head start over BERT_TINY that "
                             "the vectors' knowledge makes, (FT - PERM) / (FT - TINY); share ci: the paired two-level "
                             "bootstrap of the ratio, share seed_ci: a t-interval over the per-seed ratios."),
+    "table_vector_sources": ("Table 1 for both sources of static vectors (each language's first seed): vocabulary "
+                             "tokens with a vector, with a row no other token shares, and with a shared one (a pruned "
+                             "table maps many words to one row), and the copied rows' per-element std. Beyond the "
+                             "paper."),
     "table_web": WEB_NOTE,
     "table_web_share": ("At the [MASK] positions: the share of BERT_FT's head start over BERT_TINY that BERT_FT_WEB "
                         "gives, (WEB - TINY) / (FT - TINY), in loss and in accuracy; share ci: the paired two-level "
@@ -447,6 +451,7 @@ TABLE_BUILDERS: dict[str, Callable[[RunSet], pd.DataFrame]] = {
     "table_token_groups": token_groups_table, "table_prediction_kinds": prediction_kinds_table,
     "table_steps_saved": steps_saved_table, "table_control": control_table,  # empty where no run trained one
     "table_control_share": knowledge_share_table, "table_web": web_table, "table_web_share": share_table,  # the same
+    "table_vector_sources": vector_sources_table,
     "table_training_progress": training_progress_table}
 TABLE_NAMES = tuple(TABLE_BUILDERS)
 

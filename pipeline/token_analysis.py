@@ -96,11 +96,14 @@ def _group_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[
 
 @built_once
 def token_groups_table(runset: RunSet) -> pd.DataFrame:
-    """BERT_FT minus BERT_TINY at [MASK] positions, by frequency, word or piece, and initial row."""
+    """BERT_FT minus BERT_TINY at [MASK] positions, by frequency, word or piece, and initial row, with both intervals
+    and the verdict of the two-interval rule ('shown' only when both exclude 0)."""
     return group_table(comparison_groups(runset), _group_rows, "group",
                        ["lang", "label", "grouping", "group", "positions", "accuracy TINY", "accuracy FT",
-                        "accuracy FT - TINY", "accuracy ci_low", "accuracy ci_high", "loss TINY", "loss FT",
-                        "loss FT - TINY", "loss ci_low", "loss ci_high", "interval"])
+                        "accuracy FT - TINY", "accuracy ci_low", "accuracy ci_high", "accuracy seed_ci_low",
+                        "accuracy seed_ci_high", "accuracy verdict", "loss TINY", "loss FT", "loss FT - TINY",
+                        "loss ci_low", "loss ci_high", "loss seed_ci_low", "loss seed_ci_high", "loss verdict",
+                        "interval"])
 
 
 def _prediction_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[dict[str, Any]]:

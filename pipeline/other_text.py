@@ -111,5 +111,6 @@ def vector_sources_table(runset: RunSet) -> pd.DataFrame:
         web = next((r.run_json(WEB_MODEL)["init_manifest"] for r in group.runs if WEB_MODEL in r.models), None)
         rows.append(_source_row(lang, "pretrained on other text", web) if web else
                     {"lang": lang, "source": "pretrained on other text", "note": missing_web_vectors(lang)})
-    return pd.DataFrame(rows, columns=["lang", "source", "vectors", "vocab_size", "n_found", "share", "distinct_rows",
-                                       "own_row", "shared_row", "found_element_std", "note"])
+    counts = ["vocab_size", "n_found", "distinct_rows", "own_row", "shared_row"]
+    columns = ["lang", "source", "vectors", *counts[:2], "share", *counts[2:], "found_element_std", "note"]
+    return pd.DataFrame(rows, columns=columns).astype(dict.fromkeys(counts, "Int64"))  # blank where a source is absent

@@ -85,14 +85,16 @@ def other_text_answer(table: pd.DataFrame, shares: pd.DataFrame) -> list[str]:
 
 def _source_row(lang: str, source: str, manifest: dict[str, Any]) -> dict[str, Any]:
     found = manifest["n_found"]
-    # vectors trained here give every word its own row; a pruned table's manifest counts the rows tokens share (the
-    # first records, made at f673e42, keep those counts under "coverage")
-    counts = manifest.get("coverage") or manifest
-    own, distinct = counts.get("own_row", found), counts.get("distinct_rows", found)
+    # vectors trained here give every word its own row; a pruned table's manifest counts the rows tokens share by
+    # content. The first records (f673e42) counted them by table row under "coverage", which overstates a table
+    # holding duplicate rows (English: 10,112 distinct among 20,000): left blank, notebook 03 shows them by content.
+    old = "coverage" in manifest
+    own, distinct = (None, None) if old else (manifest.get("own_row", found), manifest.get("distinct_rows", found))
     return {"lang": lang, "source": source, "vectors": manifest.get("trained_on") or manifest.get("corpus"),
             "vocab_size": manifest["vocab_size"], "n_found": found, "share": found / manifest["vocab_size"],
-            "distinct_rows": distinct, "own_row": own, "shared_row": found - own,
-            "found_element_std": manifest.get("found_element_std"), "note": ""}
+            "distinct_rows": distinct, "own_row": own, "shared_row": None if old else found - own,
+            "found_element_std": manifest.get("found_element_std"),
+            "note": "rows shared: see notebook 03 (this record counted table rows, not contents)" if old else ""}
 
 
 def missing_web_vectors(lang: str) -> str:

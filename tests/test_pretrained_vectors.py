@@ -132,11 +132,13 @@ def test_the_web_arm_starts_only_from_other_text_vectors(table_wheel: Path, tmp_
         training.check_model_init("bert_ft_web", str(here))
 
 
-def test_the_sources_table_reads_row_counts_from_old_and_new_manifests() -> None:
+def test_the_sources_table_takes_row_counts_only_from_manifests_that_counted_contents() -> None:
     from pipeline.other_text import _source_row
 
     old = {"n_found": 4, "vocab_size": 10, "coverage": {"n_found": 4, "distinct_rows": 3, "own_row": 2}}
     new = {"n_found": 4, "vocab_size": 10, "distinct_rows": 3, "own_row": 2, "shared_row": 2}
     same_text = {"n_found": 4, "vocab_size": 10}  # vectors trained here: every word its own row
     rows = [_source_row("en", "x", manifest) for manifest in (old, new, same_text)]
-    assert [(r["distinct_rows"], r["own_row"], r["shared_row"]) for r in rows] == [(3, 2, 2), (3, 2, 2), (4, 4, 0)]
+    assert [(r["distinct_rows"], r["own_row"], r["shared_row"]) for r in rows] == [(None, None, None), (3, 2, 2),
+                                                                                    (4, 4, 0)]
+    assert "notebook 03" in rows[0]["note"] and rows[1]["note"] == ""  # old records counted table rows, not contents

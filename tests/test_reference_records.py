@@ -31,8 +31,18 @@ def test_the_committed_reference_tables_regenerate_from_their_records(tmp_path: 
     assert len(runs) >= 2
     out = tmp_path / "figures"
     assert job.main(["--figures-from", *runs, "--figures", str(out), "--out", str(tmp_path / "runs")]) == 0
-    for name in ("table2_loss", "table3_accuracy", "claims_check"):
+    for name in ("table2_loss", "table3_accuracy", "claims_check", "table_control_share", "table_vector_sources",
+                 "table_web", "table_web_share"):
         _same_table(out / f"{name}.csv", REFERENCE / f"{name}.csv")
+
+
+def test_the_committed_1200_step_tables_and_the_other_text_arm_regenerate_from_their_records(tmp_path: Path) -> None:
+    runs = sorted(str(p) for p in (REFERENCE / "series").glob("*-steps1200") if p.is_dir())
+    assert len(runs) >= 2
+    out = tmp_path / "figures"
+    assert job.main(["--figures-from", *runs, "--figures", str(out), "--out", str(tmp_path / "runs")]) == 0
+    for name in ("claims_check", "table_control", "table_vector_sources", "table_web", "table_web_share"):
+        _same_table(out / f"{name}.csv", REFERENCE / "steps1200" / f"{name}.csv")
 
 
 @pytest.mark.skipif(not ABLATION_RECORDS.is_dir(), reason="no ablation records committed")

@@ -609,3 +609,29 @@ def test_the_readme_counts_the_recorded_ablations_and_names_the_one_commit_they_
     assert (f"are all {words[len(infos)]} trained at 4,800 steps from clean {next(iter(commits))[:7]} and "
             "recorded") in readme
     assert {(info["steps"], info["steps_done"], info["finished"]) for info in infos} == {(4800, 4800, True)}
+
+
+WEB_1200 = REFERENCE / "steps1200"
+
+
+@pytest.mark.skipif(not (WEB_1200 / "table_web.csv").is_file(), reason="no other-text table committed")
+def test_the_readmes_other_text_answer_is_the_sentence_06_builds_from_the_committed_tables() -> None:
+    from pipeline.other_text import other_text_answer
+
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    table, shares = (pd.read_csv(WEB_1200 / f"{name}.csv") for name in ("table_web", "table_web_share"))
+    sentences = other_text_answer(table, shares)
+    assert sentences, "the README answers from the 1,200-step tables, which hold the other-text arm"
+    for sentence in sentences:
+        assert " ".join(sentence.split()) in readme
+
+
+@pytest.mark.skipif(not (WEB_1200 / "table_vector_sources.csv").is_file(), reason="no vector-source table")
+def test_the_readmes_vector_sources_table_quotes_the_committed_table() -> None:
+    table = pd.read_csv(WEB_1200 / "table_vector_sources.csv")
+    rows = _readme_table("language", "source", "tokens with a vector (share of 30,000)")
+    assert [(r[0], r[1]) for r in rows] == [(lang.upper(), source) for lang, source in zip(table["lang"],
+                                                                                            table["source"])]
+    for row, (_, data) in zip(rows, table.iterrows()):
+        expected = data["note"] if pd.isna(data["n_found"]) else f"{int(data['n_found']):,} ({data['share']:.0%})"
+        assert row[2] == expected, row

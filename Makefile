@@ -87,7 +87,8 @@ reference-ablations: $(STAMP)
 # reference-prepared makes those data in minutes without training the pair again: the job capped at one step
 # (runs/reference-LANG[-seedN]-max1; the data do not depend on the cap). reference-web then trains, per language:
 # 1,200 steps on seeds 0-2 (beside the series' pairs), 4,800 steps on seed 0 with the control BERT_FT_WEB_PERM, then
-# seeds 1-2; each model is recorded as it finishes. WEB_LANGS=en and WEB_LANGS=fr run as two processes, one thread each.
+# seeds 1-2; each model is recorded as it finishes, and one already recorded is skipped. WEB_LANGS=en and WEB_LANGS=fr
+# run as two processes, one thread each.
 WEB_LANGS ?= en fr
 PREPARED ?= runs
 WEB_OUT ?= runs/web
@@ -104,6 +105,7 @@ reference-web: $(STAMP)
 	  test -f $$prepared/static_web/manifest.json || $(PY) -m pipeline.pretrained_vectors --lang $$lang \
 	    --tokenizer $$prepared/pretrain/data/tokenizer --out $$prepared/static_web || exit 1; \
 	  for model in $$models; do \
+	    if [ -f $$record/pretrain/$$model/run.json ]; then echo "[skip] $$model: recorded in $$record"; continue; fi; \
 	    $(PY) -m pipeline.train_cli --data $$prepared/pretrain/data --init $$prepared/static_web --model $$model \
 	      --seed $$seed --preset reference --steps $$steps --out $(WEB_OUT)/$$run-steps$$steps || exit 1; \
 	    $(PY) -m pipeline.records --arm $$model $(WEB_OUT)/$$run-steps$$steps $$record || exit 1; \

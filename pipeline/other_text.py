@@ -84,6 +84,8 @@ def other_text_answer(table: pd.DataFrame, shares: pd.DataFrame) -> list[str]:
 
 
 def _source_row(lang: str, source: str, manifest: dict[str, Any]) -> dict[str, Any]:
+    if "n_found" not in manifest or "vocab_size" not in manifest:
+        return {"lang": lang, "source": source, "note": "no static-vector manifest in this run's record"}
     found = manifest["n_found"]
     # vectors trained here give every word its own row; a pruned table's manifest counts the rows tokens share by
     # content. The first records (f673e42) counted them by table row under "coverage", which overstates a table

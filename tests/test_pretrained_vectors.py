@@ -142,3 +142,4 @@ def test_the_sources_table_takes_row_counts_only_from_manifests_that_counted_con
     assert [(r["distinct_rows"], r["own_row"], r["shared_row"]) for r in rows] == [(None, None, None), (3, 2, 2),
                                                                                     (4, 4, 0)]
     assert "notebook 03" in rows[0]["note"] and rows[1]["note"] == ""  # old records counted table rows, not contents
+    assert "no static-vector manifest" in _source_row("en", "x", {})["note"]  # a run without one: a row, not a crash

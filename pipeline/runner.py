@@ -4,6 +4,8 @@ whose fingerprint (:mod:`pipeline.fingerprints`) is unchanged since it last succ
 from __future__ import annotations
 
 import errno
+import hashlib
+import json
 import os
 import shutil
 import time
@@ -12,10 +14,20 @@ from typing import Any, Callable, Sequence
 from unittest.mock import patch
 
 from pipeline import fingerprints as fp
-from pipeline.layout import DOCS_DIR, PROVENANCE_NAME, REPO_ROOT, RunLayout, inside, read_json, stamp_of
+from pipeline.layout import (
+    DOCS_DIR,
+    NOTEBOOKS_DIR,
+    PROVENANCE_NAME,
+    REPO_ROOT,
+    RunLayout,
+    inside,
+    read_json,
+    stamp_of,
+)
 from pipeline.records import record_files
 from pipeline.render_tables import tables_as_markdown
 from pipeline.run_identity import JOB_FOLDER_ENV, claim_identity, folder_lock
+from pipeline.runinfo import _git, git_commit
 from pipeline.staging import move_into, remove_files, staged
 from pipeline.steps import (
     FIGURES_STEP,
@@ -139,7 +151,8 @@ def replace_figures(staging: Path, figures_dir: Path, log: Log = print) -> None:
     figures_dir.mkdir(parents=True, exist_ok=True)
     stamp_of(figures_dir).unlink(missing_ok=True)
     provenance = read_json(figures_dir / PROVENANCE_NAME) or {}
-    written_by_06 = str(provenance.get("generated_by")).startswith("pipeline.figures.write_outputs")
+    # 06's writer, by its module's name now and before the evidence had a package of its own
+    written_by_06 = str(provenance.get("generated_by")).startswith(("evidence.figures.", "pipeline.figures."))
     listed = provenance.get("files", []) if written_by_06 else []
     previous = {name for name in listed if isinstance(name, str)} | ({PROVENANCE_NAME} if listed else set())
     if removed := remove_files(figures_dir, previous - {p.name for p in staging.iterdir() if p.is_file()}):
@@ -185,9 +198,55 @@ def without_progress_widgets(notebook: Any) -> Any:
     return notebook
 
 
+INJECTED_TAG = "injected-parameters"  # papermill's tag on the one code cell it adds: not in the notebook
+OLDER = " Older than today's notebook: its code differs."
+
+
+def code_cells_hash(sources: Sequence[str]) -> str:
+    """The code cells' SHA-256 (16 hex digits) that a render's first line names: a code block edited by hand, or a
+    render of other code, no longer matches it, and the notebook at the named commit must give the same."""
+    return hashlib.sha256(json.dumps(list(sources)).encode("utf-8")).hexdigest()[:16]
+
+
+def code_cells(notebook: Any) -> list[str]:
+    """A notebook's code cells as its render shows them, without the parameters cell papermill injects."""
+    return [
+        cell.source
+        for cell in notebook.cells
+        if cell.cell_type == "code" and INJECTED_TAG not in cell.get("metadata", {}).get("tags", [])
+    ]
+
+
+def commit_with_code(name: str, digest: str) -> str | None:
+    """The latest commit of ``notebooks/NAME.ipynb``'s history whose code cells hash to ``digest``; None where
+    none does or there is no git history."""
+    import nbformat
+
+    path = f"{NOTEBOOKS_DIR.name}/{name}.ipynb"
+    for sha in (_git("log", "--format=%H", "--", path) or "").split():
+        text = _git("show", f"{sha}:{path}")
+        if text is not None and code_cells_hash(code_cells(nbformat.reads(text, as_version=4))) == digest:
+            return sha
+    return None
+
+
+def render_header(name: str, sources: Sequence[str]) -> str:
+    """A render's first line: its notebook, the commit it ran at and its code's hash, so an older render stays
+    honest. Code unlike today's notebook names the commit that had it and says it is older."""
+    import nbformat
+
+    digest, today = code_cells_hash(sources), NOTEBOOKS_DIR / f"{name}.ipynb"
+    current = today.exists() and code_cells(nbformat.read(str(today), as_version=4)) == list(sources)
+    commit = git_commit() if current else commit_with_code(name, digest)
+    dirty = "+dirty" if commit and commit.endswith("+dirty") else ""
+    at = f"commit {commit[:12]}{dirty}" if commit else "an unrecorded commit"
+    older = "" if current else OLDER
+    return f"*Render of {NOTEBOOKS_DIR.name}/{name}.ipynb at {at}, code cells sha256:{digest}.{older}*\n\n"
+
+
 def render_notebook(executed: Path, out_dir: Path) -> Path:
     """Markdown with its images beside it, tables as Markdown (no raw HTML), paths made repository-relative,
-    for readers on the web."""
+    for readers on the web; its first line names where it came from (``render_header``)."""
     import nbformat
     from nbconvert import MarkdownExporter
     from nbconvert.writers import FilesWriter
@@ -195,9 +254,11 @@ def render_notebook(executed: Path, out_dir: Path) -> Path:
     files_dir_name = f"{executed.stem}_files"  # one images folder per notebook, so names never collide
     notebook = tables_as_markdown(without_progress_widgets(nbformat.read(str(executed), as_version=4)))
     body, resources = MarkdownExporter().from_notebook_node(
-        notebook, resources={"output_files_dir": files_dir_name, "unique_key": executed.stem})
+        notebook, resources={"output_files_dir": files_dir_name, "unique_key": executed.stem}
+    )
     shutil.rmtree(out_dir / files_dir_name, ignore_errors=True)
     body = body.replace(f"{REPO_ROOT}/", "").replace(str(REPO_ROOT), ".")
+    body = render_header(executed.stem, code_cells(notebook)) + body
     return Path(FilesWriter(build_directory=str(out_dir)).write(body, resources, notebook_name=executed.stem))
 
 

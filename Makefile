@@ -65,11 +65,10 @@ reference: $(STAMP)
 	$(PY) -m pipeline.job --figures-from $(addprefix runs/,$(REFERENCE_RUNS)) --records $(REFERENCE_DIR)/runs \
 	  --figures $(REFERENCE_DIR) --docs $(REFERENCE_DOCS)
 	for run in $(REFERENCE_RUNS); do \
-	  $(PY) -m pipeline.series --base runs/$$run --trained $(SERIES_OUT)/$$run-steps1200 \
-	    $$( [ $$run = reference-en ] && echo $(SERIES_OUT)/reference-en-steps2400 ) \
-	    --records $(REFERENCE_DIR)/series --figures $(REFERENCE_DIR) || exit 1; \
+	  $(PY) -m pipeline.records --series runs/$$run $(SERIES_OUT)/$$run-steps1200 \
+	    $$( [ $$run = reference-en ] && echo $(SERIES_OUT)/reference-en-steps2400 ) $(REFERENCE_DIR)/series || exit 1; \
 	done
-	$(MAKE) --no-print-directory reference-figures  # each base above drew its own series; the committed one is English seed 0's
+	$(MAKE) --no-print-directory reference-figures  # the series table drawn is English seed 0's
 
 reference-record: $(STAMP)
 	$(PY) -m pipeline.records --runs $(RUNS) $(REFERENCE_DIR)/runs
@@ -79,7 +78,8 @@ reference-record: $(STAMP)
 reference-ablations: $(STAMP)
 	$(PY) -m pipeline.job --preset reference --lang en --seeds 1 --no-figures
 	$(PY) -m pipeline.ablations --runs runs/reference-en runs/reference-en-seed1 --out runs/reference-ablations \
-	  --records $(REFERENCE_DIR)/ablations --figures $(REFERENCE_DIR)
+	  --records $(REFERENCE_DIR)/ablations
+	$(MAKE) --no-print-directory reference-figures
 
 # The other-text arm: BERT_FT_WEB starts from vectors pretrained on web-scale text (pipeline.pretrained_vectors,
 # English and French only) and trains on a reference run's prepared data, so it is paired with the recorded pair by
@@ -113,13 +113,13 @@ reference-web: $(STAMP)
 
 # The series table first: the job hands it to notebook 06 (pipeline.steps.figures_parameters), which shows it.
 reference-figures: $(STAMP)
-	$(PY) -m pipeline.series --table-only --base $(REFERENCE_DIR)/runs/reference-en --records $(REFERENCE_DIR)/series \
+	$(PY) -m evidence.series --base $(REFERENCE_DIR)/runs/reference-en --records $(REFERENCE_DIR)/series \
 	  --figures $(REFERENCE_DIR)
 	$(PY) -m pipeline.job --figures-from $(addprefix $(REFERENCE_DIR)/runs/,$(REFERENCE_RUNS)) --figures $(REFERENCE_DIR) \
 	  --docs $(REFERENCE_DOCS)
 	steps1200="$(wildcard $(REFERENCE_DIR)/series/*-steps1200)"; if [ -n "$$steps1200" ]; then \
 	  $(PY) -m pipeline.job --figures-from $$steps1200 --figures $(REFERENCE_DIR)/steps1200; fi
-	if [ -d $(REFERENCE_DIR)/ablations ]; then $(PY) -m pipeline.ablations --table-only --run-records \
+	if [ -d $(REFERENCE_DIR)/ablations ]; then $(PY) -m evidence.ablations --run-records \
 	  $(REFERENCE_DIR)/runs --records $(REFERENCE_DIR)/ablations --figures $(REFERENCE_DIR); fi
 
 # --durations: every run names its slowest tests, so the suite's 12-minute budget is watched where it is spent.

@@ -16,6 +16,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from evidence.position_scores import estimate_columns, group_positions, kind_mean, model_differences, paired_difference
+from evidence.results import Run, RunSet, SeedGroup, built_once, comparison_groups, main_groups
 from helpers import paper_values as paper
 from helpers.claims import (
     CONFIDENCE,
@@ -32,8 +34,6 @@ from helpers.claims import (
 )
 from helpers.crossing import crossing_step
 from pipeline.layout import EXTRA_MODELS
-from pipeline.position_scores import estimate_columns, group_positions, kind_mean, model_differences, paired_difference
-from pipeline.results import Run, RunSet, SeedGroup, built_once, comparison_groups, main_groups
 
 # A crossing later than the paper's, in runs of another length and data, says the claim was not reproduced here (the
 # crossing fraction moves with the run's length), never that it is false.

@@ -10,9 +10,9 @@ from typing import Any
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from evidence.position_scores import kind_mean
+from evidence.results import RunSet, SeedGroup, main_groups
 from helpers import paper_values as paper
-from pipeline.position_scores import kind_mean
-from pipeline.results import RunSet, SeedGroup, main_groups
 
 FIGURE_FORMATS = ("png", "pdf")  # every figure is saved in each: PNG for slides and the README, PDF for print
 OUR_STYLE: dict[str, dict[str, Any]] = {

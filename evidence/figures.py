@@ -12,22 +12,18 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 import pandas as pd
 
-from helpers import paper_values as paper
-from helpers.claims import BOOTSTRAP_DRAWS, TESTABLE_MARGIN, Estimate
-from pipeline.claims_table import gain_estimate, steps_saved_figure, steps_saved_note, steps_saved_table, verify_claims
-from pipeline.figure_plots import (
+from evidence.claims_table import gain_estimate, steps_saved_figure, steps_saved_note, steps_saved_table, verify_claims
+from evidence.figure_plots import (
     FIGURE_FORMATS,
     figure1_loss,
     figure2_accuracy,
     figure3_accuracy_by_language,
     save_figure,
 )
-from pipeline.layout import INTERACTIVE_DIR, PROVENANCE_NAME, repo_path, run_folder_name
-from pipeline.notebook import quiet_libraries
-from pipeline.other_text import NOTE as WEB_NOTE
-from pipeline.other_text import other_text_answer, share_table, vector_sources_table, web_table
-from pipeline.position_scores import SCORER_LABELS, group_positions, kind_mean, position_kinds_table
-from pipeline.results import (
+from evidence.other_text import NOTE as WEB_NOTE
+from evidence.other_text import other_text_answer, share_table, vector_sources_table, web_table
+from evidence.position_scores import SCORER_LABELS, group_positions, kind_mean, position_kinds_table
+from evidence.results import (
     RunSet,
     SeedGroup,
     built_once,
@@ -39,8 +35,7 @@ from pipeline.results import (
     pair_problem,
     sort_runs,
 )
-from pipeline.runinfo import RECORDED_PACKAGES, code_version, package_versions
-from pipeline.token_analysis import (
+from evidence.token_analysis import (
     cloze_table,
     control_table,
     knowledge_or_scale,
@@ -49,6 +44,10 @@ from pipeline.token_analysis import (
     token_groups_figure,
     token_groups_table,
 )
+from helpers import paper_values as paper
+from helpers.claims import BOOTSTRAP_DRAWS, TESTABLE_MARGIN, Estimate
+from pipeline.layout import INTERACTIVE_DIR, PROVENANCE_NAME, repo_path, run_folder_name
+from pipeline.runinfo import RECORDED_PACKAGES, code_version, package_versions, quiet_libraries
 
 __all__ = [  # notebook 06's set-up, tables and outputs, and what it calls from the other machinery modules
     "FiguresSetup", "start", "setting_comparison", "table1_vectors_found", "table2_loss", "table3_accuracy",
@@ -384,7 +383,7 @@ def provenance(runset: RunSet, files: Sequence[Path], lang: str | None) -> dict[
                      "unigram_baseline": run.baseline.as_dict() if run.baseline else run.baseline_problem,
                      "missing": run.missing})
     return {
-        "generated_by": "pipeline.figures.write_outputs (notebooks/06_figures.ipynb)",
+        "generated_by": "evidence.figures.write_outputs (notebooks/06_figures.ipynb)",
         "code_version": code_version(),
         "packages": package_versions((*RECORDED_PACKAGES, "pandas")),
         "paper": paper.CITATION,

@@ -13,12 +13,12 @@ from typing import Any
 
 import pandas as pd
 
+from evidence.position_scores import RunPositions, group_table, share_estimate, share_text
+from evidence.results import RunSet, SeedGroup, built_once, comparison_groups, main_groups
+from evidence.token_analysis import CONTROL_COLUMNS, comparison_rows, interval_text
 from helpers.claims import BOOTSTRAP_DRAWS
 from pipeline.layout import WEB_CONTROL, WEB_MODEL
-from pipeline.position_scores import RunPositions, group_table, share_estimate, share_text
 from pipeline.pretrained_vectors import NO_TABLE, TABLES
-from pipeline.results import RunSet, SeedGroup, built_once, comparison_groups, main_groups
-from pipeline.token_analysis import CONTROL_COLUMNS, comparison_rows, interval_text
 
 WEB_COMPARISONS = (("bert_ft_web", "bert_tiny", "WEB - TINY (other-text vectors' head start)"),
                    ("bert_ft", "bert_tiny", "FT - TINY (same-text vectors' head start)"),

@@ -14,13 +14,13 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
+from evidence.results import Run, RunSet, SeedGroup, built_once, comparison_groups, display_path, read_positions
 from helpers import paper_values as paper
 from helpers.baselines import POSITION_KINDS, copy_aware_scores, position_kinds, unigram_log_probs
 from helpers.claims import BOOTSTRAP_DRAWS, CONFIDENCE, Estimate, seed_estimate, seed_t_interval
 from helpers.stats import percentile_interval, two_level_draws
 from pipeline.baseline_files import load_token_facts
 from pipeline.layout import EXTRA_MODELS, RunLayout
-from pipeline.results import Run, RunSet, SeedGroup, built_once, comparison_groups, display_path, read_positions
 
 SCORER_LABELS = {"bert_tiny": "BERT_TINY", "bert_ft": "BERT_FT", "unigram": "unigram (no context)",  # in table order
                  "copy_aware": "copy-aware (copy the visible token, else unigram; no context)"}

@@ -18,21 +18,18 @@ import pandas as pd
 from helpers import paper_values as paper
 from helpers.baselines import Baseline
 from pipeline.baseline_files import load_baseline
-from pipeline.fingerprints import differences, input_kind, portable
+from pipeline.fingerprints import input_kind, pair_mismatch
 from pipeline.layout import (
     EXTRA_MODELS,
     METRIC_COLUMNS,
-    REPO_ROOT,
     ModelFiles,
     RunLayout,
+    display_path,
     read_metrics,
     repo_path,
     split_run_folder_name,
 )
 
-# What must agree between the two runs of one comparison (run.json "identity").
-IDENTITY_FIELDS = ("lang", "seed", "preset", "corpus", "max_steps", "data_fingerprint", "tokenizer_fingerprint",
-                   "train_config_hash")
 # How BERT_FT's rows were made, less the seed (fastText's seed gives each seed its own vectors, as it should).
 INIT_RECIPE = ("source", "vectors_sha256", "url", "dim", "normalisation", "fallback", "random_std", "pieces", "case",
                "scale", "top_n")  # not scale_factor: measured from each seed's rows, so it differs by seed
@@ -214,10 +211,6 @@ def sort_runs(runs: Iterable[Run]) -> list[Run]:
     return sorted(runs, key=lambda r: (order.get(r.lang, len(order)), r.lang, r.seed, str(r.run_dir)))
 
 
-def display_path(path: str | Path) -> str:
-    """A path inside the repository as ``runs/demo-en``, so committed tables name no one's home folder."""
-    resolved = Path(path).resolve()
-    return str(resolved.relative_to(REPO_ROOT)) if resolved.is_relative_to(REPO_ROOT) else str(Path(path))
 
 
 def _read_json(path: Path, missing: list[str], what: str) -> dict[str, Any] | None:
@@ -287,22 +280,6 @@ def load_runs(run_dirs: Sequence[str | Path] | str | Path) -> RunSet:
     return RunSet(runs)
 
 
-def pair_mismatch(tiny_info: dict[str, Any], ft_info: dict[str, Any]) -> str | None:
-    """What differs between BERT_TINY's and BERT_FT's run.json beyond the initialisation; None for a fair pair.
-    A run.json without an "identity" block (written by older code), or none, cannot show that they agree."""
-    pair = {"BERT_TINY": tiny_info, "BERT_FT": ft_info}
-    if lacking := [label for label, info in pair.items() if not isinstance(info.get("identity"), dict)]:
-        return (f"no identity block in the run.json of {' and '.join(lacking)} (written by older code, or not found): "
-                "train the pair again")
-    found = differences(*(portable({k: info["identity"].get(k) for k in IDENTITY_FIELDS}) for info in pair.values()))
-    # the kind of initialisation, 'random' or 'static', as run.json records it ("init": {"kind": ...})
-    tiny_init, ft_init = (info["init"].get("kind") if isinstance(info.get("init"), dict) else None
-                          for info in pair.values())
-    if tiny_init not in (None, "random"):
-        found.append(f"BERT_TINY was initialised from {tiny_init!r}, not at random")
-    if ft_init == "random":
-        found.append("BERT_FT was initialised at random, not from static vectors")
-    return "; ".join(found) or None
 
 
 def pair_problem(run: Run) -> str | None:

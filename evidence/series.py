@@ -2,7 +2,7 @@
 
 Each length is a pair trained by ``pipeline.train_cli --steps N`` from a base run's prepared data and vectors, with its
 own schedule, recorded like a run folder (``<records>/reference-en-steps2400/``) so notebook 06's readers apply
-unchanged; one table row per length, no trend fitted. ``--table-only`` draws from the records alone.
+unchanged; one table row per length, no trend fitted. ``python -m evidence.series`` draws from the records alone.
 """
 
 from __future__ import annotations
@@ -15,13 +15,12 @@ from typing import Any, Sequence
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from pipeline.claims_table import gain_estimate, run_crossing, steps_saved_note, steps_saved_table
-from pipeline.figure_plots import lang_name, save_figure
-from pipeline.figures import write_table
-from pipeline.layout import EXTRA_MODELS, MODEL_NAMES, SERIES_TABLE, PretrainFiles, RunLayout
-from pipeline.position_scores import kind_mean
-from pipeline.records import copy_into, model_record_files, read_info, save_arm, save_facts, trained_commit
-from pipeline.results import RunSet, SeedGroup, comparison_groups, load_runs
+from evidence.claims_table import gain_estimate, run_crossing, steps_saved_note, steps_saved_table
+from evidence.figure_plots import lang_name, save_figure
+from evidence.figures import write_table
+from evidence.position_scores import kind_mean
+from evidence.results import RunSet, SeedGroup, comparison_groups, load_runs
+from pipeline.layout import SERIES_TABLE
 
 NOTE = ("One pair of models per length and seed ({seeds}), each with its own warm-up and decay; {base:,} steps is "
         "the base run. Intervals (columns low, high): 95 %, bootstrap over the evaluation positions ({seeds}; 10,000 "
@@ -29,27 +28,6 @@ NOTE = ("One pair of models per length and seed ({seeds}), each with its own war
         "(testable below -0.5). No trend is fitted; nothing here extrapolates beyond the longest run.")
 
 
-def save_series_record(base_run: Path, trained: Path, records_dir: Path) -> Path:
-    """Record one trained pair of the series beside its base run's facts; refused unless it shares the base's data."""
-    base, pair = RunLayout(Path(base_run)), PretrainFiles(Path(trained))
-    trained_commit(pair)
-    infos = {name: read_info(pair, name) for name in MODEL_NAMES}
-    fingerprint = (read_info(base, "bert_tiny").get("identity") or {}).get("data_fingerprint")
-    for name, info in infos.items():
-        if (info.get("identity") or {}).get("data_fingerprint") != fingerprint:
-            raise ValueError(f"{pair.model(name).run_json} was trained on other data than {base.root}; "
-                             "train the series from the base run's pretrain/data")
-    record = RunLayout(Path(records_dir) / f"{base.root.name}-steps{infos['bert_tiny']['steps']}")
-    # the extra arms, where trained, join by content after the pair (records.save_arm)
-    pair_files = [path for name in MODEL_NAMES for path in model_record_files(pair.model(name))]
-    pair_files += [pair.comparison] if pair.comparison.is_file() else []
-    copy_into(pair_files, pair.folder, record.step("pretrain"))
-    copy_into([base.static.manifest], base.root, record.root)
-    save_facts(base, record)
-    for name in EXTRA_MODELS:
-        if pair.model(name).run_json.is_file():
-            save_arm(pair.folder, record.root, name)
-    return record.root
 
 
 def series_row(group: SeedGroup) -> dict[str, Any]:
@@ -118,19 +96,15 @@ def write_series(run_dirs: Sequence[Path], figures_dir: Path) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipeline.series", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m evidence.series", description=__doc__.splitlines()[0])
     parser.add_argument("--base", required=True, type=Path, help="the base run (folder or record) the pairs came from")
-    parser.add_argument("--trained", nargs="*", default=[], type=Path, help="pretrain folders of the series to record")
-    parser.add_argument("--records", required=True, type=Path, help="the series' records (read with --table-only)")
+    parser.add_argument("--records", required=True, type=Path, help="the series' records (pipeline.records --series)")
     parser.add_argument("--figures", required=True, type=Path, help="where the table and figure go")
-    parser.add_argument("--table-only", action="store_true", help="record nothing; draw from --records")
     args = parser.parse_args(argv)
     try:
-        if not args.table_only:
-            for trained in args.trained:
-                print(f"recorded {save_series_record(args.base, trained, args.records)}")
         if not (recorded := sorted(p for p in args.records.glob(f"{args.base.name}-steps*") if p.is_dir())):
-            raise FileNotFoundError(f"no series records {args.base.name}-steps* in {args.records}")
+            raise FileNotFoundError(f"no series records {args.base.name}-steps* in {args.records}: record the pairs "
+                                    "with python -m pipeline.records --series BASE TRAINED RECORDS")
         for path in write_series([args.base, *recorded], args.figures):
             print(path)
     except (FileNotFoundError, ValueError) as err:

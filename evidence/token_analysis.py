@@ -16,9 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from helpers.claims import OTHER_WAY, verdict
-from pipeline.layout import CONTROL_MODEL, RunLayout
-from pipeline.position_scores import (
+from evidence.position_scores import (
     RunPositions,
     estimate_columns,
     group_table,
@@ -26,7 +24,9 @@ from pipeline.position_scores import (
     share_estimate,
     share_text,
 )
-from pipeline.results import RunSet, SeedGroup, built_once, comparison_groups
+from evidence.results import RunSet, SeedGroup, built_once, comparison_groups
+from helpers.claims import OTHER_WAY, verdict
+from pipeline.layout import CONTROL_MODEL, RunLayout
 
 # Training-text count of the true token: rare (< 10) to very frequent (>= 10,000); log-spaced, so a bucket
 # holds tokens of one order of magnitude.

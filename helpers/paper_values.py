@@ -82,6 +82,6 @@ EVAL_ACCURACY: dict[str, dict[str, float]] = {
     "fr": {"bert_tiny": 0.488, "bert_ft": 0.540},  # Table 3, column FR
 }
 
-# Claims in Section 5 (Czech), checked on our runs by notebook 06 (pipeline.claims_table.verify_claims).
+# Claims in Section 5 (Czech), checked on our runs by notebook 06 (evidence.claims_table.verify_claims).
 CLAIM_LOSS_CROSSING_FRACTION = 1 / 3  # Section 5 on Figure 1a: "after less than a third of the total training time"
 CLAIM_ACCURACY_CROSSING_STEP = 20_000  # Section 5.1 on Figure 2: "after only 20 000 steps" (Czech)

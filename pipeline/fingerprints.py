@@ -243,3 +243,25 @@ def copy_fingerprint(step_folder: Path, into: Path) -> None:
     if key is not None:
         Path(into).mkdir(parents=True, exist_ok=True)
         stamp_of(into).write_text(json.dumps({"fingerprint": key}) + "\n")
+
+
+# What must agree between the two runs of one comparison (run.json "identity").
+IDENTITY_FIELDS = ("lang", "seed", "preset", "corpus", "max_steps", "data_fingerprint", "tokenizer_fingerprint",
+                   "train_config_hash")
+
+def pair_mismatch(tiny_info: dict[str, Any], ft_info: dict[str, Any]) -> str | None:
+    """What differs between BERT_TINY's and BERT_FT's run.json beyond the initialisation; None for a fair pair.
+    A run.json without an "identity" block (written by older code), or none, cannot show that they agree."""
+    pair = {"BERT_TINY": tiny_info, "BERT_FT": ft_info}
+    if lacking := [label for label, info in pair.items() if not isinstance(info.get("identity"), dict)]:
+        return (f"no identity block in the run.json of {' and '.join(lacking)} (written by older code, or not found): "
+                "train the pair again")
+    found = differences(*(portable({k: info["identity"].get(k) for k in IDENTITY_FIELDS}) for info in pair.values()))
+    # the kind of initialisation, 'random' or 'static', as run.json records it ("init": {"kind": ...})
+    tiny_init, ft_init = (info["init"].get("kind") if isinstance(info.get("init"), dict) else None
+                          for info in pair.values())
+    if tiny_init not in (None, "random"):
+        found.append(f"BERT_TINY was initialised from {tiny_init!r}, not at random")
+    if ft_init == "random":
+        found.append("BERT_FT was initialised at random, not from static vectors")
+    return "; ".join(found) or None

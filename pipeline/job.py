@@ -15,8 +15,8 @@ from typing import Callable, Sequence, TypeVar
 
 from pipeline.job_options import JobOptions, parse_options
 from pipeline.layout import REPO_ROOT, RunLayout, RunsFolder
-from pipeline.notebook import quiet_libraries
 from pipeline.run_identity import folder_lock, identity_conflict
+from pipeline.runinfo import quiet_libraries
 from pipeline.runner import figures_stale, render_docs, run_figures, run_language, stale_steps
 from pipeline.steps import FIGURES_STEP, JobError, RunSettings, StepFailed
 

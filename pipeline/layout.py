@@ -36,7 +36,7 @@ NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 FIGURES_DIR = REPO_ROOT / "figures"
 DOCS_DIR = REPO_ROOT / "docs"
 # The project's own packages: the taught code, its plots, the exercises' answers and the machinery.
-PROJECT_PACKAGES = ("helpers", "plots", "exercises", "pipeline")
+PROJECT_PACKAGES = ("helpers", "plots", "exercises", "pipeline", "evidence")
 
 MODEL_NAMES = ("bert_tiny", "bert_ft")  # the paper's pair: every finished run folder holds both
 # The control arm: BERT_FT's vector rows permuted among themselves (helpers.model.permute_vector_rows); trained
@@ -54,7 +54,7 @@ STAMP_NAME = ".step.json"
 STARTED_NAME = ".step-started.json"
 INPUT_HASHES_NAME = ".input-hashes.json"  # the content hashes of a run's input files, by size and mtime
 PROVENANCE_NAME = "provenance.json"  # in a figures folder: which runs and which commit drew it
-SERIES_TABLE = "series_training_length"  # pipeline.series writes it beside 06's figures; 06 shows its CSV
+SERIES_TABLE = "series_training_length"  # evidence.series writes it beside 06's figures; 06 shows its CSV
 
 
 def repo_path(path: str | Path) -> Path:
@@ -285,3 +285,9 @@ def read_metrics(path: str | Path) -> list[dict[str, float]]:
     with open(path, newline="") as handle:
         rows = [{k: float(v or "nan") for k, v in row.items()} for row in csv.DictReader(handle)]
     return [{**row, "step": int(row["step"])} for row in rows]
+
+
+def display_path(path: str | Path) -> str:
+    """A path inside the repository as ``runs/demo-en``, so committed tables name no one's home folder."""
+    resolved = Path(path).resolve()
+    return str(resolved.relative_to(REPO_ROOT)) if resolved.is_relative_to(REPO_ROOT) else str(Path(path))

@@ -6,8 +6,6 @@ a notebook run by hand writes ``runs/interactive/<preset>-<lang>[-seed<N>]``, ne
 
 from __future__ import annotations
 
-import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
@@ -27,34 +25,24 @@ from pipeline.probe_runs import (
     skip_remaining_cells,
 )
 from pipeline.run_identity import claim_identity, hold_step, refuse_while_a_job_runs
-from pipeline.runinfo import check_seed, environment, pick_device, set_seed
+from pipeline.runinfo import check_seed, environment, pick_device, quiet_libraries, set_seed
 from pipeline.static_files import load_aligned, save_aligned
 from pipeline.vector_files import obtain_vectors
 from pipeline.wordsim import word_similarity, word_similarity_rows
 
 if TYPE_CHECKING:
+    from evidence.results import SeedGroup
     from helpers.claims import Estimate
-    from pipeline.results import SeedGroup
 
 __all__ = ["CONTROL_MODEL", "INTERACTIVE_DIR", "LabelledSpec", "REPO_ROOT", "Setup", "align_pretrained",
            "compare_pretraining", "same_pairs_similarity", "side_by_side",
            "environment", "gain_estimate", "kind_mean", "labelled_set", "load_aligned", "load_encoders",
            "load_pretraining_data", "load_probe_data", "obtain_vectors", "partition_record", "prepare_pretraining_data",
-           "pretraining_metrics", "quiet_libraries", "repo_path", "save_aligned", "save_probe_results", "scored_run",
+           "pretraining_metrics", "repo_path", "save_aligned", "save_probe_results", "scored_run",
            "skip_without_labelled_set", "start", "train_fasttext", "train_model", "vectors_from_model",
            "word_similarity", "word_similarity_rows"]
 
 
-def quiet_libraries() -> None:
-    """Silence library chatter that says nothing about this notebook (weight-loading bars, info logs; the kernel's
-    own TCP warning is silenced where the kernel starts, ``--IPKernelApp.log_level=ERROR``)."""
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    import transformers  # after the variables: huggingface_hub reads them as it is imported
-
-    transformers.utils.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
-    logging.getLogger("papermill").setLevel(logging.WARNING)
 
 
 @dataclass(frozen=True)
@@ -109,7 +97,7 @@ def start(preset: str, lang: str, seed: int = 0, run_dir: str | Path | None = No
 
 # ============================================================================================ notebook 04
 # The machinery is imported inside the functions: pipeline.prepare and pipeline.training bring torch, and
-# pipeline.results pandas, which notebooks 01-03 do not load.
+# evidence.results pandas, which notebooks 01-03 do not load.
 def prepare_pretraining_data(setup: Setup, tokenizer: Any, cfg: Any, train_texts: Iterable[str],
                              eval_texts: Sequence[str]) -> dict[str, Any]:
     """``cfg``'s sequences and the fixed masked evaluation set, tokenised once into ``pretrain/data/``: meta.json."""
@@ -153,8 +141,8 @@ def compare_pretraining(setup: Setup) -> dict[str, Any]:
 def scored_run(setup: Setup) -> SeedGroup:
     """This run alone, read as notebook 06 reads runs, so that 04's floors and verdict are 06's (``kind_mean``,
     ``gain_estimate``); raises with the reason when its positions cannot be scored, where those would give NaN."""
-    from pipeline.position_scores import run_positions
-    from pipeline.results import SeedGroup, load_run
+    from evidence.position_scores import run_positions
+    from evidence.results import SeedGroup, load_run
 
     run = SeedGroup(setup.lang, [load_run(setup.run_dir)])
     if isinstance(problem := run_positions(run.first), str):
@@ -163,15 +151,15 @@ def scored_run(setup: Setup) -> SeedGroup:
 
 
 def kind_mean(group: SeedGroup, scorer: str, key: str, kind: str) -> float:
-    """:func:`pipeline.position_scores.kind_mean`, for 04's floors as 06 computes them."""
-    from pipeline.position_scores import kind_mean
+    """:func:`evidence.position_scores.kind_mean`, for 04's floors as 06 computes them."""
+    from evidence.position_scores import kind_mean
 
     return kind_mean(group, scorer, key, kind)
 
 
 def gain_estimate(group: SeedGroup, column: str, kind: str = "all") -> Estimate:
-    """:func:`pipeline.claims_table.gain_estimate`, for 04's verdict as 06 reaches it."""
-    from pipeline.claims_table import gain_estimate
+    """:func:`evidence.claims_table.gain_estimate`, for 04's verdict as 06 reaches it."""
+    from evidence.claims_table import gain_estimate
 
     return gain_estimate(group, column, kind)
 

@@ -176,17 +176,45 @@ def save_arm(trained: str | Path, record_dir: str | Path, name: str) -> Path:
     return target
 
 
+def save_series_record(base_run: Path, trained: Path, records_dir: Path) -> Path:
+    """Record one trained pair of the series beside its base run's facts; refused unless it shares the base's data."""
+    base, pair = RunLayout(Path(base_run)), PretrainFiles(Path(trained))
+    trained_commit(pair)
+    infos = {name: read_info(pair, name) for name in MODEL_NAMES}
+    fingerprint = (read_info(base, "bert_tiny").get("identity") or {}).get("data_fingerprint")
+    for name, info in infos.items():
+        if (info.get("identity") or {}).get("data_fingerprint") != fingerprint:
+            raise ValueError(f"{pair.model(name).run_json} was trained on other data than {base.root}; "
+                             "train the series from the base run's pretrain/data")
+    record = RunLayout(Path(records_dir) / f"{base.root.name}-steps{infos['bert_tiny']['steps']}")
+    # the extra arms, where trained, join by content after the pair (records.save_arm)
+    pair_files = [path for name in MODEL_NAMES for path in model_record_files(pair.model(name))]
+    pair_files += [pair.comparison] if pair.comparison.is_file() else []
+    copy_into(pair_files, pair.folder, record.step("pretrain"))
+    copy_into([base.static.manifest], base.root, record.root)
+    save_facts(base, record)
+    for name in EXTRA_MODELS:
+        if pair.model(name).run_json.is_file():
+            save_arm(pair.folder, record.root, name)
+    return record.root
+
 if __name__ == "__main__":
     import sys
 
     args = sys.argv[1:]
     arm, runs = args[:1] == ["--arm"] and len(args) == 4, args[:1] == ["--runs"] and len(args) >= 3
-    if not (arm or runs):
+    series = args[:1] == ["--series"] and len(args) >= 4
+    if not (arm or runs or series):
         sys.exit("usage: python -m pipeline.records --arm MODEL TRAINED_PRETRAIN_DIR RECORD_DIR  (adds "
                  f"{' or '.join(EXTRA_MODELS)})\n"
-                 "       python -m pipeline.records --runs RUN_DIR... RECORDS_DIR  (records finished runs)")
+                 "       python -m pipeline.records --runs RUN_DIR... RECORDS_DIR  (records finished runs)\n"
+                 "       python -m pipeline.records --series BASE_RUN TRAINED_PRETRAIN_DIR... RECORDS_DIR  (records "
+                 "the training-length series' pairs)")
     try:
-        recorded = [save_arm(args[2], args[3], args[1])] if arm else save_records(args[1:-1], args[-1])
+        if series:
+            recorded = [save_series_record(Path(args[1]), Path(trained), Path(args[-1])) for trained in args[2:-1]]
+        else:
+            recorded = [save_arm(args[2], args[3], args[1])] if arm else save_records(args[1:-1], args[-1])
         print(*(f"recorded {path}" for path in recorded), sep="\n")
     except (OSError, ValueError) as err:  # RecordConflict and UncommittedRun among them
         sys.exit(f"error: {err}")

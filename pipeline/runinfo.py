@@ -9,6 +9,7 @@ import contextlib
 import datetime as _dt
 import hashlib
 import importlib.metadata
+import logging
 import os
 import platform
 import random
@@ -133,7 +134,7 @@ def git_commit() -> str | None:
     return sha.strip() + ("+dirty" if dirty else "")
 
 
-CODE_PATHS = ("helpers", "plots", "exercises", "pipeline", "notebooks", "pyproject.toml")
+CODE_PATHS = ("helpers", "plots", "exercises", "pipeline", "evidence", "notebooks", "pyproject.toml")
 
 
 def code_version() -> str | None:
@@ -182,3 +183,15 @@ def environment(device: str | None = None) -> dict[str, Any]:
     name = (torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") and torch.cuda.is_available()
             else f"cpu ({platform.machine()}, {torch.get_num_threads()} threads)")
     return {**info, "cpu_kernels": torch.backends.cpu.get_cpu_capability(), "device": device, "device_name": name}
+
+
+def quiet_libraries() -> None:
+    """Silence library chatter that says nothing about this notebook (weight-loading bars, info logs; the kernel's
+    own TCP warning is silenced where the kernel starts, ``--IPKernelApp.log_level=ERROR``)."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    import transformers  # after the variables: huggingface_hub reads them as it is imported
+
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    logging.getLogger("papermill").setLevel(logging.WARNING)

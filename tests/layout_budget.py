@@ -21,19 +21,22 @@ from pipeline.layout import PROJECT_PACKAGES as PACKAGES  # noqa: E402
 from pipeline.layout import REPO_ROOT  # noqa: E402
 
 # Which package may import which: the student's package imports none of the others, the plots and the
-# exercises read the taught code only, and the machinery may use all of them but is imported by none.
+# exercises read the taught code only, the machinery may use those three, and the evidence (notebook 06's analysis)
+# reads all of them. Of the machinery, only the notebooks' entry module may reach the evidence, and lazily.
 ALLOWED_IMPORTS = {"helpers": {"helpers"}, "plots": {"plots", "helpers"}, "exercises": {"exercises", "helpers"},
-                   "pipeline": {"pipeline", "helpers", "plots", "exercises"}}
+                   "pipeline": {"pipeline", "helpers", "plots", "exercises"},
+                   "evidence": {"evidence", "pipeline", "helpers", "plots", "exercises"}}
+LAZY_DOORS = {"pipeline.notebook": "evidence"}  # the one way from the machinery into the evidence, inside functions
 # Budgets in lines as `ruff format` writes them (the project's 120 columns), so denser lines cannot meet them.
 HELPERS_LINE_BUDGET = 4_000
-# pipeline/ 5,500 and the evidence analysis 2,800 once it has a package of its own (issue 57); until then both are in
-# pipeline/, which is over their sum: a test holds the ceiling below instead.
-PIPELINE_LINE_BUDGET = 5_500 + 2_800
-# A ratchet until then: what pipeline/ holds, formatted, with the other-text source, its evidence and the parallel
-# help corpus (2026-12-07; before them 8,814, the 7,131 raw lines of the last cut). Lower it whenever pipeline/ shrinks,
+PIPELINE_LINE_BUDGET = 5_500
+EVIDENCE_LINE_BUDGET = 2_800
+# Ratchets until each meets its budget: what they hold, formatted, now that the evidence has a package of its own
+# (2026-12-07; before the move pipeline/ held 10,136 with the evidence in it). Lower one whenever its package shrinks,
 # never raise it.
-PIPELINE_LINE_CEILING = 10_136
-BUDGETS = {"helpers": HELPERS_LINE_BUDGET, "pipeline": PIPELINE_LINE_BUDGET, "plots": 550, "exercises": 650}
+LINE_CEILINGS = {"pipeline": 7_361, "evidence": 2_878}
+BUDGETS = {"helpers": HELPERS_LINE_BUDGET, "pipeline": PIPELINE_LINE_BUDGET, "evidence": EVIDENCE_LINE_BUDGET,
+           "plots": 550, "exercises": 650}
 MODULE_LINE_LIMIT = 600
 FUNCTION_LINE_LIMIT = 60
 
@@ -44,6 +47,7 @@ class Module:
     path: Path
     lines: int
     imports: set[str] = field(default_factory=set)  # project modules it imports, anywhere in its body
+    top_imports: set[str] = field(default_factory=set)  # those imported outside any function, as it loads
     long_functions: list[tuple[str, int]] = field(default_factory=list)  # (qualified name, lines) over the limit
 
 
@@ -87,6 +91,17 @@ def _functions(tree: ast.AST, prefix: str = "") -> list[tuple[str, int]]:
     return found
 
 
+def _outside_functions(tree: ast.AST) -> list[ast.AST]:
+    """The nodes that run as the module loads: everything but the bodies of functions and of TYPE_CHECKING."""
+    found, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack += [c for c in ast.iter_child_nodes(node) if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  and not (isinstance(c, ast.If) and ast.unparse(c.test) == "TYPE_CHECKING")]  # type hints only
+    return found
+
+
 def read_modules(root: Path = REPO_ROOT, packages: tuple[str, ...] = PACKAGES) -> dict[str, Module]:
     paths = {module_name(p, root): p for package in packages for p in sorted((root / package).rglob("*.py"))}
     known = set(paths)
@@ -94,9 +109,11 @@ def read_modules(root: Path = REPO_ROOT, packages: tuple[str, ...] = PACKAGES) -
     for name, path in paths.items():
         text = path.read_text(encoding="utf-8")
         tree = ast.parse(text)
-        imports = set().union(*(_imported(n, name, path.name == "__init__.py", known) for n in ast.walk(tree)))
+        package = path.name == "__init__.py"
+        imports = set().union(*(_imported(n, name, package, known) for n in ast.walk(tree)))
+        top = set().union(*(_imported(n, name, package, known) for n in _outside_functions(tree)))
         long = [(f, n) for f, n in _functions(tree) if n > FUNCTION_LINE_LIMIT]
-        modules[name] = Module(name, path, len(text.splitlines()), imports, long)
+        modules[name] = Module(name, path, len(text.splitlines()), imports, top, long)
     return modules
 
 
@@ -133,9 +150,15 @@ def import_circles(modules: dict[str, Module]) -> list[list[str]]:
 
 
 def wrong_direction(modules: dict[str, Module]) -> list[tuple[str, str]]:
-    """(importer, imported) pairs that cross between packages against ALLOWED_IMPORTS."""
-    return sorted((m.name, other) for m in modules.values() for other in m.imports
-                  if other.split(".")[0] not in ALLOWED_IMPORTS[m.name.split(".")[0]])
+    """(importer, imported) pairs that cross between packages against ALLOWED_IMPORTS, or through a lazy door
+    (LAZY_DOORS) as the module loads."""
+    def allowed(module: Module, other: str) -> bool:
+        target = other.split(".")[0]
+        if target in ALLOWED_IMPORTS[module.name.split(".")[0]]:
+            return True
+        return LAZY_DOORS.get(module.name) == target and other not in module.top_imports
+
+    return sorted((m.name, other) for m in modules.values() for other in m.imports if not allowed(m, other))
 
 
 def formatted_lines(root: Path, package: str) -> int:

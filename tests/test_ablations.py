@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from evidence import ablations as E
 from helpers import static_vectors as sv
 from pipeline import ablations as A
 from pipeline.layout import StaticFiles
@@ -23,9 +24,11 @@ PER_SEED_AS_TEXT = {"loss_per_seed": str, "accuracy_per_seed": str}
 @pytest.fixture(scope="module")
 def ablated(smoke_figures: Path, smoke_run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("ablations")
-    code = A.main(["--runs", str(smoke_run_dir), "--out", str(out / "train"), "--figures", str(out / "figures"),
-                   "--records", str(out / "records"), "--variants", ",".join(VARIANTS), "--device", "cpu"])
-    assert code == 0
+    code = A.main(["--runs", str(smoke_run_dir), "--out", str(out / "train"), "--records", str(out / "records"),
+                   "--variants", ",".join(VARIANTS), "--device", "cpu"])
+    assert code == 0  # the machinery trains and records; the evidence draws the table from what it trained
+    assert E.main(["--runs", str(smoke_run_dir), "--records", str(out / "train"), "--figures",
+                       str(out / "figures")]) == 0
     return out
 
 
@@ -98,8 +101,7 @@ def test_the_table_pairs_every_variant_with_the_runs_own_models(ablated: Path, s
 
 
 def test_the_table_regenerates_from_the_records_alone(ablated: Path, smoke_run_dir: Path, tmp_path: Path) -> None:
-    code = A.main(["--runs", str(smoke_run_dir), "--figures", str(tmp_path), "--records", str(ablated / "records"),
-                   "--table-only"])
+    code = E.main(["--runs", str(smoke_run_dir), "--figures", str(tmp_path), "--records", str(ablated / "records")])
     assert code == 0
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "ablations.csv"),
                                   pd.read_csv(ablated / "figures" / "ablations.csv"))
@@ -117,23 +119,24 @@ def test_the_ablated_runs_are_the_run_records_that_have_ablation_records(tmp_pat
         (tmp_path / "runs" / name).mkdir(parents=True)
     for name in ("reference-en-seed1", "reference-en"):
         (tmp_path / "ablations" / name / "fallback_random").mkdir(parents=True)
-    found = A.ablated_runs(tmp_path / "runs", tmp_path / "ablations")
+    found = E.ablated_runs(tmp_path / "runs", tmp_path / "ablations")
     assert found == [tmp_path / "runs" / "reference-en", tmp_path / "runs" / "reference-en-seed1"]
     (tmp_path / "ablations" / "reference-es").mkdir()
     with pytest.raises(FileNotFoundError, match="no record of the ablated run.*reference-es"):
-        A.ablated_runs(tmp_path / "runs", tmp_path / "ablations")
+        E.ablated_runs(tmp_path / "runs", tmp_path / "ablations")
     with pytest.raises(FileNotFoundError, match="no ablation records"):
-        A.ablated_runs(tmp_path / "runs", tmp_path / "nothing")
+        E.ablated_runs(tmp_path / "runs", tmp_path / "nothing")
 
 
-def test_run_records_are_only_for_redrawing_recorded_ablations(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    code = A.main(["--run-records", str(tmp_path), "--records", str(tmp_path), "--figures", str(tmp_path)])
-    assert code == 1 and "--table-only" in capsys.readouterr().err
+def test_the_table_without_ablation_records_says_how_to_train_them(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture) -> None:
+    code = E.main(["--run-records", str(tmp_path), "--records", str(tmp_path), "--figures", str(tmp_path)])
+    assert code == 1 and "python -m pipeline.ablations" in capsys.readouterr().err
 
 
 def test_the_figure_marks_each_seeds_own_difference(ablated: Path) -> None:
     table = pd.read_csv(ablated / "figures" / "ablations.csv", dtype=PER_SEED_AS_TEXT)
-    fig = A.plot_ablations(table)
+    fig = E.plot_ablations(table)
     rows = table[table["variant"] != "paper"]
     for ax, column in zip(fig.axes, ("loss_per_seed", "accuracy_per_seed")):
         seeds = next(line for line in ax.get_lines() if line.get_label() == "each seed")
@@ -146,7 +149,7 @@ def test_an_interval_that_misses_its_mean_draws_instead_of_failing_half_way(abla
     table = pd.read_csv(ablated / "figures" / "ablations.csv", dtype=PER_SEED_AS_TEXT)
     moved = table.copy()
     moved.loc[moved["variant"] != "paper", "accuracy_vs_paper"] += 1.0  # far above every interval
-    fig = A.plot_ablations(moved)
+    fig = E.plot_ablations(moved)
     assert len(fig.axes) == 2
 
 
@@ -155,7 +158,7 @@ def test_the_markdown_table_rounds_each_number_once(ablated: Path, tmp_path: Pat
     table = pd.read_csv(ablated / "figures" / "ablations.csv", dtype=PER_SEED_AS_TEXT)
     row = table.index[table["variant"] != "paper"][0]
     table.loc[row, ["loss_vs_paper", "accuracy_vs_paper"]] = [-0.00146, 0.05649]
-    A.write_outputs(table, tmp_path, {})
+    E.write_outputs(table, tmp_path, {})
     lines = (tmp_path / "ablations.md").read_text().splitlines()
     header = [c.strip() for c in lines[0].strip("|").split("|")]
     cells = [c.strip() for c in lines[2 + int(row)].strip("|").split("|")]
@@ -165,9 +168,9 @@ def test_the_markdown_table_rounds_each_number_once(ablated: Path, tmp_path: Pat
 
 def test_one_verdict_rule_judges_every_variant_against_bert_fts_seed_spread() -> None:
     spread = 0.042  # English reference BERT_FT final loss 3.814 / 3.825 / 3.783 across seeds
-    assert A.ablation_verdict(-0.009, -0.027, 0.009, spread) == "not shown"  # includes 0
-    assert A.ablation_verdict(0.027, 0.0002, 0.054, spread) == "within seed noise"  # excludes 0, small
-    assert A.ablation_verdict(-0.020, -0.038, -0.002, spread) == "within seed noise"
-    assert A.ablation_verdict(0.206, 0.172, 0.241, spread) == "shown"
-    assert A.ablation_verdict(0.027, 0.0002, 0.054, float("nan")) == "shown"  # one seed: no floor to use
-    assert A.ablation_verdict(0.1, float("nan"), float("nan"), spread) == "no interval"
+    assert E.ablation_verdict(-0.009, -0.027, 0.009, spread) == "not shown"  # includes 0
+    assert E.ablation_verdict(0.027, 0.0002, 0.054, spread) == "within seed noise"  # excludes 0, small
+    assert E.ablation_verdict(-0.020, -0.038, -0.002, spread) == "within seed noise"
+    assert E.ablation_verdict(0.206, 0.172, 0.241, spread) == "shown"
+    assert E.ablation_verdict(0.027, 0.0002, 0.054, float("nan")) == "shown"  # one seed: no floor to use
+    assert E.ablation_verdict(0.1, float("nan"), float("nan"), spread) == "no interval"

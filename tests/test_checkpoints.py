@@ -305,7 +305,7 @@ def test_stopping_early_writes_no_per_position_results(tokenizer, data_dir, tmp_
 
 def test_a_run_json_written_with_a_corpus_path_pairs_with_one_written_with_its_kind():
     """Older code wrote identity.corpus as 'files:/path'; every comparison reads both as the kind 'files'."""
-    from pipeline import results
+    from evidence import results
 
     older = {"identity": {"corpus": "files:/data/c4", "seed": 0}, "init": {"kind": "random"}}
     newer = {"identity": {"corpus": "files", "seed": 0}, "init": {"kind": "static"}}

@@ -10,9 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from evidence import results
+from evidence import token_analysis as control
 from helpers import presets
-from pipeline import records, results, training
-from pipeline import token_analysis as control
+from pipeline import records, training
 from pipeline.layout import CONTROL_MODEL, WEB_CONTROL, WEB_MODEL, RunLayout
 
 
@@ -143,7 +144,7 @@ def test_the_web_arm_and_its_control_join_a_record_in_order(run_with_web: tuple[
 
 
 def test_the_other_text_comparisons_add_up_and_the_answer_quotes_them(run_with_web: tuple[Path, Path]) -> None:
-    from pipeline import other_text
+    from evidence import other_text
 
     run_dir, trained = run_with_web
     for name in (WEB_MODEL, WEB_CONTROL):
@@ -168,7 +169,7 @@ def test_the_other_text_comparisons_add_up_and_the_answer_quotes_them(run_with_w
 
 def test_the_vector_sources_table_counts_shared_rows_and_names_languages_without_other_text(
         run_with_web: tuple[Path, Path]) -> None:
-    from pipeline import other_text
+    from evidence import other_text
 
     run_dir, trained = run_with_web
     records.save_arm(trained, run_dir, WEB_MODEL)

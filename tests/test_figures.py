@@ -1,4 +1,4 @@
-"""Run loading, claims, tables, figures and outputs (pipeline.results, .claims_table, .figures) on SYNTHETIC runs.
+"""Run loading, claims, tables, figures and outputs (evidence.results, .claims_table, .figures) on SYNTHETIC runs.
 
 The metrics here are made-up fixtures to check the table builders; they are never shown as results.
 """
@@ -15,12 +15,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from evidence import claims_table, figures, results
+from evidence import figure_plots as plots
+from evidence.claims_table import NOT_REPRODUCED
 from helpers import claims
 from helpers import paper_values as paper
 from helpers.crossing import crossing_step
-from pipeline import claims_table, figures, layout, results
-from pipeline import figure_plots as plots
-from pipeline.claims_table import NOT_REPRODUCED
+from pipeline import fingerprints, layout
 
 EVAL_STEPS = [0, 10, 20, 30, 40]
 
@@ -38,7 +39,7 @@ def synthetic_metrics(seed: int, offset: float) -> pd.DataFrame:
 
 
 def identity(lang: str = "en", seed: int | None = 0, **changes: Any) -> dict[str, Any]:
-    """run.json's "identity" block (results.IDENTITY_FIELDS), as pipeline.checkpoints.run_identity writes it."""
+    """run.json's "identity" block (fingerprints.IDENTITY_FIELDS), as pipeline.checkpoints.run_identity writes it."""
     base = {"lang": lang, "seed": seed, "preset": "demo", "corpus": "embedded", "max_steps": None,
             "data_fingerprint": "d1", "tokenizer_fingerprint": "t1", "train_config_hash": "c1"}
     return {**base, **changes}
@@ -506,7 +507,7 @@ def test_a_pair_without_identity_blocks_is_refused_and_the_train_config_is_compa
         tmp_path: Path) -> None:
     """run.json as older code wrote it (no "identity" block, "init": "random" or a path) cannot show that the two
     models are one experiment: the pair is refused, never compared by its top-level fields."""
-    assert set(identity()) == set(results.IDENTITY_FIELDS)
+    assert set(identity()) == set(fingerprints.IDENTITY_FIELDS)
     run_dir = write_run(tmp_path, "demo", "en", both_models(0))
     for name, init in (("bert_ft", str(run_dir / "static")), ("bert_tiny", "random")):
         path = layout.RunLayout(run_dir).model(name).run_json
@@ -681,7 +682,7 @@ def test_notebook_06_draws_the_interactive_demo_run_unless_given_folders(capsys:
 
 
 def test_scores_by_kind_follow_a_rewritten_run_in_the_same_process(tmp_path: Path) -> None:
-    from pipeline import position_scores
+    from evidence import position_scores
 
     run_dir = three_position_run(tmp_path)
     for loss in (1.0, 2.0):  # notebook 06 run twice in one kernel, the run retrained in between
@@ -691,7 +692,7 @@ def test_scores_by_kind_follow_a_rewritten_run_in_the_same_process(tmp_path: Pat
 
 
 def test_steps_saved_count_the_evaluations_each_model_needs_to_reach_a_loss(tmp_path: Path) -> None:
-    from pipeline.claims_table import steps_saved_table
+    from evidence.claims_table import steps_saved_table
 
     dirs = []
     for seed, lag in enumerate((1, 2, 2)):  # BERT_TINY's curve is BERT_FT's one or two evaluations later, above 5.8
@@ -766,7 +767,7 @@ def series_runs(root: Path, seeds_per_length: dict[int, int], info: dict[str, di
 
 
 def test_the_series_steps_note_reads_a_null_train_config(tmp_path: Path) -> None:
-    from pipeline import series
+    from evidence import series
 
     null = {name: {"train_config": None} for name in layout.TRAINABLE_MODELS}  # as a run.json may hold it
     series.write_series(series_runs(tmp_path, {40: 1, 80: 1}, null), tmp_path / "figures")
@@ -777,7 +778,7 @@ def test_the_series_steps_note_reads_a_null_train_config(tmp_path: Path) -> None
 
 def test_a_length_with_one_seed_in_a_multi_seed_series_has_no_t_interval(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipeline import series
+    from evidence import series
 
     monkeypatch.setattr(claims_table, "CONFIDENCE", 0.9)  # the note's level is helpers.claims', never typed in
     every = {name: {"train_config": {"eval_every": 10}} for name in layout.TRAINABLE_MODELS}

@@ -126,7 +126,7 @@ def _provenance(folder: Path, generated_by: str, files: list[str]) -> None:
 
 @pytest.mark.parametrize("generated_by, kept", [
     ("my own script", True),  # a provenance.json 06 did not write: the files it lists are not 06's to delete
-    ("pipeline.figures.write_outputs (notebooks/06_figures.ipynb)", False),  # 06's own previous set is replaced
+    ("evidence.figures.write_outputs (notebooks/06_figures.ipynb)", False),  # 06's own previous set is replaced
 ])
 def test_06_deletes_only_the_files_its_own_provenance_lists(tmp_path: Path, generated_by: str, kept: bool) -> None:
     figures, staging = tmp_path / "figures", tmp_path / "staging"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from evidence import figures, position_scores
 from helpers import paper_values as paper
-from pipeline import figures, position_scores
 
 pytestmark = pytest.mark.notebook
 

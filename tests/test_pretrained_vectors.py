@@ -133,7 +133,7 @@ def test_the_web_arm_starts_only_from_other_text_vectors(table_wheel: Path, tmp_
 
 
 def test_the_sources_table_takes_row_counts_only_from_manifests_that_counted_contents() -> None:
-    from pipeline.other_text import _source_row
+    from evidence.other_text import _source_row
 
     old = {"n_found": 4, "vocab_size": 10, "coverage": {"n_found": 4, "distinct_rows": 3, "own_row": 2}}
     new = {"n_found": 4, "vocab_size": 10, "distinct_rows": 3, "own_row": 2, "shared_row": 2}

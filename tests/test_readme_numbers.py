@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from pipeline.position_scores import share_text
+from evidence.position_scores import share_text
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "figures" / "reference"
@@ -351,8 +351,8 @@ def test_the_readmes_4800_step_table_has_one_row_per_record_from_its_files() -> 
 
 def _off_plateau(record: Path) -> float:
     """BERT_TINY's loss at the [MASK] positions minus the unigram's there (the testability rule's number)."""
-    from pipeline.position_scores import kind_mean
-    from pipeline.results import SeedGroup, load_runs
+    from evidence.position_scores import kind_mean
+    from evidence.results import SeedGroup, load_runs
 
     runs = load_runs([record]).runs
     group = SeedGroup(runs[0].lang, runs)
@@ -490,7 +490,7 @@ def _ends(row: pd.Series) -> str:
 
 
 def _verdict(row: pd.Series) -> str:
-    """The table's verdicts (one rule for every variant: pipeline.ablations.ablation_verdict), as said in the README."""
+    """The table's verdicts (one rule for every variant: evidence.ablations.ablation_verdict), as said in the README."""
     return f"loss {row['loss_verdict']}, accuracy {row['accuracy_verdict']}"
 
 
@@ -616,7 +616,7 @@ WEB_1200 = REFERENCE / "steps1200"
 
 @pytest.mark.skipif(not (WEB_1200 / "table_web.csv").is_file(), reason="no other-text table committed")
 def test_the_readmes_other_text_answer_is_the_sentence_06_builds_from_the_committed_tables() -> None:
-    from pipeline.other_text import other_text_answer
+    from evidence.other_text import other_text_answer
 
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     table, shares = (pd.read_csv(WEB_1200 / f"{name}.csv") for name in ("table_web", "table_web_share"))

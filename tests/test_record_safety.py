@@ -13,7 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipeline import ablations, checkpoints, runner, staging, steps, training
+from evidence import ablations
+from pipeline import checkpoints, runner, staging, steps, training
 from pipeline.layout import PROVENANCE_NAME, REPO_ROOT
 
 REFERENCE = REPO_ROOT / "figures" / "reference"
@@ -93,7 +94,7 @@ def _figures_notebook(write_notebook, names: list[str], fail: bool = False, text
     body = ("import json\nfrom pathlib import Path\n"
             f"for name in {names!r}:\n    (Path(out_dir) / name).write_text({text!r} + ' ' + name)\n"
             f"(Path(out_dir) / {PROVENANCE_NAME!r}).write_text(json.dumps({{'files': {names!r}, "
-            f"'generated_by': 'pipeline.figures.write_outputs (notebooks/06_figures.ipynb)'}}))\n")
+            f"'generated_by': 'evidence.figures.write_outputs (notebooks/06_figures.ipynb)'}}))\n")
     return write_notebook("06_figures", "run_dirs = None\nout_dir = None\nseries_csv = None\nsolve_exercises = False",
                           body + ("raise RuntimeError('plot failed')" if fail else ""))
 
@@ -116,8 +117,8 @@ def test_figures_the_new_runs_do_not_draw_are_removed_so_a_folder_holds_one_set(
 
 def test_the_real_figures_step_lists_exactly_the_files_it_wrote(tmp_path: Path) -> None:
     """What the removal above relies on: 06's provenance.json names every file it wrote, and only those."""
-    from pipeline import figures
-    from pipeline.results import load_runs
+    from evidence import figures
+    from evidence.results import load_runs
 
     record = tmp_path / "runs" / "reference-en"
     shutil.copytree(REFERENCE / "runs" / "reference-en", record)

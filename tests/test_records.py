@@ -11,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipeline import job, layout, records, results
+from evidence import results
+from pipeline import job, layout, records
 
 
 def test_a_record_holds_only_small_files_and_loads_like_its_run(smoke_figures: Path, smoke_run_dir: Path,

@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipeline import ablations, job
+from evidence import ablations
+from pipeline import job
 
 REFERENCE = Path(__file__).resolve().parents[1] / "figures" / "reference"
 RUN_RECORDS = REFERENCE / "runs"
@@ -48,8 +49,7 @@ def test_the_committed_1200_step_tables_and_the_other_text_arm_regenerate_from_t
 @pytest.mark.skipif(not ABLATION_RECORDS.is_dir(), reason="no ablation records committed")
 def test_the_committed_ablation_table_regenerates_from_its_records(tmp_path: Path) -> None:
     # The same call as `make reference-figures`.
-    argv = ["--table-only", "--run-records", str(RUN_RECORDS), "--records", str(ABLATION_RECORDS),
-            "--figures", str(tmp_path)]
+    argv = ["--run-records", str(RUN_RECORDS), "--records", str(ABLATION_RECORDS), "--figures", str(tmp_path)]
     assert ablations.main(argv) == 0
     _same_table(tmp_path / f"{ablations.TABLE_NAME}.csv", REFERENCE / f"{ablations.TABLE_NAME}.csv")
 
@@ -69,9 +69,8 @@ def test_every_committed_record_names_one_clean_commit_for_both_models() -> None
 
 @pytest.mark.skipif(not SERIES_RECORDS.is_dir(), reason="no series records committed")
 def test_the_committed_series_table_regenerates_from_its_records(tmp_path: Path) -> None:
-    from pipeline import series
+    from evidence import series
 
-    argv = ["--table-only", "--base", str(RUN_RECORDS / "reference-en"), "--records", str(SERIES_RECORDS),
-            "--figures", str(tmp_path)]
+    argv = ["--base", str(RUN_RECORDS / "reference-en"), "--records", str(SERIES_RECORDS), "--figures", str(tmp_path)]
     assert series.main(argv) == 0
     _same_table(tmp_path / f"{series.SERIES_TABLE}.csv", REFERENCE / f"{series.SERIES_TABLE}.csv")

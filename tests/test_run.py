@@ -182,7 +182,7 @@ def test_a_step_fingerprint_follows_only_the_helpers_it_imports(tmp_path: Path, 
     nbformat.write(nb, toy_step.notebook)
     params = {"run_dir": str(tmp_path / "r"), "value": 1}
     modules = fingerprints.project_modules(toy_step)
-    assert "helpers.crossing" in modules and "pipeline.figures" not in modules
+    assert "helpers.crossing" in modules and "evidence.figures" not in modules
     before = fingerprints.fingerprint(toy_step, params)
     (tmp_path / "helpers" / "figures.py").write_text("# only a plot label changed\n")
     assert fingerprints.fingerprint(toy_step, params) == before
@@ -192,9 +192,9 @@ def test_a_step_fingerprint_follows_only_the_helpers_it_imports(tmp_path: Path, 
 
 
 def test_editing_the_figures_module_reruns_only_the_figures_step() -> None:
-    assert "pipeline.figures" in fingerprints.project_modules(steps.FIGURES_STEP)
+    assert "evidence.figures" in fingerprints.project_modules(steps.FIGURES_STEP)
     for step in steps.STEPS:
-        assert "pipeline.figures" not in fingerprints.project_modules(step), step.name
+        assert "evidence.figures" not in fingerprints.project_modules(step), step.name
 
 
 def test_a_second_job_on_the_same_folder_stops_and_names_the_holder(tmp_path: Path) -> None:

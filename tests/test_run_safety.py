@@ -259,7 +259,7 @@ def test_a_figure_saved_twice_gives_the_same_bytes(tmp_path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from pipeline.figure_plots import save_figure
+    from evidence.figure_plots import save_figure
 
     fig, ax = plt.subplots()
     ax.plot([0, 1], [1, 0])

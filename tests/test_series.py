@@ -9,9 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipeline import layout, records, series, train_cli
-from pipeline.figure_plots import lang_name
-from pipeline.results import load_runs
+from evidence import series
+from evidence.figure_plots import lang_name
+from evidence.results import load_runs
+from pipeline import layout, records, train_cli
 
 
 def _set_commit(pretrain: Path, commit: str) -> None:
@@ -39,13 +40,13 @@ def longer_pair(smoke_step, smoke_run_dir: Path, tmp_path_factory: pytest.TempPa
 def test_a_pair_from_uncommitted_code_is_refused(longer_pair: Path, smoke_run_dir: Path, tmp_path: Path) -> None:
     _set_commit(longer_pair, "f" * 40 + "+dirty")
     with pytest.raises(records.UncommittedRun, match="uncommitted code"):
-        series.save_series_record(smoke_run_dir, longer_pair, tmp_path / "records")
+        records.save_series_record(smoke_run_dir, longer_pair, tmp_path / "records")
 
 
 def test_a_recorded_pair_gives_one_row_per_length_with_intervals(longer_pair: Path, smoke_run_dir: Path,
                                                                  tmp_path: Path) -> None:
     _set_commit(longer_pair, "e" * 40)
-    record = series.save_series_record(smoke_run_dir, longer_pair, tmp_path / "records")
+    record = records.save_series_record(smoke_run_dir, longer_pair, tmp_path / "records")
     assert not list(record.rglob("*.pt")) and (record / "pretrain" / "token_facts.npz").is_file()
     paths = series.write_series([smoke_run_dir, record], tmp_path / "figures")
     table = pd.read_csv(tmp_path / "figures" / f"{series.SERIES_TABLE}.csv")
@@ -76,4 +77,4 @@ def test_a_pair_trained_on_other_data_is_refused(longer_pair: Path, smoke_run_di
     info["identity"]["data_fingerprint"] = "0" * 64
     path.write_text(json.dumps(info))
     with pytest.raises(ValueError, match="other data"):
-        series.save_series_record(smoke_run_dir, longer_pair, tmp_path / "records")
+        records.save_series_record(smoke_run_dir, longer_pair, tmp_path / "records")

@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from pipeline import layout, position_scores, results, token_analysis
+from evidence import position_scores, results, token_analysis
+from pipeline import layout
 
 
 def test_frequency_buckets_hold_one_order_of_magnitude_each() -> None:

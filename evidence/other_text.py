@@ -63,7 +63,8 @@ def share_table(runset: RunSet) -> pd.DataFrame:
 
 
 def _said(row: pd.Series, key: str) -> str:
-    return f"{interval_text(row, key)} ({row[f'{key} verdict']})"
+    unit = " nat" if key == "loss" else ""
+    return f"{interval_text(row, key)}{unit} ({row[f'{key} verdict']})"
 
 
 def other_text_answer(table: pd.DataFrame, shares: pd.DataFrame) -> list[str]:
@@ -77,8 +78,8 @@ def other_text_answer(table: pd.DataFrame, shares: pd.DataFrame) -> list[str]:
         said = "" if share.empty else (f" The other-text vectors give {share_text(share.iloc[0])} of the same-text "
                                         "vectors' loss head start.")
         sentences.append(
-            f"{lang.upper()} ({label}), at the [MASK] positions, loss: BERT_FT_WEB − BERT_TINY {_said(web, 'loss')} "
-            f"nat; BERT_FT − BERT_TINY {_said(ft, 'loss')}; BERT_FT_WEB − BERT_FT {_said(against, 'loss')}. "
+            f"{lang.upper()} ({label}), at the [MASK] positions, loss: BERT_FT_WEB − BERT_TINY {_said(web, 'loss')}; "
+            f"BERT_FT − BERT_TINY {_said(ft, 'loss')}; BERT_FT_WEB − BERT_FT {_said(against, 'loss')}. "
             f"Accuracy: BERT_FT_WEB − BERT_TINY {_said(web, 'accuracy')}.{said}")
     return sentences
 

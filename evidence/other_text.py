@@ -63,8 +63,7 @@ def share_table(runset: RunSet) -> pd.DataFrame:
 
 
 def _said(row: pd.Series, key: str) -> str:
-    unit = " nat" if key == "loss" else ""
-    return f"{interval_text(row, key)}{unit} ({row[f'{key} verdict']})"
+    return f"{interval_text(row, key)}{' nat' if key == 'loss' else ''} ({row[f'{key} verdict']})"
 
 
 def other_text_answer(table: pd.DataFrame, shares: pd.DataFrame) -> list[str]:

@@ -29,7 +29,7 @@ from pipeline.data import CorpusSpec
 from pipeline.fasttext_training import FastTextSettings
 from pipeline.fingerprints import pair_mismatch
 from pipeline.layout import AblationLayout, RunLayout, VariantFiles, display_path
-from pipeline.records import copy_into, model_record_files, read_info
+from pipeline.records import copy_into, mark_record, model_record_files, read_info
 from pipeline.runinfo import device_argument
 from pipeline.staging import written_whole
 from pipeline.static_files import load_aligned, save_aligned
@@ -161,6 +161,7 @@ def save_variant_record(files: VariantFiles, records_dir: Path) -> Path:
     for absent in (path for path in paths if not path.is_file()):
         raise FileNotFoundError(f"{absent} not found: train the variant first")
     copy_into(paths, files.folder, record)
+    mark_record(record, f"ablation {files.folder.name} of {files.folder.parent.name}")
     return record
 
 

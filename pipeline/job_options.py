@@ -14,7 +14,7 @@ from helpers.paper_values import LANGS as C4_PAPER_LANGS
 from helpers.presets import PRESET_HELP, check_preset
 from pipeline.data import CORPUS_HELP, EMBEDDED_FILES, CorpusSpec
 from pipeline.labelled import LABELLED_HELP, LabelledSpec
-from pipeline.layout import DOCS_DIR, FIGURES_DIR, INPUT_HASHES_NAME, RUNS_DIR, RunLayout, check_lang
+from pipeline.layout import DOCS_DIR, FIGURES_DIR, INPUT_HASHES_NAME, RUNS_DIR, RunLayout, check_lang, read_json
 from pipeline.parallel_help import LANGS as LIBREOFFICE_LANGS
 from pipeline.parallel_help import check_langs as libreoffice_langs
 from pipeline.runinfo import check_seed, checked, device_argument, setting_argument
@@ -200,13 +200,12 @@ def check_langs(langs: Sequence[str], corpus: CorpusSpec, labelled: LabelledSpec
             raise JobError(f"--labelled {labelled}: {err}") from None
 
 
-def default_figures_dir(preset: str, langs: Sequence[str], corpus: CorpusSpec, max_steps: int | None,
-                        seeds: Sequence[int], out: Path) -> Path:
+def default_figures_dir(options: argparse.Namespace) -> Path:
     """figures/ only for exactly the README's main job; any other keeps its figures beside its run folders."""
-    if (preset == README_PRESET and tuple(langs) == README_LANGS and corpus.source == "embedded"
-            and max_steps is None and list(seeds) == [0]):
-        return FIGURES_DIR
-    return out / f"figures-{preset}-{'-'.join(langs)}"
+    readme = (options.preset == README_PRESET and tuple(options.langs) == README_LANGS
+              and options.corpus.source == "embedded" and options.max_steps is None and list(options.seeds) == [0]
+              and options.vectors is None and options.labelled == LabelledSpec("auto") and not options.control)
+    return FIGURES_DIR if readme else options.out / f"figures-{options.preset}-{'-'.join(options.langs)}"
 
 
 def guard_outputs(outputs: dict[str, Path], run_dirs: Sequence[Path], allowed: Sequence[Path],
@@ -224,6 +223,9 @@ def guard_outputs(outputs: dict[str, Path], run_dirs: Sequence[Path], allowed: S
             raise JobError(f"{option} {path} is inside {home}, whose committed files only the README's job and the "
                            "reference targets (from figures/reference/runs or series) write; choose a folder outside "
                            "it, or add --force to replace them")
+        if option == "--docs" and (run := next((d for d in run_dirs if (path / d.name).resolve() == d), None)):
+            raise JobError(f"--docs {path} would put each run's renders in {path / run.name}, which is the run folder "
+                           f"{run}; choose a folder outside --out, such as docs/")
         run = next((d for d in run_dirs if option != "--out" and path.is_relative_to(d)), None)
         if run is not None:
             raise JobError(f"{option} {path} is inside the run folder {run}, whose step folders and stamps it would "
@@ -242,10 +244,18 @@ def check_sources(run_dirs: Sequence[Path]) -> None:
 
 
 def reference_outputs(run_dirs: Sequence[Path], records: Path | None) -> list[Path]:
-    """What a job over committed records may write: figures/ and docs/reference from the runs' records, and
+    """What a job over committed records may write: figures/ and docs/reference from the whole set of run records
+    (a subset would redraw the committed tables from fewer runs), and records only of reference runs; and
     figures/reference/stepsN from the series' records of N steps."""
-    if records == REFERENCE_RECORDS.resolve() or all(d.is_relative_to(REFERENCE_RECORDS.resolve()) for d in run_dirs):
-        return [REFERENCE_FIGURES, REFERENCE_DOCS, REFERENCE_RECORDS]
+    committed = {d.name for d in REFERENCE_RECORDS.iterdir() if d.is_dir()} if REFERENCE_RECORDS.is_dir() else set()
+    names = {d.name for d in run_dirs}
+    if records == REFERENCE_RECORDS.resolve():
+        if other := [d.name for d in run_dirs if (read_json(RunLayout(d).identity) or {}).get("preset") != "reference"]:
+            raise JobError(f"--records {records} keeps the committed reference records; {', '.join(other)} "
+                           "is not a run of the reference preset: record it in a folder of its own")
+        return [REFERENCE_FIGURES, REFERENCE_DOCS, REFERENCE_RECORDS] if names >= committed else []
+    if all(d.is_relative_to(REFERENCE_RECORDS.resolve()) for d in run_dirs):
+        return [REFERENCE_FIGURES, REFERENCE_DOCS] if names == committed else []
     lengths = {d.name.rpartition("-steps")[2] if d.parent == REFERENCE_SERIES.resolve() else "" for d in run_dirs}
     return [REFERENCE_FIGURES / f"steps{n}"] if len(lengths) == 1 and (n := lengths.pop()).isdigit() else []
 
@@ -256,7 +266,7 @@ def parse_options(argv: Sequence[str] | None = None) -> JobOptions:
     if args.corpus.source == "libreoffice" and not args.corpus.langs and args.run_dirs is None:
         check_langs(args.langs, args.corpus, args.labelled)  # an unknown language named as such, first
         args.corpus = replace(args.corpus, langs=args.langs)  # the paragraphs every --lang has translated
-    readme = default_figures_dir(args.preset, args.langs, args.corpus, args.max_steps, args.seeds, args.out)
+    readme = default_figures_dir(args)
     options = JobOptions(**{**vars(args), "figures_dir": args.figures_dir or readme})
     if args.run_dirs is not None:
         if args.figures_dir is None:

@@ -291,3 +291,12 @@ def display_path(path: str | Path) -> str:
     """A path inside the repository as ``runs/demo-en``, so committed tables name no one's home folder."""
     resolved = Path(path).resolve()
     return str(resolved.relative_to(REPO_ROOT)) if resolved.is_relative_to(REPO_ROOT) else str(Path(path))
+
+
+RECORD_MARK = "record.json"  # in every record's folder: what it is, so no job, train_cli or notebook runs in it
+
+
+def record_holding(path: str | Path) -> Path | None:
+    """The record that ``path`` is or lies in (a folder holding RECORD_MARK), else None."""
+    resolved = Path(path).resolve()
+    return next((folder for folder in (resolved, *resolved.parents) if (folder / RECORD_MARK).is_file()), None)

@@ -16,6 +16,7 @@ from pipeline.layout import (
     FIGURES_DIR,
     MODEL_NAMES,
     PERMUTES,
+    RECORD_MARK,
     STEP_FOLDERS,
     TRAINABLE_MODELS,
     WEB_MODEL,
@@ -24,7 +25,7 @@ from pipeline.layout import (
     PretrainFiles,
     RunLayout,
 )
-from pipeline.staging import move_into, staged
+from pipeline.staging import move_into, staged, written_whole
 
 
 def read_info(run: RunLayout | PretrainFiles, name: str) -> dict[str, Any]:
@@ -107,6 +108,14 @@ def trained_commit(run: RunLayout | PretrainFiles) -> str:
     return commits["bert_tiny"]
 
 
+def mark_record(folder: Path, what: str) -> None:
+    """Say in the folder that it is a record (RECORD_MARK), so no job, train_cli or notebook takes it for a run."""
+    text = json.dumps({"record": what, "written_by": "pipeline.records", "not": "a run folder: nothing runs in it, "
+                       "python -m pipeline.job --figures-from reads it"}, indent=2) + "\n"
+    with written_whole(folder / RECORD_MARK, what="mark the record", rerun="record it again") as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
 def save_record(run_dir: str | Path, records_dir: str | Path) -> Path:
     """Record one finished run as ``records_dir/<run folder name>``, staged and moved into place whole (a failure
     leaves the previous record as it was); a folder that already is that record is left alone."""
@@ -121,6 +130,7 @@ def save_record(run_dir: str | Path, records_dir: str | Path) -> Path:
         for folder in STEP_FOLDERS:
             copy_fingerprint(run.step(folder), record.step(folder))
         save_facts(run, record)
+        mark_record(staging, f"run {run_dir.name}")
         move_into(staging, records_dir / run_dir.name)
     return records_dir / run_dir.name
 
@@ -193,6 +203,7 @@ def save_series_record(base_run: Path, trained: Path, records_dir: Path) -> Path
     copy_into(pair_files, pair.folder, record.step("pretrain"))
     copy_into([base.static.manifest], base.root, record.root)
     save_facts(base, record)
+    mark_record(record.root, f"training-length series of {base.root.name}, {infos['bert_tiny']['steps']} steps")
     for name in EXTRA_MODELS:
         if pair.model(name).run_json.is_file():
             save_arm(pair.folder, record.root, name)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from pipeline.fingerprints import finished_with, mark_started, portable, started_with
-from pipeline.layout import STEP_FOLDERS, RunLayout, lock_of, read_json, stamp_of
+from pipeline.layout import RECORD_MARK, STEP_FOLDERS, RunLayout, lock_of, read_json, record_holding, stamp_of
 from pipeline.staging import written_whole
 
 JOB_FOLDER_ENV = "PIPELINE_JOB_FOLDER"  # the run folder a job holds, told to the kernels it starts
@@ -27,6 +27,19 @@ IDENTITY_KEYS = ("preset", "lang", "seed", "corpus", "vectors", "max_steps")
 
 class IdentityMismatch(ValueError):
     """The folder holds a run of another configuration; the message names both and the way out."""
+
+
+class RecordNotARun(ValueError):
+    """The folder is (or lies in) a record: it keeps what regenerates figures and is never run or trained in."""
+
+
+def refuse_records(folder: Path) -> None:
+    """RecordNotARun, before anything is written, if ``folder`` is or lies in a record (it holds RECORD_MARK)."""
+    if (record := record_holding(folder)) is not None:
+        raise RecordNotARun(f"{folder} is in the record {record} (it holds {RECORD_MARK}): a record keeps the small "
+                            "files that regenerate figures and is never a run folder, so nothing runs or trains in "
+                            "it. Give a run folder instead (--out runs, or run_dir in a notebook); to redraw figures "
+                            f"from the record: python -m pipeline.job --figures-from {record} --figures FOLDER")
 
 
 def recorded_identity(layout: RunLayout) -> dict[str, Any]:
@@ -63,6 +76,7 @@ def identity_conflict(layout: RunLayout, identity: Mapping[str, Any]) -> str | N
 def claim_identity(layout: RunLayout, identity: Mapping[str, Any], force: bool = False) -> None:
     """Write ``identity`` to a new folder, or check it against the run there (:func:`identity_conflict`); new keys
     are added. ``force`` replaces the record."""
+    refuse_records(layout.root)
     if not force and (conflict := identity_conflict(layout, identity)):
         raise IdentityMismatch(conflict)
     merged = _strings(identity) if force else {**recorded_identity(layout), **_strings(identity)}
@@ -85,6 +99,7 @@ def folder_lock(folder: Path, name: str = "job") -> Iterator[None]:
     from filelock import FileLock, Timeout
 
     folder = Path(folder)
+    refuse_records(folder)
     file, owner = lock_of(folder, name)
     folder.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(file))
@@ -114,6 +129,7 @@ def hold_step(step_folder: Path, who: str) -> None:
     the step's lock for the rest of this process, and mark the step started, not finished, so ``--check`` and the
     job rerun it. Nothing under the job (it holds the folder), nor outside a run folder (no identity.json)."""
     step_folder = Path(step_folder).resolve()
+    refuse_records(step_folder)
     run = step_folder.parent
     if step_folder in _HELD or not RunLayout(run).identity.is_file() or refuse_while_a_job_runs(run):
         return

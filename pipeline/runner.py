@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable, Sequence
 from unittest.mock import patch
@@ -28,7 +29,7 @@ from pipeline.records import record_files
 from pipeline.render_tables import tables_as_markdown
 from pipeline.run_identity import JOB_FOLDER_ENV, claim_identity, folder_lock
 from pipeline.runinfo import _git, git_commit
-from pipeline.staging import move_into, remove_files, staged
+from pipeline.staging import move_into, remove_files, set_aside, staged
 from pipeline.steps import (
     FIGURES_STEP,
     STEPS,
@@ -87,17 +88,20 @@ def run_step(step: Step, run_dir: Path, params: dict[str, Any], upstream: Sequen
     if not force and fp.is_up_to_date(out_dir, key):
         log(f"[skip] {step.name}: unchanged since its last successful run")
         return False
-    if out_dir.exists() and (force or fp.started_with(out_dir) != key):
-        log(f"[new ] {step.name}: inputs changed, so {out_dir} starts empty")
-        shutil.rmtree(inside(out_dir, run_dir, f"{step.name}'s folder"))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    fp.mark_started(out_dir, key)
-    log(f"[run ] {step.name} -> {out_dir}")
-    started = time.perf_counter()
-    execute_notebook(step.notebook, RunLayout(Path(run_dir)).executed(step.name), params)
-    seconds = time.perf_counter() - started
-    out_dir.mkdir(parents=True, exist_ok=True)
-    fp.mark_finished(out_dir, key, seconds, params, modules=fp.project_modules(step), inputs=fp.input_digests(params))
+    renewed = out_dir.exists() and (force or fp.started_with(out_dir) != key)
+    with set_aside(inside(out_dir, run_dir, f"{step.name}'s folder")) if renewed else nullcontext() as previous:
+        if previous is not None:
+            log(f"[new ] {step.name}: inputs changed, so {out_dir} starts empty (the previous result waits in "
+                f"{previous.name} and comes back if this step fails)")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        fp.mark_started(out_dir, key)
+        log(f"[run ] {step.name} -> {out_dir}")
+        started = time.perf_counter()
+        execute_notebook(step.notebook, RunLayout(Path(run_dir)).executed(step.name), params)
+        seconds = time.perf_counter() - started
+        out_dir.mkdir(parents=True, exist_ok=True)
+        fp.mark_finished(out_dir, key, seconds, params, modules=fp.project_modules(step),
+                         inputs=fp.input_digests(params))
     log(f"[done] {step.name} in {seconds:.0f} s")
     return True
 

@@ -72,3 +72,19 @@ def written_whole(path: Path, what: str = "write", tmp: Path | None = None,
             raise OSError(err.errno, f"no space left to {what} {path}: free space on that disk (in {path.parent}), "
                                      f"then run the same command again; {rerun}") from err
         raise
+
+
+@contextmanager
+def set_aside(folder: Path) -> Iterator[Path]:
+    """Move ``folder`` aside (``.NAME.previous``) while its new content is made: put back if that fails or is
+    stopped, deleted once it succeeds, so a bad new input never costs the finished result."""
+    previous = folder.with_name(f".{folder.name}.previous")
+    shutil.rmtree(previous, ignore_errors=True)  # left by a run killed while it made the new content
+    os.replace(folder, previous)
+    try:
+        yield previous
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(previous, folder)
+        raise
+    shutil.rmtree(previous, ignore_errors=True)

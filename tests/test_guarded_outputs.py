@@ -137,3 +137,73 @@ def test_06_deletes_only_the_files_its_own_provenance_lists(tmp_path: Path, gene
     (staging / "table1.md").write_text("new")
     replace_figures(staging, figures, log=lambda _: None)
     assert (figures / "listed.png").exists() == kept and (figures / "table1.md").read_text() == "new"
+
+
+# ---------------------------------------------------------------- issue 58: records are never run folders, and the
+# committed results are written only by the commands meant for them. Each test failed on the code before.
+
+
+def _contents(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def smoke_record(smoke_figures: Path, smoke_run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from pipeline.records import save_records
+
+    return save_records([smoke_run_dir], tmp_path_factory.mktemp("records"), draft=True)[0]
+
+
+def test_a_record_says_what_it_is(smoke_record: Path) -> None:
+    from pipeline.layout import RECORD_MARK, record_holding
+
+    assert json.loads((smoke_record / RECORD_MARK).read_text())["record"] == f"run {smoke_record.name}"
+    assert record_holding(smoke_record / "pretrain" / "bert_ft") == smoke_record.resolve()
+    assert record_holding(smoke_record.parent) is None  # the folder of records is not itself one
+
+
+def test_the_job_pointed_at_a_record_refuses_and_leaves_it_byte_identical(smoke_record: Path,
+                                                                          capsys: pytest.CaptureFixture) -> None:
+    from pipeline import job
+
+    before = _contents(smoke_record)
+    preset, lang = smoke_record.name.split("-")[:2]
+    assert job.main(["--preset", preset, "--lang", lang, "--out", str(smoke_record.parent), "--no-figures"]) != 0
+    assert "is in the record" in capsys.readouterr().err
+    assert _contents(smoke_record) == before
+
+
+def test_train_cli_and_a_notebook_pointed_at_a_record_refuse_and_leave_it_byte_identical(smoke_record: Path) -> None:
+    from pipeline.notebook import start
+    from pipeline.run_identity import RecordNotARun, hold_step
+
+    before = _contents(smoke_record)
+    with pytest.raises(RecordNotARun, match="python -m pipeline.job --figures-from"):
+        hold_step(smoke_record / "pretrain", "train_cli")  # train_cli --out RECORD/pretrain holds it first
+    with pytest.raises(RecordNotARun):
+        start("smoke", "en", run_dir=smoke_record)
+    assert _contents(smoke_record) == before
+
+
+def test_reference_figures_from_part_of_the_committed_records_are_refused(tmp_path: Path) -> None:
+    """One record redrew 33 committed files, table3 down from 17 lines to 11."""
+    _refused(["--figures-from", str(RECORD), "--figures", str(REFERENCE), "--out", str(tmp_path)],
+             "--figures", str(REFERENCE), "--force")
+    assert reference_outputs([d.resolve() for d in REFERENCE_RUNS], None)  # the whole set still may
+
+
+def test_a_smoke_run_is_never_recorded_among_the_reference_records(smoke_run_dir: Path, tmp_path: Path) -> None:
+    _refused(["--figures-from", str(smoke_run_dir), "--records", str(RECORDS), "--figures", str(REFERENCE),
+              "--out", str(tmp_path)], str(smoke_run_dir.name), "not a run of the reference preset")
+
+
+def test_docs_that_would_land_in_the_run_folders_are_refused(tmp_path: Path) -> None:
+    _refused(["--preset", "smoke", "--lang", "en", "--out", str(tmp_path), "--docs", str(tmp_path)],
+             "--docs", "run folder")
+
+
+@pytest.mark.parametrize("option", [["--vectors", __file__], ["--labelled", "none"], ["--control"]])
+def test_the_readme_job_with_another_option_keeps_its_figures_beside_its_runs(tmp_path: Path,
+                                                                              option: list[str]) -> None:
+    options = parse_options(["--out", str(tmp_path), *option])
+    assert options.figures_dir != FIGURES_DIR and options.figures_dir.is_relative_to(tmp_path)

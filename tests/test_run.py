@@ -14,6 +14,7 @@ import pytest
 
 from pipeline import fingerprints, job, job_options, layout, runner, steps
 from pipeline.data import CorpusSpec
+from pipeline.labelled import LabelledSpec
 
 TOY_PARAMETERS = 'run_dir = "x"\nvalue = 1'
 
@@ -61,6 +62,23 @@ def test_rerun_after_a_change_starts_empty_but_a_rerun_after_a_crash_keeps_its_f
     (out / "checkpoint.pt").write_text("state of value=2")
     assert runner.run_step(toy_step, run_dir, {**params, "value": 2}, force=True, log=lambda m: None)
     assert not (out / "checkpoint.pt").exists()  # --force reruns from scratch
+
+
+def test_a_new_input_that_fails_leaves_the_finished_result_whole(tmp_path: Path, write_notebook) -> None:
+    """Issue 58: --vectors with NaN values failed only after static/ had been deleted. The previous result now waits
+    aside while the step reruns and comes back, stamp and all, when the new input fails."""
+    write_notebook("97_checks", TOY_PARAMETERS, "from pathlib import Path\nassert value != 'bad', 'NaN in the vectors'"
+                   "\nout = Path(run_dir) / 'checked'\nout.mkdir(parents=True, exist_ok=True)\n"
+                   "(out / 'value.txt').write_text(str(value))")
+    step, run_dir = steps.Step("97_checks", "checked"), tmp_path / "runs" / "smoke-en"
+    params = {"run_dir": str(run_dir), "value": 1}
+    assert runner.run_step(step, run_dir, params, log=lambda m: None)
+    before = {p.name: p.read_bytes() for p in (run_dir / "checked").iterdir()}
+    with pytest.raises(runner.StepFailed, match="NaN in the vectors"):
+        runner.run_step(step, run_dir, {**params, "value": "bad"}, log=lambda m: None)
+    assert {p.name: p.read_bytes() for p in (run_dir / "checked").iterdir()} == before
+    assert not list(run_dir.glob(".checked*"))  # nothing left aside
+    assert runner.run_step(step, run_dir, params, log=lambda m: None) is False  # still finished: nothing reruns
 
 
 def test_upstream_change_reruns_the_step(tmp_path: Path, toy_step: steps.Step) -> None:
@@ -242,15 +260,15 @@ def test_a_zero_max_steps_is_refused_by_the_parser() -> None:
 
 
 def test_only_the_readme_job_writes_the_committed_figures(tmp_path: Path) -> None:
-    figures_dir = job_options.default_figures_dir
-    embedded, hub = CorpusSpec("embedded"), CorpusSpec("hub")
-    readme = job_options.README_LANGS
-    assert figures_dir("demo", readme, embedded, None, [0], tmp_path) == layout.FIGURES_DIR
-    assert figures_dir("smoke", readme, embedded, None, [0], tmp_path) == tmp_path / "figures-smoke-en-fr-es"
-    assert figures_dir("demo", ("en",), embedded, None, [0], tmp_path) == tmp_path / "figures-demo-en"
-    assert figures_dir("demo", readme, embedded, 20, [0], tmp_path) == tmp_path / "figures-demo-en-fr-es"
-    assert figures_dir("demo", readme, hub, None, [0], tmp_path) == tmp_path / "figures-demo-en-fr-es"
-    assert figures_dir("demo", readme, embedded, None, [0, 1], tmp_path) == tmp_path / "figures-demo-en-fr-es"
+    readme = argparse.Namespace(preset="demo", langs=job_options.README_LANGS, corpus=CorpusSpec("embedded"),
+                                max_steps=None, seeds=[0], vectors=None, labelled=LabelledSpec("auto"), control=False,
+                                out=tmp_path)
+    assert job_options.default_figures_dir(readme) == layout.FIGURES_DIR
+    for change in ({"preset": "smoke"}, {"langs": ("en",)}, {"max_steps": 20}, {"corpus": CorpusSpec("hub")},
+                   {"seeds": [0, 1]}, {"vectors": tmp_path / "v.vec"}, {"labelled": LabelledSpec("none")},
+                   {"control": True}):
+        other = argparse.Namespace(**{**vars(readme), **change})
+        assert job_options.default_figures_dir(other) == tmp_path / f"figures-{other.preset}-{'-'.join(other.langs)}"
 
 
 def test_run_folders_name_their_seed(tmp_path: Path) -> None:

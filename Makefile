@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PRESET ?= demo
-# The README's main job: its output is exactly what figures/ holds (pipeline.job_options.README_LANGS).
+# The README's main job: its output is exactly what figures/ holds (pipeline.run.job_options.README_LANGS).
 LANGS ?= en,fr,es
 # The stamp changes with pyproject.toml, so an edited dependency list reinstalls.
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
@@ -54,36 +54,36 @@ reference: $(STAMP)
 	  run=reference-$$lang$$( [ $$seed = 0 ] || echo -seed$$seed ); \
 	  for model in bert_tiny bert_ft bert_ft_perm; do \
 	    init=$$( [ $$model = bert_tiny ] && echo random || echo runs/$$run/static ); \
-	    $(PY) -m pipeline.train_cli --data runs/$$run/pretrain/data --init $$init --model $$model --seed $$seed \
+	    $(PY) -m pipeline.train.train_cli --data runs/$$run/pretrain/data --init $$init --model $$model --seed $$seed \
 	      --preset reference --steps 1200 --out $(SERIES_OUT)/$$run-steps1200 || exit 1; \
 	  done; done; done
 	for model in bert_tiny bert_ft; do \
 	  init=$$( [ $$model = bert_tiny ] && echo random || echo runs/reference-en/static ); \
-	  $(PY) -m pipeline.train_cli --data runs/reference-en/pretrain/data --init $$init --model $$model \
+	  $(PY) -m pipeline.train.train_cli --data runs/reference-en/pretrain/data --init $$init --model $$model \
 	    --preset reference --steps 2400 --out $(SERIES_OUT)/reference-en-steps2400 || exit 1; \
 	done
 	$(PY) -m pipeline.job --figures-from $(addprefix runs/,$(REFERENCE_RUNS)) --records $(REFERENCE_DIR)/runs \
 	  --figures $(REFERENCE_DIR) --docs $(REFERENCE_DOCS)
 	for run in $(REFERENCE_RUNS); do \
-	  $(PY) -m pipeline.records --series runs/$$run $(SERIES_OUT)/$$run-steps1200 \
+	  $(PY) -m pipeline.store.records --series runs/$$run $(SERIES_OUT)/$$run-steps1200 \
 	    $$( [ $$run = reference-en ] && echo $(SERIES_OUT)/reference-en-steps2400 ) $(REFERENCE_DIR)/series || exit 1; \
 	done
 	$(MAKE) --no-print-directory reference-figures  # the series table drawn is English seed 0's
 
 reference-record: $(STAMP)
-	$(PY) -m pipeline.records --runs $(RUNS) $(REFERENCE_DIR)/runs
+	$(PY) -m pipeline.store.records --runs $(RUNS) $(REFERENCE_DIR)/runs
 
-# The ablations of pipeline.ablations on English seeds 0 and 1 (needs runs/reference-en-seed1 too); their
+# The ablations of pipeline.train.ablations on English seeds 0 and 1 (needs runs/reference-en-seed1 too); their
 # records go beside the others and reference-figures draws their table when they exist.
 reference-ablations: $(STAMP)
 	$(PY) -m pipeline.job --preset reference --lang en --seeds 1 --no-figures
-	$(PY) -m pipeline.ablations --runs runs/reference-en runs/reference-en-seed1 --out runs/reference-ablations \
+	$(PY) -m pipeline.train.ablations --runs runs/reference-en runs/reference-en-seed1 --out runs/reference-ablations \
 	  --records $(REFERENCE_DIR)/ablations
 	$(MAKE) --no-print-directory reference-figures
 
-# The other-text arm: BERT_FT_WEB starts from vectors pretrained on web-scale text (pipeline.pretrained_vectors,
+# The other-text arm: BERT_FT_WEB starts from vectors pretrained on web-scale text (pipeline.vectors.pretrained_vectors,
 # English and French only) and trains on a reference run's prepared data, so it is paired with the recorded pair by
-# seed and evaluation position (pipeline.records --arm refuses it unless its identity, data included, is the pair's).
+# seed and evaluation position (pipeline.store.records --arm refuses it unless its identity, data included, is the pair's).
 # reference-prepared makes those data in minutes without training the pair again: the job capped at one step
 # (runs/reference-LANG[-seedN]-max1; the data do not depend on the cap). reference-web then trains, per language:
 # 1,200 steps on seeds 0-2 (beside the series' pairs), 4,800 steps on seed 0 with the control BERT_FT_WEB_PERM, then
@@ -102,16 +102,16 @@ reference-web: $(STAMP)
 	  run=reference-$$lang$$( [ $$seed = 0 ] || echo -seed$$seed ); prepared=$(PREPARED)/$$run-max1; \
 	  record=$$( [ $$steps = 1200 ] && echo $(REFERENCE_DIR)/series/$$run-steps1200 || echo $(REFERENCE_DIR)/runs/$$run ); \
 	  models=bert_ft_web$$( [ $$steps$$seed = 48000 ] && echo " bert_ft_web_perm" ); \
-	  test -f $$prepared/static_web/manifest.json || $(PY) -m pipeline.pretrained_vectors --lang $$lang \
+	  test -f $$prepared/static_web/manifest.json || $(PY) -m pipeline.vectors.pretrained_vectors --lang $$lang \
 	    --tokenizer $$prepared/pretrain/data/tokenizer --out $$prepared/static_web || exit 1; \
 	  for model in $$models; do \
 	    if [ -f $$record/pretrain/$$model/run.json ]; then echo "[skip] $$model: recorded in $$record"; continue; fi; \
-	    $(PY) -m pipeline.train_cli --data $$prepared/pretrain/data --init $$prepared/static_web --model $$model \
+	    $(PY) -m pipeline.train.train_cli --data $$prepared/pretrain/data --init $$prepared/static_web --model $$model \
 	      --seed $$seed --preset reference --steps $$steps --out $(WEB_OUT)/$$run-steps$$steps || exit 1; \
-	    $(PY) -m pipeline.records --arm $$model $(WEB_OUT)/$$run-steps$$steps $$record || exit 1; \
+	    $(PY) -m pipeline.store.records --arm $$model $(WEB_OUT)/$$run-steps$$steps $$record || exit 1; \
 	  done; done; done; done
 
-# The series table first: the job hands it to notebook 06 (pipeline.steps.figures_parameters), which shows it.
+# The series table first: the job hands it to notebook 06 (pipeline.run.steps.figures_parameters), which shows it.
 reference-figures: $(STAMP)
 	$(PY) -m evidence.series --base $(REFERENCE_DIR)/runs/reference-en --records $(REFERENCE_DIR)/series \
 	  --figures $(REFERENCE_DIR)

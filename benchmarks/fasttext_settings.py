@@ -2,7 +2,7 @@
 
 Trains fastText (dim 300, min_count 2, one thread so every run is exactly repeatable) on the
 embedded English training split, pre-tokenised like BERT, once per setting, and scores the raw
-vectors of the fastText vocabulary on WordSim-353 and SimLex-999 (pipeline.wordsim). The settings
+vectors of the fastText vocabulary on WordSim-353 and SimLex-999 (pipeline.vectors.wordsim). The settings
 compare epochs, character n-grams (3-6, or none: maxn=0), negatives (5, 10) and skipgram vs CBOW.
 
     .venv/bin/python -m benchmarks.fasttext_settings            # all settings: about 20 CPU minutes
@@ -22,9 +22,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
-from pipeline import wordsim
-from pipeline.fasttext_training import FastTextSettings, train_on_file, vectors_from_model, write_training_text
-from pipeline.runinfo import REPO_ROOT
+from pipeline.store.runinfo import REPO_ROOT
+from pipeline.vectors import wordsim
+from pipeline.vectors.fasttext_training import FastTextSettings, train_on_file, vectors_from_model, write_training_text
 
 RESULTS = REPO_ROOT / "benchmarks" / "results" / "fasttext_settings.csv"
 FIGURE_CSV = REPO_ROOT / "figures" / "vector_quality.csv"
@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.table_only:
         write_figure_table(args.out)
         return 0
-    from pipeline.data import EMBEDDED, load_corpus
+    from pipeline.corpora.data import EMBEDDED, load_corpus
 
     corpus = load_corpus(EMBEDDED, lang="en", split="train")
     rows: list[dict[str, Any]] = []

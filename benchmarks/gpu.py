@@ -19,7 +19,7 @@ measured). Every part runs on the CPU too (``--device cpu --small``), which is h
    number back every step, so theirs equals the step's), real tokens/s, the fraction of the bf16 peak (the matmul
    work the step does, counted as in throughput.py: the baseline's head at every position), and the memory a
    recipe adds (PyTorch's peak allocation over its warm-up minus what was allocated before).
-3. ``paper``: ``pipeline.train_cli --preset paper --compile`` for ``--paper-steps`` steps on the embedded English
+3. ``paper``: ``pipeline.train.train_cli --preset paper --compile`` for ``--paper-steps`` steps on the embedded English
    text (C4 cannot be reached from the machine), and the 100,000-step time extrapolated from the steps after
    the first evaluation (which hold the compilation).
 4. ``curves``: the GPU configuration (bf16, compile, padded heads, static cap) against eager fp32 on the device,
@@ -58,7 +58,7 @@ from helpers import presets  # noqa: E402
 from helpers import pretrain as P  # noqa: E402
 from helpers.masking import MLMCollator  # noqa: E402
 from helpers.model import build_model, use_attention  # noqa: E402
-from pipeline.layout import read_metrics  # noqa: E402
+from pipeline.store.layout import read_metrics  # noqa: E402
 
 CPU = torch.device("cpu")
 NO_DROPOUT = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
@@ -92,8 +92,8 @@ def sync(device: torch.device) -> None:
 def prepare(out: Path, small: bool) -> tuple[Any, Any, Path]:
     """The demo preset's English data (WordPiece 30,000 on the embedded training split, the paper's truncation)."""
     from helpers.tokenizer import train_wordpiece
-    from pipeline.data import EMBEDDED, load_corpus
-    from pipeline.prepare import load_data, prepare_data
+    from pipeline.corpora.data import EMBEDDED, load_corpus
+    from pipeline.train.prepare import load_data, prepare_data
 
     docs = 600 if small else None
     train = load_corpus(EMBEDDED, "en", "train", max_docs=docs).texts
@@ -316,7 +316,7 @@ def speed(data: Any, tokenizer: Any, device: torch.device, budget_s: float, bloc
 
 
 def paper_steps(data_dir: Path, out: Path, device: torch.device, steps: int) -> dict[str, Any]:
-    command = [sys.executable, "-m", "pipeline.train_cli", "--data", str(data_dir), "--out", str(out),
+    command = [sys.executable, "-m", "pipeline.train.train_cli", "--data", str(data_dir), "--out", str(out),
                "--model", "bert_tiny", "--preset", "paper", "--max-steps", str(steps), "--compile",
                "--device", device.type]
     start = time.perf_counter()

@@ -1,8 +1,9 @@
-"""Morphology of the paper's seven languages on one content: LibreOffice's help pages (pipeline.parallel_help), the
+"""Morphology of the paper's seven languages on one content: LibreOffice's help pages
+(pipeline.corpora.parallel_help), the
 paragraphs that all seven have translated, each language's training split. Not a timing.
 
 Per language: a cased WordPiece tokenizer trained with the project's own code (helpers.tokenizer.train_wordpiece, as
-notebook 02 does) on that split, then pipeline.morphology's row over the first --sample-words words, the largest
+notebook 02 does) on that split, then pipeline.corpora.morphology's row over the first --sample-words words, the largest
 vocabulary the split supports at min_frequency 2 (helpers.tokenizer.vocab_ceiling), and the share of a page's tokens
 that the paper's per-document truncation to 128 tokens cuts off.
 
@@ -24,11 +25,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from helpers import tokenizer as tk
-from pipeline import parallel_help as ph
-from pipeline.data import CorpusSpec, load_corpus
-from pipeline.layout import REPO_ROOT
-from pipeline.morphology import morphology, words_of
-from pipeline.runinfo import git_commit
+from pipeline.corpora import parallel_help as ph
+from pipeline.corpora.data import CorpusSpec, load_corpus
+from pipeline.corpora.morphology import morphology, words_of
+from pipeline.store.layout import REPO_ROOT
+from pipeline.store.runinfo import git_commit
 
 RESULTS = REPO_ROOT / "benchmarks" / "results" / "morphology_libreoffice.csv"
 SEQ_LEN = 128  # the paper's: [CLS] + 126 tokens + [SEP] per document

@@ -26,10 +26,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def train(data: Path, static: Path, model: str, steps: int, eval_every: int, threads: int, out: Path) -> list[dict]:
-    """One fresh process of pipeline.train_cli; its metrics rows."""
+    """One fresh process of pipeline.train.train_cli; its metrics rows."""
     init = "random" if model == "bert_tiny" else str(static)
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    subprocess.run([sys.executable, "-m", "pipeline.train_cli", "--data", str(data), "--out", str(out), "--model",
+    subprocess.run([sys.executable, "-m", "pipeline.train.train_cli", "--data", str(data), "--out", str(out), "--model",
                     model, "--init", init, "--preset", "reference", "--steps", str(steps), "--eval-every",
                     str(eval_every), "--checkpoint-every", str(steps), "--device", "cpu"],
                    cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL)

@@ -58,9 +58,9 @@ from helpers.batching import BucketedBatchSampler, cut_to_longest  # noqa: E402
 from helpers.masking import IGNORE_INDEX, MLMCollator  # noqa: E402
 from helpers.model import build_model, mlm_loss, use_attention  # noqa: E402
 from helpers.presets import TrainConfig  # noqa: E402
-from pipeline.prepare import load_data, load_data_tokenizer  # noqa: E402
-from pipeline.runinfo import environment, pick_device  # noqa: E402
-from pipeline.shards import tokenize_corpus, truncate_sequences  # noqa: E402
+from pipeline.store.runinfo import environment, pick_device  # noqa: E402
+from pipeline.train.prepare import load_data, load_data_tokenizer  # noqa: E402
+from pipeline.train.shards import tokenize_corpus, truncate_sequences  # noqa: E402
 
 BASELINE = "hf-full-head"
 RECIPES = {BASELINE: False, "ours": False, "ours+bucketed": True}  # name: bucketed batches?
@@ -80,7 +80,7 @@ PEAK_N = 2048
 def demo_data(seq_len: int) -> tuple[np.ndarray, np.ndarray, Any, str]:
     """The demo preset's data: the embedded English training split, a 30,000-token WordPiece, the paper's truncation."""
     from helpers.tokenizer import train_wordpiece
-    from pipeline.data import EMBEDDED, load_corpus
+    from pipeline.corpora.data import EMBEDDED, load_corpus
 
     corpus = load_corpus(EMBEDDED, "en", "train")
     tokenizer = train_wordpiece(corpus.texts, 30_000, show_progress=False)
@@ -304,7 +304,8 @@ def batch_plan(lengths: np.ndarray, args: argparse.Namespace) -> tuple[dict, dic
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto")
-    parser.add_argument("--data", help="a folder written by pipeline.prepare.prepare_data (default: the demo data)")
+    parser.add_argument("--data", help="a folder written by pipeline.train.prepare.prepare_data "
+                        "(default: the demo data)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps per recipe first")

@@ -3,7 +3,7 @@
 Writes a local .jsonl of 500,000 documents (the embedded English training text, replicated), then
 measures, each in a fresh process so that peak memory (``ru_maxrss``) belongs to one task:
 
-* ``shards``: ``pipeline.shards.write_shards`` over the whole file (documents per second, peak memory);
+* ``shards``: ``pipeline.train.shards.write_shards`` over the whole file (documents per second, peak memory);
 * ``pieces``: ``helpers.tokenizer.continuation_pieces`` (the trainer-based ``##`` pass) over the file;
 * ``pieces_loop``: the old per-word Python loop, on the first ``--loop-docs`` documents only; its
   time for the whole file is extrapolated linearly and labelled as such.
@@ -42,7 +42,7 @@ def read_jsonl(path: Path, limit: int | None = None) -> Iterator[str]:
 
 
 def write_corpus(path: Path, n_docs: int) -> int:
-    from pipeline.data import EMBEDDED, load_corpus
+    from pipeline.corpora.data import EMBEDDED, load_corpus
 
     texts = load_corpus(EMBEDDED, "en", "train").texts
     with open(path, "w", encoding="utf-8") as handle:
@@ -64,12 +64,12 @@ def pieces_word_by_word(backend, texts) -> list[str]:
 def measure(task: str, corpus: Path, tokenizer_dir: Path, n_docs: int, work: Path) -> dict:
     """Run one task in this process; return its time and memory."""
     from helpers import tokenizer as tk
-    from pipeline import shards
+    from pipeline.train import shards
 
     before = peak_mib()
     started, cpu = time.perf_counter(), time.process_time()
     if task == "shards":
-        import torch  # noqa: F401  (imported once before timing; pipeline.shards uses it for the evaluation mask)
+        import torch  # noqa: F401  (imported once before timing; pipeline.train.shards uses it for the evaluation mask)
 
         tok = tk.load_tokenizer(tokenizer_dir)
         before = peak_mib()
@@ -108,7 +108,7 @@ def main() -> int:
         return 0
 
     from helpers import tokenizer as tk
-    from pipeline.data import EMBEDDED, load_corpus
+    from pipeline.corpora.data import EMBEDDED, load_corpus
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -124,7 +124,7 @@ def main() -> int:
     report = {
         "what": "streaming tokenisation of a local .jsonl: uint16 shard writing and the tokenizer trainer's ## pass",
         "corpus": {"documents": args.docs, "distinct_documents": distinct, "megabytes": round(size_mb, 1),
-                   "made_from": "the embedded English training text (pipeline.data.load_corpus), replicated"},
+                   "made_from": "the embedded English training text (pipeline.corpora.data.load_corpus), replicated"},
         "tokenizer": "cased WordPiece, 30,000 entries, trained on the embedded English training split",
         "shards": results["shards"],
         "pieces_trainer_pass": results["pieces"],

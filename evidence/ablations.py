@@ -1,4 +1,4 @@
-"""The ablation table: each variant of BERT_FT's initialisation (pipeline.ablations trains them) against the paper
+"""The ablation table: each variant of BERT_FT's initialisation (pipeline.train.ablations trains them) against the paper
 recipe, paired by seed and evaluation position, with notebook 06's intervals (helpers.claims.seed_estimate).
 
 ``python -m evidence.ablations`` draws the table and figure from trained variants or their records alone.
@@ -22,10 +22,10 @@ from evidence.figures import to_markdown
 from evidence.position_scores import seed_differences
 from evidence.results import ModelRun, Run, load_run, metrics_frame, read_positions
 from helpers.claims import seed_estimate
-from pipeline.ablations import TRAINED, VARIANTS
-from pipeline.layout import AblationLayout, display_path
-from pipeline.runinfo import environment
-from pipeline.staging import move_into, staged
+from pipeline.store.layout import AblationLayout, display_path
+from pipeline.store.runinfo import environment
+from pipeline.store.staging import move_into, staged
+from pipeline.train.ablations import TRAINED, VARIANTS
 
 TABLE_NAME = "ablations"
 
@@ -36,7 +36,7 @@ def ablated_runs(run_records: str | Path, ablation_records: str | Path) -> list[
     names = sorted(p.name for p in ablation_records.iterdir() if p.is_dir()) if ablation_records.is_dir() else []
     if not names:
         raise FileNotFoundError(f"no ablation records under {ablation_records}: train the variants first "
-                                "(python -m pipeline.ablations --runs RUN_DIR ... --records DIR)")
+                                "(python -m pipeline.train.ablations --runs RUN_DIR ... --records DIR)")
     if missing := [n for n in names if not (run_records / n).is_dir()]:
         raise FileNotFoundError(f"{run_records} has no record of the ablated run(s) {', '.join(missing)}: save them "
                                 "with python -m pipeline.job --figures-from RUN_DIR ... --records DIR")
@@ -180,7 +180,7 @@ def plot_ablations(table: pd.DataFrame) -> Any:
 
 
 def write_outputs(table: pd.DataFrame, out_dir: str | Path, sources: dict[str, Any]) -> list[Path]:
-    """ablations.csv/.md, the figure and ablations_provenance.json, replaced as one set (pipeline.staging), so a
+    """ablations.csv/.md, the figure and ablations_provenance.json, replaced as one set (pipeline.store.staging), so a
     failure part-way leaves the previous set whole."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -199,14 +199,14 @@ def write_outputs(table: pd.DataFrame, out_dir: str | Path, sources: dict[str, A
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The table and figure from trained variants (``--records``, or pipeline.ablations' ``--out``)."""
+    """The table and figure from trained variants (``--records``, or pipeline.train.ablations' ``--out``)."""
     parser = argparse.ArgumentParser(prog="python -m evidence.ablations", description=__doc__.splitlines()[0])
     runs = parser.add_mutually_exclusive_group(required=True)
     runs.add_argument("--runs", nargs="+", type=Path, help="the ablated runs' folders or records (one per seed)")
     runs.add_argument("--run-records", default=None, help="a folder of run records; the table uses those that "
                       "--records holds ablations of")
     parser.add_argument("--records", required=True, type=Path, help="the variants: their records, or the --out "
-                        "folder pipeline.ablations trained them in")
+                        "folder pipeline.train.ablations trained them in")
     parser.add_argument("--figures", required=True, help="folder for ablations.csv/.md/.png/.pdf")
     args = parser.parse_args(argv)
     try:

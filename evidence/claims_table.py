@@ -33,7 +33,7 @@ from helpers.claims import (
     verdict,
 )
 from helpers.crossing import crossing_step
-from pipeline.layout import EXTRA_MODELS
+from pipeline.store.layout import EXTRA_MODELS
 
 # A crossing later than the paper's, in runs of another length and data, says the claim was not reproduced here (the
 # crossing fraction moves with the run's length), never that it is false.

@@ -46,8 +46,8 @@ from evidence.token_analysis import (
 )
 from helpers import paper_values as paper
 from helpers.claims import BOOTSTRAP_DRAWS, TESTABLE_MARGIN, Estimate
-from pipeline.layout import INTERACTIVE_DIR, PROVENANCE_NAME, repo_path, run_folder_name
-from pipeline.runinfo import RECORDED_PACKAGES, code_version, package_versions, quiet_libraries
+from pipeline.store.layout import INTERACTIVE_DIR, PROVENANCE_NAME, repo_path, run_folder_name
+from pipeline.store.runinfo import RECORDED_PACKAGES, code_version, package_versions, quiet_libraries
 
 __all__ = [  # notebook 06's set-up, tables and outputs, and what it calls from the other machinery modules
     "FiguresSetup", "start", "setting_comparison", "table1_vectors_found", "table2_loss", "table3_accuracy",

@@ -17,8 +17,8 @@ from evidence.position_scores import RunPositions, group_table, share_estimate, 
 from evidence.results import RunSet, SeedGroup, built_once, comparison_groups, main_groups
 from evidence.token_analysis import CONTROL_COLUMNS, comparison_rows, interval_text
 from helpers.claims import BOOTSTRAP_DRAWS
-from pipeline.layout import WEB_CONTROL, WEB_MODEL
-from pipeline.pretrained_vectors import NO_TABLE, TABLES
+from pipeline.store.layout import WEB_CONTROL, WEB_MODEL
+from pipeline.vectors.pretrained_vectors import NO_TABLE, TABLES
 
 WEB_COMPARISONS = (("bert_ft_web", "bert_tiny", "WEB - TINY (other-text vectors' head start)"),
                    ("bert_ft", "bert_tiny", "FT - TINY (same-text vectors' head start)"),

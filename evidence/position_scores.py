@@ -19,8 +19,8 @@ from helpers import paper_values as paper
 from helpers.baselines import POSITION_KINDS, copy_aware_scores, position_kinds, unigram_log_probs
 from helpers.claims import BOOTSTRAP_DRAWS, CONFIDENCE, Estimate, seed_estimate, seed_t_interval
 from helpers.stats import percentile_interval, two_level_draws
-from pipeline.baseline_files import load_token_facts
-from pipeline.layout import EXTRA_MODELS, RunLayout
+from pipeline.store.baseline_files import load_token_facts
+from pipeline.store.layout import EXTRA_MODELS, RunLayout
 
 SCORER_LABELS = {"bert_tiny": "BERT_TINY", "bert_ft": "BERT_FT", "unigram": "unigram (no context)",  # in table order
                  "copy_aware": "copy-aware (copy the visible token, else unigram; no context)"}

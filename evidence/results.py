@@ -17,9 +17,9 @@ import pandas as pd
 
 from helpers import paper_values as paper
 from helpers.baselines import Baseline
-from pipeline.baseline_files import load_baseline
-from pipeline.fingerprints import input_kind, pair_mismatch
-from pipeline.layout import (
+from pipeline.store.baseline_files import load_baseline
+from pipeline.store.fingerprints import input_kind, pair_mismatch
+from pipeline.store.layout import (
     EXTRA_MODELS,
     METRIC_COLUMNS,
     ModelFiles,

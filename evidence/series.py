@@ -1,6 +1,7 @@
 """The training-length series: does BERT_FT's head start last, fade or grow as training goes on?
 
-Each length is a pair trained by ``pipeline.train_cli --steps N`` from a base run's prepared data and vectors, with its
+Each length is a pair trained by ``pipeline.train.train_cli --steps N`` from a base run's prepared data and vectors,
+with its
 own schedule, recorded like a run folder (``<records>/reference-en-steps2400/``) so notebook 06's readers apply
 unchanged; one table row per length, no trend fitted. ``python -m evidence.series`` draws from the records alone.
 """
@@ -20,7 +21,7 @@ from evidence.figure_plots import lang_name, save_figure
 from evidence.figures import write_table
 from evidence.position_scores import kind_mean
 from evidence.results import RunSet, SeedGroup, comparison_groups, load_runs
-from pipeline.layout import SERIES_TABLE
+from pipeline.store.layout import SERIES_TABLE
 
 NOTE = ("One pair of models per length and seed ({seeds}), each with its own warm-up and decay; {base:,} steps is "
         "the base run. Intervals (columns low, high): 95 %, bootstrap over the evaluation positions ({seeds}; 10,000 "
@@ -98,13 +99,14 @@ def write_series(run_dirs: Sequence[Path], figures_dir: Path) -> list[Path]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evidence.series", description=__doc__.splitlines()[0])
     parser.add_argument("--base", required=True, type=Path, help="the base run (folder or record) the pairs came from")
-    parser.add_argument("--records", required=True, type=Path, help="the series' records (pipeline.records --series)")
+    parser.add_argument("--records", required=True, type=Path, help="the series' records "
+                        "(pipeline.store.records --series)")
     parser.add_argument("--figures", required=True, type=Path, help="where the table and figure go")
     args = parser.parse_args(argv)
     try:
         if not (recorded := sorted(p for p in args.records.glob(f"{args.base.name}-steps*") if p.is_dir())):
             raise FileNotFoundError(f"no series records {args.base.name}-steps* in {args.records}: record the pairs "
-                                    "with python -m pipeline.records --series BASE TRAINED RECORDS")
+                                    "with python -m pipeline.store.records --series BASE TRAINED RECORDS")
         for path in write_series([args.base, *recorded], args.figures):
             print(path)
     except (FileNotFoundError, ValueError) as err:

@@ -26,7 +26,7 @@ from evidence.position_scores import (
 )
 from evidence.results import RunSet, SeedGroup, built_once, comparison_groups
 from helpers.claims import OTHER_WAY, verdict
-from pipeline.layout import CONTROL_MODEL, RunLayout
+from pipeline.store.layout import CONTROL_MODEL, RunLayout
 
 # Training-text count of the true token: rare (< 10) to very frequent (>= 10,000); log-spaced, so a bucket
 # holds tokens of one order of magnitude.

@@ -7,7 +7,7 @@ frequent token, so its accuracy is also the **most-frequent-token** accuracy. (T
 token model as a distribution puts all mass on one token and has infinite loss, so only the
 unigram's loss is reported.)
 
-Counts come from the prepared training sequences (arrays in: pipeline.baseline_files reads them from
+Counts come from the prepared training sequences (arrays in: pipeline.store.baseline_files reads them from
 a run's ``pretrain/data/``): real positions only, special tokens never counted (they are never masked,
 so never a label). Add-one (Laplace) smoothing gives every non-special id a count of at least one, so
 a label never seen in training costs a finite ``log(N + K)`` nats rather than infinity. Scored

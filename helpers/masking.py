@@ -123,7 +123,7 @@ class MLMCollator:
     ``labels`` (the original id where selected, -100 elsewhere). The caller's tensors are never modified.
 
     ``seed`` gives each device its own ``torch.Generator`` so a rerun reproduces the same sequence of
-    masks; ``seed=None`` uses torch's global RNG (seeded by ``pipeline.runinfo.set_seed``).
+    masks; ``seed=None`` uses torch's global RNG (seeded by ``pipeline.store.runinfo.set_seed``).
     """
 
     def __init__(self, tokenizer: Any, mlm_probability: float = 0.15, mask_replace_prob: float = 0.8,

@@ -61,7 +61,7 @@ def static_matrix(init: InitSpec) -> np.ndarray | None:
     """The matrix BERT_FT's token embeddings start from (None for BERT_TINY's random init).
 
     ``init`` is in memory: 'random', a (vocab_size, hidden_size) array, or an Alignment (``.matrix``).
-    A static/ folder is read by the machinery first (pipeline.training loads it).
+    A static/ folder is read by the machinery first (pipeline.train.training loads it).
     """
     if isinstance(init, str) and init == "random":
         return None

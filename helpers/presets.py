@@ -227,7 +227,7 @@ class TrainConfig:
     batch_size: int
     seq_len: int = 128
     packing: bool = False  # False: the paper's [CLS] doc[:126] [SEP] per example; True: full packed blocks
-    # True: prepare_data streams the training documents into memory-mapped uint16 shards (pipeline.shards) and
+    # True: prepare_data streams the training documents into memory-mapped uint16 shards (pipeline.train.shards) and
     # training reads them from disk; the same rows as in memory, so the same run. Not with packing.
     shards: bool = False
     lr: float = 5e-4

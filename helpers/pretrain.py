@@ -7,8 +7,8 @@
 * :func:`evaluate` scores the fixed, pre-masked evaluation set.
 
 Everything that touches files (preparing the data, checkpoints and resume, run.json, metrics.csv,
-the command line, several processes under torchrun) is the machinery's: ``pipeline.training`` hands
-the loop a ``run`` object that resumes, logs and checkpoints (:class:`Run`), and ``pipeline.distributed``
+the command line, several processes under torchrun) is the machinery's: ``pipeline.train.training`` hands
+the loop a ``run`` object that resumes, logs and checkpoints (:class:`Run`), and ``pipeline.train.distributed``
 a process group with the methods of :class:`OneProcess`. Module-level imports are limited to numpy, torch
 and transformers: the GPU machines lack datasets, fasttext, papermill and the plotting stack.
 """
@@ -54,11 +54,11 @@ def cap_steps(cfg: TrainConfig, max_steps: int) -> TrainConfig:
 class TrainingData:
     """The token arrays the loop reads: training sequences and the fixed, pre-masked evaluation set.
 
-    pipeline.prepare writes them once and loads them back as its PreparedData (this class plus the
+    pipeline.train.prepare writes them once and loads them back as its PreparedData (this class plus the
     folder and meta.json); ``train_ids`` may also be memory-mapped shards, indexed the same way.
     """
 
-    train_ids: Any  # [n, seq_len] token ids: np.ndarray or pipeline.shards.ShardedArray
+    train_ids: Any  # [n, seq_len] token ids: np.ndarray or pipeline.train.shards.ShardedArray
     train_lengths: Any  # [n] real tokens per sequence ([CLS] and [SEP] included)
     eval_masked_ids: np.ndarray  # the evaluation sequences, masked once with a fixed seed
     eval_lengths: np.ndarray
@@ -149,7 +149,7 @@ def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Adam
 
 
 class Processes(Protocol):
-    """Who trains: :class:`OneProcess`, or several processes under torchrun (pipeline.distributed.World)."""
+    """Who trains: :class:`OneProcess`, or several processes under torchrun (pipeline.train.distributed.World)."""
 
     @property
     def world_size(self) -> int: ...
@@ -423,7 +423,7 @@ class RunningLoss:
 
 
 class Run(Protocol):
-    """Where a run's progress goes: pipeline.training.RunFiles keeps files, :class:`InMemoryRun` a list."""
+    """Where a run's progress goes: pipeline.train.training.RunFiles keeps files, :class:`InMemoryRun` a list."""
 
     def resume(self, ctx: StepContext) -> tuple[int, RunningLoss]: ...
 

@@ -14,7 +14,7 @@ called different when the difference is larger than the test set's sampling nois
 Notebook 05 shows the algorithm in its own cells (``pool``, ``make_probe``, ``validation_split``,
 ``choose_C``, ``fit_probe``, ``majority_baseline``, ``run_probes``); the copies here are checked to be
 identical. The plots are in :mod:`plots.probe`; loading the labelled data and the saved
-encoders, and writing the results into the run folder, in :mod:`pipeline.probe_runs`.
+encoders, and writing the results into the run folder, in :mod:`pipeline.train.probe_runs`.
 """
 
 from __future__ import annotations

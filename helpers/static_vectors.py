@@ -7,9 +7,9 @@ parts the paper describes, :func:`normalise` and :func:`equation_3`, in its cell
 runs them and adds the options the paper does not use (``##`` pieces, case, random fallback, scale).
 
 Everything here takes and returns arrays in memory. Training fastText is in
-``pipeline.fasttext_training``, the plots in ``plots.static_vectors``; the machinery reads and
-downloads vector files (``pipeline.vector_files``), scores word similarity (``pipeline.wordsim``) and
-saves the alignment into a run folder (``pipeline.static_files``).
+``pipeline.vectors.fasttext_training``, the plots in ``plots.static_vectors``; the machinery reads and
+downloads vector files (``pipeline.vectors.vector_files``), scores word similarity (``pipeline.vectors.wordsim``) and
+saves the alignment into a run folder (``pipeline.vectors.static_files``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The main job (``python -m pipeline.job``, ``make figures``): notebooks 01-05 per language and seed, then 06, in
-order, spread over GPUs when asked to (the steps: :mod:`pipeline.steps`; running them: :mod:`pipeline.runner`)."""
+order, spread over GPUs when asked to (the steps: :mod:`pipeline.run.steps`; running them:
+:mod:`pipeline.run.runner`)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ from pathlib import Path
 from queue import Queue
 from typing import Callable, Sequence, TypeVar
 
-from pipeline.job_options import JobOptions, parse_options
-from pipeline.layout import REPO_ROOT, RunLayout, RunsFolder
-from pipeline.run_identity import folder_lock, identity_conflict
-from pipeline.runinfo import quiet_libraries
-from pipeline.runner import figures_stale, render_docs, run_figures, run_language, stale_steps
-from pipeline.steps import FIGURES_STEP, JobError, RunSettings, StepFailed
+from pipeline.run.job_options import JobOptions, parse_options
+from pipeline.run.runner import figures_stale, render_docs, run_figures, run_language, stale_steps
+from pipeline.run.steps import FIGURES_STEP, JobError, RunSettings, StepFailed
+from pipeline.store.layout import REPO_ROOT, RunLayout, RunsFolder
+from pipeline.store.run_identity import folder_lock, identity_conflict
+from pipeline.store.runinfo import quiet_libraries
 
 Job = TypeVar("Job")
 
@@ -71,7 +72,8 @@ def run_on_gpus(options: JobOptions) -> None:
 
 
 def refusals(options: JobOptions) -> dict[RunSettings, str]:
-    """Why each run's folder would refuse it (:func:`pipeline.run_identity.identity_conflict`); none with --force."""
+    """Why each run's folder would refuse it (:func:`pipeline.store.run_identity.identity_conflict`); none with
+    --force."""
     runs = [] if options.force else options.runs()
     found = {run: identity_conflict(RunLayout(run.run_dir(options.out)), run.identity()) for run in runs}
     return {run: conflict for run, conflict in found.items() if conflict}
@@ -99,7 +101,7 @@ def figures_and_docs(options: JobOptions, run_dirs: Sequence[Path]) -> None:
     the run folders' executed notebooks and 06 rendered as Markdown (records hold no executed notebooks)."""
     sources = run_dirs
     if options.records is not None:
-        from pipeline.records import save_records  # imports torch; only this option needs it
+        from pipeline.store.records import save_records  # imports torch; only this option needs it
 
         sources = save_records(run_dirs, options.records, options.draft)
         print(f"saved {len(sources)} run records into {options.records}")

@@ -11,24 +11,32 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from helpers.presets import check_preset
-from pipeline.data import CorpusSpec, load_corpus, partition_record
-from pipeline.documents import Corpus
-from pipeline.fasttext_training import train_fasttext, vectors_from_model
-from pipeline.labelled import LabelledSpec, how_to_give_one, no_labelled_set
-from pipeline.layout import CONTROL_MODEL, INTERACTIVE_DIR, REPO_ROOT, RunLayout, RunsFolder, check_lang, repo_path
-from pipeline.pretrained_vectors import align_pretrained, same_pairs_similarity, side_by_side
-from pipeline.probe_runs import (
+from pipeline.corpora.data import CorpusSpec, load_corpus, partition_record
+from pipeline.corpora.documents import Corpus
+from pipeline.corpora.labelled import LabelledSpec, how_to_give_one, no_labelled_set
+from pipeline.store.layout import (
+    CONTROL_MODEL,
+    INTERACTIVE_DIR,
+    REPO_ROOT,
+    RunLayout,
+    RunsFolder,
+    check_lang,
+    repo_path,
+)
+from pipeline.store.run_identity import claim_identity, hold_step, refuse_while_a_job_runs
+from pipeline.store.runinfo import check_seed, environment, pick_device, quiet_libraries, set_seed
+from pipeline.train.probe_runs import (
     load_encoders,
     load_probe_data,
     record_no_labelled_set,
     save_probe_results,
     skip_remaining_cells,
 )
-from pipeline.run_identity import claim_identity, hold_step, refuse_while_a_job_runs
-from pipeline.runinfo import check_seed, environment, pick_device, quiet_libraries, set_seed
-from pipeline.static_files import load_aligned, save_aligned
-from pipeline.vector_files import obtain_vectors
-from pipeline.wordsim import word_similarity, word_similarity_rows
+from pipeline.vectors.fasttext_training import train_fasttext, vectors_from_model
+from pipeline.vectors.pretrained_vectors import align_pretrained, same_pairs_similarity, side_by_side
+from pipeline.vectors.static_files import load_aligned, save_aligned
+from pipeline.vectors.vector_files import obtain_vectors
+from pipeline.vectors.wordsim import word_similarity, word_similarity_rows
 
 if TYPE_CHECKING:
     from evidence.results import SeedGroup
@@ -63,7 +71,7 @@ class Setup:
 
     def folder(self, step: str, create: bool = False) -> Path:
         """A step's folder; ``create`` for the step this notebook writes, held first (never while a job runs there,
-        and never counted finished: :func:`pipeline.run_identity.hold_step`)."""
+        and never counted finished: :func:`pipeline.store.run_identity.hold_step`)."""
         path = self.layout.step(step)
         if create:
             hold_step(path, f"notebook writing {step}/ by hand")
@@ -96,12 +104,12 @@ def start(preset: str, lang: str, seed: int = 0, run_dir: str | Path | None = No
 
 
 # ============================================================================================ notebook 04
-# The machinery is imported inside the functions: pipeline.prepare and pipeline.training bring torch, and
+# The machinery is imported inside the functions: pipeline.train.prepare and pipeline.train.training bring torch, and
 # evidence.results pandas, which notebooks 01-03 do not load.
 def prepare_pretraining_data(setup: Setup, tokenizer: Any, cfg: Any, train_texts: Iterable[str],
                              eval_texts: Sequence[str]) -> dict[str, Any]:
     """``cfg``'s sequences and the fixed masked evaluation set, tokenised once into ``pretrain/data/``: meta.json."""
-    from pipeline.prepare import prepare_data
+    from pipeline.train.prepare import prepare_data
 
     return prepare_data(tokenizer, train_texts, eval_texts, setup.folder("pretrain", create=True),
                         seq_len=cfg.seq_len, packing=cfg.packing, shards=cfg.shards, lang=setup.lang,
@@ -110,14 +118,14 @@ def prepare_pretraining_data(setup: Setup, tokenizer: Any, cfg: Any, train_texts
 
 def load_pretraining_data(setup: Setup) -> Any:
     """The prepared arrays of this run (a helpers.pretrain.TrainingData)."""
-    from pipeline.prepare import load_data
+    from pipeline.train.prepare import load_data
 
     return load_data(setup.layout.pretrain.data.folder)
 
 
 def train_model(setup: Setup, model_name: str, init: Any, cfg: Any, tokenizer: Any) -> dict[str, Any]:
     """Pretrain ``model_name`` from ``init`` ('random' or static/), resuming an interrupted run: its run.json."""
-    from pipeline.training import train
+    from pipeline.train.training import train
 
     return train(model_name, init, cfg, setup.folder("pretrain"), setup.folder("pretrain"), tokenizer=tokenizer,
                  device=setup.device, seed=setup.seed)
@@ -125,7 +133,7 @@ def train_model(setup: Setup, model_name: str, init: Any, cfg: Any, tokenizer: A
 
 def pretraining_metrics(setup: Setup) -> dict[str, list[dict[str, float]]]:
     """The metrics rows (metrics.csv) of each model trained so far, by model name."""
-    from pipeline.layout import TRAINABLE_MODELS, read_metrics
+    from pipeline.store.layout import TRAINABLE_MODELS, read_metrics
 
     files = {name: setup.layout.model(name).metrics for name in TRAINABLE_MODELS}
     return {name: read_metrics(path) for name, path in files.items() if path.exists()}
@@ -133,7 +141,7 @@ def pretraining_metrics(setup: Setup) -> dict[str, list[dict[str, float]]]:
 
 def compare_pretraining(setup: Setup) -> dict[str, Any]:
     """The paper's comparison of the two runs, written to comparison.json (the verdict is the notebook's)."""
-    from pipeline.training import write_comparison
+    from pipeline.train.training import write_comparison
 
     return write_comparison(setup.folder("pretrain"))
 

@@ -1,4 +1,5 @@
-"""Figures of notebook 04 (pretraining): they draw both models' metrics rows (read by pipeline.training), nothing more.
+"""Figures of notebook 04 (pretraining): they draw both models' metrics rows (read by pipeline.train.training),
+nothing more.
 
 matplotlib is imported inside the function: the GPU machines may train without it.
 """

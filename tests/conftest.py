@@ -1,7 +1,7 @@
 """Shared fixtures: the smoke pipeline, executed once per test session and chained like the main job.
 
 A notebook test asks for ``smoke_step("03_static_vectors")``; the fixture runs 02 first (once), then
-03, both through ``pipeline.runner.run_step`` with ``preset='smoke'``, and returns 03's output folder.
+03, both through ``pipeline.run.runner.run_step`` with ``preset='smoke'``, and returns 03's output folder.
 The runner's own tests use stand-in notebooks instead (``write_notebook``), a kernel start each.
 """
 
@@ -13,7 +13,7 @@ from typing import Callable
 
 import pytest
 
-from pipeline import runner, steps
+from pipeline.run import runner, steps
 
 SMOKE_LANG = "en"
 # The session fixtures that run notebooks. `make test` runs the suite on one pytest-xdist worker per core (at most
@@ -94,7 +94,7 @@ def smoke_figures(smoke_step: Callable[[str], Path], smoke_run_dir: Path) -> Pat
 def small_tokenizer():
     """A 400-token WordPiece trained on 150 real English articles: small enough for unit tests of training."""
     from helpers.tokenizer import train_wordpiece
-    from pipeline.data import EMBEDDED, load_corpus
+    from pipeline.corpora.data import EMBEDDED, load_corpus
 
     return train_wordpiece(load_corpus(EMBEDDED, "en", "train", max_docs=150).texts, vocab_size=400,
                            show_progress=False)
@@ -103,8 +103,8 @@ def small_tokenizer():
 @pytest.fixture(scope="session")
 def small_prepared(tmp_path_factory: pytest.TempPathFactory, small_tokenizer) -> Callable[[int], Path]:
     """Prepared pretraining data (150 training, 24 evaluation articles) at a given sequence length, made once each."""
-    from pipeline.data import EMBEDDED, load_corpus
-    from pipeline.prepare import prepare_data
+    from pipeline.corpora.data import EMBEDDED, load_corpus
+    from pipeline.train.prepare import prepare_data
 
     made: dict[int, Path] = {}
 

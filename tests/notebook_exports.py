@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import NamedTuple, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
-from pipeline.layout import NOTEBOOKS_DIR  # noqa: E402
-from pipeline.notebook_sync import cell_source, definitions, notebook_cells  # noqa: E402
+from pipeline.run.notebook_sync import cell_source, definitions, notebook_cells  # noqa: E402
+from pipeline.store.layout import NOTEBOOKS_DIR  # noqa: E402
 
 EXPORT_MARK = "#| export "
 

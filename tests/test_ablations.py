@@ -12,9 +12,9 @@ import pytest
 
 from evidence import ablations as E
 from helpers import static_vectors as sv
-from pipeline import ablations as A
-from pipeline.layout import StaticFiles
-from pipeline.static_files import load_aligned
+from pipeline.store.layout import StaticFiles
+from pipeline.train import ablations as A
+from pipeline.vectors.static_files import load_aligned
 
 VARIANTS = ("fallback_random", "scale_bert", "normalise_none")
 # '+0.024' is text; without this pandas reads a one-seed column as a number.
@@ -131,7 +131,7 @@ def test_the_ablated_runs_are_the_run_records_that_have_ablation_records(tmp_pat
 def test_the_table_without_ablation_records_says_how_to_train_them(tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture) -> None:
     code = E.main(["--run-records", str(tmp_path), "--records", str(tmp_path), "--figures", str(tmp_path)])
-    assert code == 1 and "python -m pipeline.ablations" in capsys.readouterr().err
+    assert code == 1 and "python -m pipeline.train.ablations" in capsys.readouterr().err
 
 
 def test_the_figure_marks_each_seeds_own_difference(ablated: Path) -> None:

@@ -55,9 +55,9 @@ def test_the_machinery_reaches_the_evidence_only_through_the_notebooks_door_and_
     _tree(tmp_path, {"pipeline/__init__.py": "", "evidence/__init__.py": "", "evidence/results.py": "X = 1\n",
                      f"{door.replace('.', '/')}.py": "def f():\n    from evidence.results import X\n",
                      "pipeline/job.py": "def f():\n    from evidence.results import X\n",
-                     "pipeline/steps.py": "from evidence.results import X\n"})
+                     "pipeline/run/steps.py": "from evidence.results import X\n"})
     wrong = arch.wrong_direction(arch.read_modules(tmp_path, ("pipeline", "evidence")))
-    assert wrong == [("pipeline.job", "evidence.results"), ("pipeline.steps", "evidence.results")]
+    assert wrong == [("pipeline.job", "evidence.results"), ("pipeline.run.steps", "evidence.results")]
 
 
 def _tree(root: Path, files: dict[str, str]) -> None:
@@ -87,8 +87,25 @@ def test_reading_runs_and_records_loads_neither_torch_nor_transformers() -> None
     # Notebook 06, make reference-figures and the series read saved numbers: importing torch and transformers cost
     # its kernel about 10 s of a loaded 2-core machine before this was held (baselines and the prepared data load
     # them only where they compute).
-    code = ("import sys; from evidence import figures, series; from pipeline import job, records; "
+    code = ("import sys; from evidence import figures, series; from pipeline import job; from pipeline.store import records; "
             "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], cwd=arch.REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_architecture_page_names_every_folder_and_module_as_the_packages_hold_them() -> None:
+    page = (arch.REPO_ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = [line for line in page.splitlines() if line.startswith("| ")]
+    for package in ("pipeline", "evidence"):
+        for path in sorted((arch.REPO_ROOT / package).rglob("*.py")):
+            if path.name == "__init__.py":
+                continue
+            folder = path.parent.relative_to(arch.REPO_ROOT / package)
+            where = "(top)" if package == "pipeline" and folder == Path(".") else f"`{folder}/`"
+            if package == "pipeline":
+                named = [row for row in rows if row.split("|")[1].strip() == where
+                         and f"`{path.stem}`" in row.split("|")[2]]
+            else:
+                named = [row for row in rows if f"`{path.stem}`" in row.split("|")[1]]
+            assert named, f"docs/architecture.md has no row for {package}/{path.relative_to(arch.REPO_ROOT / package)}"

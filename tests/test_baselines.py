@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from helpers import baselines
-from pipeline import baseline_files
+from pipeline.store import baseline_files
 
 # ids 0-4 are [PAD] [UNK] [CLS] [SEP] [MASK]; 5-9 are words. [UNK] (1) sits in a real position and must not count.
 TRAIN_IDS = [[2, 5, 5, 6, 1, 3], [2, 5, 7, 3, 0, 0]]
@@ -20,7 +20,7 @@ EVAL_LABELS = [[-100, 5, -100, 8, -100, -100], [-100, 6, -100, -100, -100, -100]
 
 def write_prepared_data(pretrain_dir: Path, train_ids=TRAIN_IDS, train_lengths=TRAIN_LENGTHS,
                         eval_labels=EVAL_LABELS, vocab_size: int = 10) -> Path:
-    """The files pipeline.prepare.load_data reads, with a tokenizer.json that names the five specials."""
+    """The files pipeline.train.prepare.load_data reads, with a tokenizer.json that names the five specials."""
     data = pretrain_dir / "data"
     (data / "tokenizer").mkdir(parents=True)
     labels = np.asarray(eval_labels, dtype=np.int32)

@@ -15,8 +15,8 @@ from helpers.pretrain import BatchSampler
 def real_lengths() -> np.ndarray:
     """Lengths of the paper's truncated sequences on 2,000 embedded English articles (small tokenizer)."""
     from helpers.tokenizer import train_wordpiece
-    from pipeline.data import EMBEDDED, load_corpus
-    from pipeline.shards import tokenize_corpus, truncate_sequences
+    from pipeline.corpora.data import EMBEDDED, load_corpus
+    from pipeline.train.shards import tokenize_corpus, truncate_sequences
 
     corpus = load_corpus(EMBEDDED, "en", "train", max_docs=2_000)
     tokenizer = train_wordpiece(corpus.texts, 3_000, show_progress=False)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from helpers.presets import FastTextSettings
-from pipeline.data import CorpusSpec, load_corpus
-from pipeline.fasttext_training import train_fasttext
-from pipeline.vector_files import check_bin_complete, read_bin
+from pipeline.corpora.data import CorpusSpec, load_corpus
+from pipeline.vectors.fasttext_training import train_fasttext
+from pipeline.vectors.vector_files import check_bin_complete, read_bin
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def test_a_truncated_bin_is_refused_naming_the_file(model_bin: Path, tmp_path: P
 def test_a_bin_cut_anywhere_is_refused_before_fasttext_reads_it(model_bin: Path, tmp_path: Path, kept: int) -> None:
     """As the issue cut it (to 1 MB): on 0cc080c fastText loaded it, and most words came back as zero vectors."""
     from helpers.presets import VectorsConfig
-    from pipeline.vector_files import obtain_vectors
+    from pipeline.vectors.vector_files import obtain_vectors
 
     cut = tmp_path / "cc.en.8.bin"
     cut.write_bytes(model_bin.read_bytes()[:kept])
@@ -77,7 +77,7 @@ def test_a_file_that_is_not_a_bin_says_so(tmp_path: Path) -> None:
 
 def test_a_bin_with_an_empty_dictionary_is_walked_not_refused_as_impossible(model_bin: Path, tmp_path: Path) -> None:
     """No dictionary entries fit in any file, so the walk judges the rest: the matrices' sizes, read whole or short."""
-    from pipeline.vector_files import ARGS_END
+    from pipeline.vectors.vector_files import ARGS_END
 
     empty = model_bin.read_bytes()[:ARGS_END] + struct.pack("<iiiqq", 0, 0, 0, 0, -1)
     path = tmp_path / "empty.bin"

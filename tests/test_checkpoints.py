@@ -13,10 +13,10 @@ import torch
 
 from helpers import presets
 from helpers import pretrain as P
-from pipeline import checkpoints as ck
-from pipeline import prepare, training
-from pipeline import train_cli as cli
-from pipeline.layout import ModelFiles, read_metrics
+from pipeline.store import checkpoints as ck
+from pipeline.store.layout import ModelFiles, read_metrics
+from pipeline.train import prepare, training
+from pipeline.train import train_cli as cli
 
 SMALL_MODEL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48)
 CFG = presets.TrainConfig(name="test", steps=4, batch_size=4, seq_len=32, eval_every=2, checkpoint_every=2,
@@ -35,7 +35,7 @@ def data_dir(small_prepared):
 
 def _static(tmp_path, tokenizer, seed=0, name="static"):
     from helpers.static_vectors import Alignment
-    from pipeline.static_files import save_aligned
+    from pipeline.vectors.static_files import save_aligned
 
     matrix = np.random.default_rng(seed).normal(size=(len(tokenizer), 32)).astype(np.float32)
     return save_aligned(tmp_path / name, Alignment(matrix, np.ones(len(tokenizer), dtype=bool), {"seed": seed}),
@@ -86,11 +86,11 @@ def test_tpu_names_the_devices_there_are(capsys):
 
 @pytest.mark.parametrize("device", ["auto", "cpu", "cuda", "cuda:1", "mps", "cuda:x"])
 def test_the_cli_accepts_exactly_the_devices_training_accepts(device):
-    """One device check, made while the options are parsed: pipeline.runinfo's (a known name, and a GPU that is
+    """One device check, made while the options are parsed: pipeline.store.runinfo's (a known name, and a GPU that is
     there), which the main job applies too."""
     import argparse
 
-    from pipeline.runinfo import device_argument
+    from pipeline.store.runinfo import device_argument
 
     try:
         device_argument(device)

@@ -13,8 +13,9 @@ import pytest
 from evidence import results
 from evidence import token_analysis as control
 from helpers import presets
-from pipeline import records, training
-from pipeline.layout import CONTROL_MODEL, WEB_CONTROL, WEB_MODEL, RunLayout
+from pipeline.store import records
+from pipeline.store.layout import CONTROL_MODEL, WEB_CONTROL, WEB_MODEL, RunLayout
+from pipeline.train import training
 
 
 def _commit(info_path: Path, commit: str) -> None:
@@ -104,7 +105,7 @@ def test_the_smoke_run_of_notebook_04_trains_the_control_and_06_draws_its_table(
 def run_with_web(run_with_control: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A copy of the run with the control, its other-text vectors aligned from a table made here in spaCy's format,
     and BERT_FT_WEB and BERT_FT_WEB_PERM trained apart (not yet recorded): (record, trained folder)."""
-    from pipeline import pretrained_vectors as pv
+    from pipeline.vectors import pretrained_vectors as pv
     from tests.test_pretrained_vectors import VOCAB_DIR, make_wheel
 
     tmp = tmp_path_factory.mktemp("web")

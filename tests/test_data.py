@@ -1,4 +1,4 @@
-"""pipeline.data: the embedded corpus and its one partition, local files (C4 shards included), bad input."""
+"""pipeline.corpora.data: the embedded corpus and its one partition, local files (C4 shards included), bad input."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline import data, documents, files
-from pipeline.data import EMBEDDED, CorpusSpec, load_corpus, load_labelled
+from pipeline.corpora import data, documents, files
+from pipeline.corpora.data import EMBEDDED, CorpusSpec, load_corpus, load_labelled
 
 EN_ARTICLES = 10_033
 EN_TOPICS = 12
@@ -110,7 +110,7 @@ def test_embedded_split_is_repeatable_and_independent_of_max_docs() -> None:
 
 def test_embedded_split_is_the_same_in_a_fresh_interpreter() -> None:
     """Python's string hashing is salted per process; the split must not depend on it."""
-    code = ("import hashlib, json; from pipeline.data import EMBEDDED, load_corpus, partition_record; "
+    code = ("import hashlib, json; from pipeline.corpora.data import EMBEDDED, load_corpus, partition_record; "
             "t = load_corpus(EMBEDDED, 'en', 'eval').texts; "
             "print(json.dumps([len(t), hashlib.sha256('\\n'.join(t).encode()).hexdigest(), "
             "partition_record('en')['sha256']]))")

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from helpers import presets
-from pipeline import distributed
-from pipeline import train_cli as cli
-from pipeline.layout import read_metrics
+from pipeline.store.layout import read_metrics
+from pipeline.train import distributed
+from pipeline.train import train_cli as cli
 
 REPO = Path(__file__).resolve().parent.parent
 STEPS = ["--preset", "smoke", "--device", "cpu", "--steps", "12", "--batch-size", "8", "--eval-every", "4",
@@ -35,13 +35,14 @@ def data_dir(small_prepared):
 
 
 def _torchrun(data_dir: Path, out: Path, *extra: str) -> str:
-    """python -m torch.distributed.run --nproc_per_node=2 -m pipeline.train_cli ...; one thread per process."""
+    """python -m torch.distributed.run --nproc_per_node=2 -m pipeline.train.train_cli ...; one thread per process."""
     env = {**os.environ, "OMP_NUM_THREADS": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(name, None)
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone", "-m",
-               "pipeline.train_cli", "--data", str(data_dir), "--out", str(out), "--model", "bert_tiny", *STEPS, *extra]
+               "pipeline.train.train_cli", "--data", str(data_dir), "--out", str(out), "--model", "bert_tiny", *STEPS,
+               *extra]
     # Output through files, not pipes: a pipe is read until every process holding it closes it, and a helper
     # process that outlives torchrun kept the test waiting after training had finished (seen in a fresh clone).
     with open(out.parent / f"{out.name}.out", "w+") as stdout, open(out.parent / f"{out.name}.err", "w+") as stderr:

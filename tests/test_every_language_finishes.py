@@ -24,8 +24,8 @@ import pandas as pd
 import pytest
 
 from helpers.probe import TABLE_COLUMNS
-from pipeline.layout import REPO_ROOT, RunLayout
-from pipeline.probe_runs import SKIPPED_MARK
+from pipeline.store.layout import REPO_ROOT, RunLayout
+from pipeline.train.probe_runs import SKIPPED_MARK
 
 pytestmark = pytest.mark.notebook
 

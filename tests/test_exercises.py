@@ -9,7 +9,7 @@ import pytest
 
 import exercises
 from exercises import nb02, nb03, nb05, nb06
-from pipeline.layout import NOTEBOOKS_DIR
+from pipeline.store.layout import NOTEBOOKS_DIR
 
 # Each notebook's multiple-choice explanation: (its right letter, its written reference answer).
 EXPLANATIONS = {"02 Ex4": (nb02.EXERCISE_4_ANSWER, nb02.EXERCISE_4_EXPLANATION),

@@ -12,11 +12,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from pipeline import checkpoints, fasttext_training, fingerprints, runner, staging
-from pipeline.data import CorpusSpec, load_corpus
-from pipeline.files import data_files, text_lines
-from pipeline.layout import stamp_of
-from pipeline.vector_files import read_vec, save_prefix
+from pipeline.corpora.data import CorpusSpec, load_corpus
+from pipeline.corpora.files import data_files, text_lines
+from pipeline.run import runner
+from pipeline.store import checkpoints, fingerprints, staging
+from pipeline.store.layout import stamp_of
+from pipeline.vectors import fasttext_training
+from pipeline.vectors.vector_files import read_vec, save_prefix
 
 
 def test_an_empty_stamp_counts_as_not_finished_and_names_the_file(tmp_path: Path, capsys) -> None:
@@ -54,8 +56,8 @@ def test_a_full_disk_while_caching_a_vectors_download_says_the_download_starts_a
 
 @pytest.mark.usefixtures("full_disk_when_replacing")
 def test_a_full_disk_while_claiming_a_run_folder_says_the_folder_is_left_as_it_was(tmp_path: Path) -> None:
-    from pipeline.layout import RunLayout
-    from pipeline.run_identity import claim_identity
+    from pipeline.store.layout import RunLayout
+    from pipeline.store.run_identity import claim_identity
 
     with pytest.raises(OSError, match="then run the same command again; the folder is left as it was"):
         claim_identity(RunLayout(tmp_path / "run"), {"preset": "smoke", "lang": "en", "seed": 0})
@@ -107,8 +109,8 @@ def test_a_document_of_one_huge_line_is_pretokenised_in_pieces_with_the_same_wor
 
 
 def test_a_record_edited_by_hand_reruns_the_figures(tmp_path: Path) -> None:
-    from pipeline.layout import RunLayout
-    from pipeline.records import record_files
+    from pipeline.store.layout import RunLayout
+    from pipeline.store.records import record_files
 
     run = RunLayout(tmp_path / "demo-en")
     for path in (*record_files(run), run.pretrain.baseline):

@@ -21,7 +21,7 @@ from evidence.claims_table import NOT_REPRODUCED
 from helpers import claims
 from helpers import paper_values as paper
 from helpers.crossing import crossing_step
-from pipeline import fingerprints, layout
+from pipeline.store import fingerprints, layout
 
 EVAL_STEPS = [0, 10, 20, 30, 40]
 
@@ -39,7 +39,8 @@ def synthetic_metrics(seed: int, offset: float) -> pd.DataFrame:
 
 
 def identity(lang: str = "en", seed: int | None = 0, **changes: Any) -> dict[str, Any]:
-    """run.json's "identity" block (fingerprints.IDENTITY_FIELDS), as pipeline.checkpoints.run_identity writes it."""
+    """run.json's "identity" block (fingerprints.IDENTITY_FIELDS), as pipeline.store.checkpoints.run_identity writes
+    it."""
     base = {"lang": lang, "seed": seed, "preset": "demo", "corpus": "embedded", "max_steps": None,
             "data_fingerprint": "d1", "tokenizer_fingerprint": "t1", "train_config_hash": "c1"}
     return {**base, **changes}
@@ -48,7 +49,7 @@ def identity(lang: str = "en", seed: int | None = 0, **changes: Any) -> dict[str
 def write_run(root: Path, preset: str, lang: str, metrics: dict[str, pd.DataFrame] | None = None,
               static: bool = True, steps: int = 40, seed: int = 0,
               info: dict[str, dict[str, Any]] | None = None) -> Path:
-    """A synthetic run folder, run.json as pipeline.training writes it; ``info`` adds or replaces its fields per
+    """A synthetic run folder, run.json as pipeline.train.training writes it; ``info`` adds or replaces its fields per
     model."""
     run_dir = root / (f"{preset}-{lang}" + (f"-seed{seed}" if seed else ""))
     if static:
@@ -330,7 +331,7 @@ def test_models_stopped_at_different_steps_are_compared_at_the_step_they_share(t
 
 
 def test_paths_inside_the_repository_are_written_relative(tmp_path: Path) -> None:
-    from pipeline.runinfo import REPO_ROOT
+    from pipeline.store.runinfo import REPO_ROOT
 
     assert results.display_path(REPO_ROOT / "runs" / "demo-en") == "runs/demo-en"
     assert results.display_path(tmp_path / "demo-en") == str(tmp_path / "demo-en")
@@ -349,7 +350,8 @@ def flat_curves(tiny_loss: list[float], ft_loss: list[float], tiny_acc: list[flo
 
 def test_one_metrics_reader_and_one_crossing_rule_are_used() -> None:
     from helpers import crossing
-    from pipeline import layout, training
+    from pipeline.store import layout
+    from pipeline.train import training
 
     assert results.read_metrics is layout.read_metrics is training.read_metrics
     assert results.METRIC_COLUMNS is layout.METRIC_COLUMNS is training.METRIC_COLUMNS
@@ -381,7 +383,7 @@ N_SCORED = 1000  # positions of the synthetic per-position results; accuracies a
 
 def write_positions(run_dir: Path, name: str, correct: np.ndarray, loss: np.ndarray,
                     visible: np.ndarray | None = None, label: np.ndarray | None = None) -> None:
-    """Per-position results as pipeline.training writes them; ``visible`` and ``label`` as in newer records."""
+    """Per-position results as pipeline.train.training writes them; ``visible`` and ``label`` as in newer records."""
     n = len(correct)
     extra = {} if visible is None else {"visible": visible, "label": label, "top1": np.where(correct, label, 0)}
     np.savez(layout.RunLayout(run_dir).model(name).positions, correct=correct, loss=loss.astype(np.float32),

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pipeline.layout import MODEL_NAMES, ModelFiles, read_metrics
+from pipeline.store.layout import MODEL_NAMES, ModelFiles, read_metrics
 
 pytestmark = pytest.mark.notebook
 

@@ -27,9 +27,9 @@ from helpers import presets
 from helpers import pretrain as P
 from helpers.masking import IGNORE_INDEX
 from helpers.model import MaskedLMLoss, build_model, mlm_loss, use_attention
-from pipeline import prepare, training
-from pipeline import train_cli as cli
-from pipeline.layout import read_metrics
+from pipeline.store.layout import read_metrics
+from pipeline.train import prepare, training
+from pipeline.train import train_cli as cli
 
 # Hidden 60 over 4 heads: head dim 15, which sdpa_padded pads to 16 (a real padding, as 75 -> 80 on a GPU).
 # Dropout off: with it, compiled and eager runs draw different random masks and nothing would compare.

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.job_options import JobError, parse_options, reference_outputs
-from pipeline.layout import DOCS_DIR, FIGURES_DIR, PROVENANCE_NAME
-from pipeline.runner import replace_figures
+from pipeline.run.job_options import JobError, parse_options, reference_outputs
+from pipeline.run.runner import replace_figures
+from pipeline.store.layout import DOCS_DIR, FIGURES_DIR, PROVENANCE_NAME
 
 REFERENCE = FIGURES_DIR / "reference"
 RECORDS = REFERENCE / "runs"
@@ -149,13 +149,13 @@ def _contents(folder: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def smoke_record(smoke_figures: Path, smoke_run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from pipeline.records import save_records
+    from pipeline.store.records import save_records
 
     return save_records([smoke_run_dir], tmp_path_factory.mktemp("records"), draft=True)[0]
 
 
 def test_a_record_says_what_it_is(smoke_record: Path) -> None:
-    from pipeline.layout import RECORD_MARK, record_holding
+    from pipeline.store.layout import RECORD_MARK, record_holding
 
     assert json.loads((smoke_record / RECORD_MARK).read_text())["record"] == f"run {smoke_record.name}"
     assert record_holding(smoke_record / "pretrain" / "bert_ft") == smoke_record.resolve()
@@ -175,7 +175,7 @@ def test_the_job_pointed_at_a_record_refuses_and_leaves_it_byte_identical(smoke_
 
 def test_train_cli_and_a_notebook_pointed_at_a_record_refuse_and_leave_it_byte_identical(smoke_record: Path) -> None:
     from pipeline.notebook import start
-    from pipeline.run_identity import RecordNotARun, hold_step
+    from pipeline.store.run_identity import RecordNotARun, hold_step
 
     before = _contents(smoke_record)
     with pytest.raises(RecordNotARun, match="python -m pipeline.job --figures-from"):

@@ -18,12 +18,12 @@ from transformers import PreTrainedTokenizerFast
 
 from helpers.masking import MLMCollator
 from helpers.static_vectors import align, normalise_vectors
-from pipeline.data import CorpusSpec, load_corpus
-from pipeline.files import data_files
-from pipeline.job_options import parse_options
-from pipeline.labelled import LabelledSpec
-from pipeline.steps import JobError
-from pipeline.vector_files import read_vec
+from pipeline.corpora.data import CorpusSpec, load_corpus
+from pipeline.corpora.files import data_files
+from pipeline.corpora.labelled import LabelledSpec
+from pipeline.run.job_options import parse_options
+from pipeline.run.steps import JobError
+from pipeline.vectors.vector_files import read_vec
 
 
 def files(path: Path) -> CorpusSpec:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import fingerprints
-from pipeline.steps import STEP_BY_NAME
+from pipeline.run.steps import STEP_BY_NAME
+from pipeline.store import fingerprints
 
 
 def _params(run_dir: Path, corpus: Path, vectors: Path) -> dict:
@@ -85,8 +85,8 @@ def test_a_missing_input_is_named_missing_not_an_error(tmp_path: Path) -> None:
 
 def test_the_static_manifest_records_the_vectors_files_content(inputs) -> None:
     from helpers import presets
-    from pipeline.data import CorpusSpec
-    from pipeline.vector_files import obtain_vectors
+    from pipeline.corpora.data import CorpusSpec
+    from pipeline.vectors.vector_files import obtain_vectors
 
     _, _, vectors = inputs
     config = presets.VectorsConfig(source="train", fasttext=presets.FastTextSettings(dim=3))
@@ -101,7 +101,7 @@ def test_the_static_manifest_records_the_vectors_files_content(inputs) -> None:
 def notebooks_not_executed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The main job in this process, with each notebook's execution replaced by a note of its name: what is tested
     is which steps the job runs, skips and names, not the notebooks (tests/test_nb_0N.py run those)."""
-    from pipeline import runner
+    from pipeline.run import runner
 
     ran: list[str] = []
     monkeypatch.setattr(runner, "execute_notebook", lambda notebook, executed, params: ran.append(notebook.stem))
@@ -111,7 +111,7 @@ def notebooks_not_executed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_the_job_names_a_corpus_vectors_or_labelled_file_replaced_at_the_same_path_and_reruns_from_it(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], notebooks_not_executed: list[str]) -> None:
     from pipeline import job
-    from pipeline.steps import STEPS
+    from pipeline.run.steps import STEPS
 
     corpus, labelled = tmp_path / "corpus", tmp_path / "topics.csv"
     corpus.mkdir()
@@ -178,8 +178,8 @@ def test_the_help_says_when_the_digest_cache_is_trusted_and_deleting_it_reads_th
     re-hashes."""
     import os
 
-    from pipeline.job_options import build_parser
-    from pipeline.layout import INPUT_HASHES_NAME
+    from pipeline.run.job_options import build_parser
+    from pipeline.store.layout import INPUT_HASHES_NAME
 
     help_text = " ".join(build_parser().format_help().split())
     assert f"{INPUT_HASHES_NAME} and trusted while a file's size and modification time are unchanged" in help_text
@@ -210,8 +210,8 @@ def test_a_change_inside_a_symlinked_subfolder_of_a_corpus_changes_its_digest(tm
 
 def test_a_run_folder_accepts_its_corpus_and_vectors_at_new_paths_but_not_another_seed(tmp_path) -> None:
     """identity.json says what a folder's run is, never where its inputs lie (their content is each step's check)."""
-    from pipeline.layout import RunLayout
-    from pipeline.run_identity import claim_identity, identity_conflict
+    from pipeline.store.layout import RunLayout
+    from pipeline.store.run_identity import claim_identity, identity_conflict
 
     folder = RunLayout(tmp_path / "smoke-en")
     run = {"preset": "smoke", "lang": "en", "seed": 0, "max_steps": None}

@@ -11,13 +11,13 @@ import pandas as pd
 import pytest
 
 from helpers.probe import PAIRED_COLUMNS, TABLE_COLUMNS
-from pipeline.data import EMBEDDED, HUB, CorpusSpec
+from pipeline.corpora.data import EMBEDDED, HUB, CorpusSpec
+from pipeline.corpora.labelled import LabelledSpec, how_to_give_one
 from pipeline.job import worker_command
-from pipeline.job_options import parse_options
-from pipeline.labelled import LabelledSpec, how_to_give_one
-from pipeline.layout import RunLayout
-from pipeline.probe_runs import SKIPPED_MARK, record_no_labelled_set, runs_anyway, skip_remaining_cells
-from pipeline.steps import STEP_BY_NAME, JobError, RunSettings
+from pipeline.run.job_options import parse_options
+from pipeline.run.steps import STEP_BY_NAME, JobError, RunSettings
+from pipeline.store.layout import RunLayout
+from pipeline.train.probe_runs import SKIPPED_MARK, record_no_labelled_set, runs_anyway, skip_remaining_cells
 
 PROBE = STEP_BY_NAME["05_probing"]
 LOCAL = CorpusSpec("files", Path("/data/corpus"))
@@ -106,7 +106,7 @@ def test_skipping_turns_every_later_cell_into_a_note_until_the_setup_cell_runs_a
 
     shell = InteractiveShell.instance()
     try:
-        shell.run_cell("from pipeline.probe_runs import skip_remaining_cells\nreached = []\n"
+        shell.run_cell("from pipeline.train.probe_runs import skip_remaining_cells\nreached = []\n"
                        "skip_remaining_cells('no labelled set for de')")
         assert shell.transform_cell("reached.append(1)\n") == f"print({SKIPPED_MARK + 'no labelled set for de'!r})\n"
         shell.run_cell("reached.append(1)")
@@ -124,7 +124,7 @@ def test_skipping_turns_every_later_cell_into_a_note_until_the_setup_cell_runs_a
 
 
 def test_a_local_labelled_set_enters_the_fingerprint_by_content(tmp_path: Path) -> None:
-    from pipeline.fingerprints import input_files
+    from pipeline.store.fingerprints import input_files
 
     assert input_files({"labelled": f"files:{tmp_path / 'set.csv'}"}) == {"labelled": tmp_path / "set.csv"}
     assert input_files({"labelled": f"sib200:{tmp_path}"}) == {"labelled": tmp_path}

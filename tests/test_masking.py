@@ -28,7 +28,7 @@ from helpers.masking import (
     special_ids,
     within_tolerance,
 )
-from pipeline.data import EMBEDDED, load_corpus
+from pipeline.corpora.data import EMBEDDED, load_corpus
 from plots.masking import masked_table, plot_coverage, plot_split
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]

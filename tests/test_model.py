@@ -114,7 +114,7 @@ def test_ft_init_copies_the_matrix_and_changes_nothing_else():
 
 
 def test_a_matrix_works_as_the_alignment_does_and_a_folder_is_refused():
-    """build_model computes from memory; reading a static/ folder is the machinery's (pipeline.static_files)."""
+    """build_model computes from memory; reading a static/ folder is the machinery's (pipeline.vectors.static_files)."""
     matrix = np.random.default_rng(1).normal(size=(TINY["vocab_size"], TINY["hidden_size"])).astype(np.float32)
     from_matrix = build_model(matrix, **TINY).bert.embeddings.word_embeddings.weight
     assert np.array_equal(from_matrix.detach().numpy(), matrix)

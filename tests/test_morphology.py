@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import tokenizer as tk
-from pipeline.morphology import morphology, words_of
+from pipeline.corpora.morphology import morphology, words_of
 
 
 @pytest.fixture(scope="module")

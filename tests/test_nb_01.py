@@ -8,8 +8,8 @@ import math
 import pytest
 from notebook_exports import check_notebook, exported_cells
 
-from pipeline.layout import NOTEBOOKS_DIR
-from pipeline.notebook_sync import definitions
+from pipeline.run.notebook_sync import definitions
+from pipeline.store.layout import NOTEBOOKS_DIR
 
 NOMINAL = {"selection": 0.15, "mask": 0.8, "random": 0.1, "unchanged": 0.1}
 NOTEBOOK = NOTEBOOKS_DIR / "01_masking.ipynb"

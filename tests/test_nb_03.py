@@ -13,7 +13,7 @@ from exercises import nb03
 from helpers.static_vectors import PIECE_PREFIX, SPECIAL_TOKENS
 from helpers.tokenizer import load_tokenizer
 from pipeline.notebook import REPO_ROOT
-from pipeline.static_files import load_aligned
+from pipeline.vectors.static_files import load_aligned
 
 pytestmark = pytest.mark.notebook
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from helpers import presets
-from pipeline import prepare, training
-from pipeline.layout import CONTROL_MODEL, METRIC_COLUMNS, MODEL_NAMES, ModelFiles, read_metrics
+from pipeline.store.layout import CONTROL_MODEL, METRIC_COLUMNS, MODEL_NAMES, ModelFiles, read_metrics
+from pipeline.train import prepare, training
 
 pytestmark = pytest.mark.notebook
 
@@ -237,7 +237,7 @@ def test_the_tied_decoder_is_shown_to_be_the_embedding_matrix(pretrain_dir):
 def test_the_floors_drawn_on_the_loss_curve_are_the_unigram_and_copy_aware_losses_of_the_scored_positions(
         pretrain_dir):
     from helpers.baselines import copy_aware_scores, unigram_counts, unigram_log_probs
-    from pipeline.prepare import load_data, load_data_tokenizer
+    from pipeline.train.prepare import load_data, load_data_tokenizer
 
     data, tokenizer = load_data(pretrain_dir / "data"), load_data_tokenizer(pretrain_dir / "data")
     scored = np.load(ModelFiles(pretrain_dir / "bert_tiny").positions)
@@ -265,8 +265,8 @@ def test_the_explaining_pictures_are_drawn_and_the_embedding_sum_equals_the_mode
 
 
 def test_the_gpu_machinery_sits_in_an_appendix_after_the_lesson():
-    from pipeline.notebook_sync import notebook_cells
-    from pipeline.steps import STEP_BY_NAME
+    from pipeline.run.notebook_sync import notebook_cells
+    from pipeline.run.steps import STEP_BY_NAME
 
     cells = notebook_cells(STEP_BY_NAME["04_pretraining"].notebook)
     markdown = ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]

@@ -14,8 +14,8 @@ from exercises import nb05
 from helpers import presets
 from helpers.claims import Estimate, verdict
 from helpers.probe import FEATURES, MODEL_ORDER, TABLE_COLUMNS, pooling_verdict
-from pipeline.data import partition_record
-from pipeline.layout import RunLayout
+from pipeline.corpora.data import partition_record
+from pipeline.store.layout import RunLayout
 
 pytestmark = pytest.mark.notebook
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import notebook_exports
 import pytest
 
-from pipeline.notebook_sync import cell_source
-from pipeline.steps import FIGURES_STEP, STEPS
+from pipeline.run.notebook_sync import cell_source
+from pipeline.run.steps import FIGURES_STEP, STEPS
 
 NOTEBOOKS = [step.notebook for step in (*STEPS, FIGURES_STEP)]
 FIX = "run: .venv/bin/nbstripout notebooks/*.ipynb (or make strip)"

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from pipeline import notebook as nbs
-from pipeline.data import CorpusSpec
-from pipeline.layout import REPO_ROOT, STEP_FOLDERS
+from pipeline.corpora.data import CorpusSpec
+from pipeline.store.layout import REPO_ROOT, STEP_FOLDERS
 
 
 def test_an_interactive_run_never_writes_into_the_main_jobs_folders(capsys: pytest.CaptureFixture[str]) -> None:
@@ -61,8 +61,8 @@ def test_the_labelled_set_of_notebook_05_is_parsed_from_its_parameters(tmp_path:
 
 def test_notebooks_reach_the_machinery_through_this_module_only() -> None:
     """Notebooks 01-05 import helpers, exercises and pipeline.notebook, and nothing else of pipeline."""
-    from pipeline.layout import NOTEBOOKS_DIR
-    from pipeline.notebook_sync import cell_source, notebook_cells
+    from pipeline.run.notebook_sync import cell_source, notebook_cells
+    from pipeline.store.layout import NOTEBOOKS_DIR
 
     for notebook in sorted(NOTEBOOKS_DIR.glob("0[1-5]_*.ipynb")):
         sources = [cell_source(cell) for cell in notebook_cells(notebook) if cell["cell_type"] == "code"]

@@ -1,4 +1,4 @@
-"""pipeline.online: the Hub loaders' record handling, the real ``datasets`` path on files the tests write,
+"""pipeline.corpora.online: the Hub loaders' record handling, the real ``datasets`` path on files the tests write,
 and one clear error when the Hub cannot be reached."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from pipeline import data, online
-from pipeline.data import HUB, load_corpus, load_labelled
-from pipeline.online import HubUnavailableError
+from pipeline.corpora import data, online
+from pipeline.corpora.data import HUB, load_corpus, load_labelled
+from pipeline.corpora.online import HubUnavailableError
 
 
 # --------------------------------------------------------------------------------------------
@@ -243,7 +243,7 @@ def test_hub_reachable_probes_one_connection(monkeypatch: pytest.MonkeyPatch) ->
 
 _REAL_HUB_SCRIPT = """
 import json
-from pipeline.data import HUB, load_corpus, load_labelled
+from pipeline.corpora.data import HUB, load_corpus, load_labelled
 out = []
 for call in (lambda: load_corpus(HUB, "cs", "eval"), lambda: load_labelled(HUB, "en", "train"),
              lambda: load_labelled(HUB, "de", "test", name="sib200")):

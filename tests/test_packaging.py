@@ -140,3 +140,11 @@ def test_readme_gives_make_test_as_the_test_command() -> None:
         elif in_fence:
             fenced.append(line.strip())
     assert "make test" in fenced, "README.md should show `make test` in a fenced code block"
+
+
+def test_the_readme_is_a_front_page_of_at_most_200_lines_with_no_development_log() -> None:
+    readme = _read("README.md")
+    assert len(readme.splitlines()) <= 200, "the README is a front page: move detail to docs/"
+    prose = "\n".join(line for line in readme.splitlines() if not line.startswith(("|", "    ", "```")))
+    for phrase in (" round ", "this round", "issue ", "Issue "):
+        assert phrase not in prose, f"the README's prose keeps a development log ({phrase.strip()!r})"

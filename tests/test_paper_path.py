@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.data import EMBEDDED, FORBID_EMBEDDED_ENV, embedded_articles, load_labelled
-from pipeline.runinfo import REPO_ROOT
+from pipeline.corpora.data import EMBEDDED, FORBID_EMBEDDED_ENV, embedded_articles, load_labelled
+from pipeline.store.runinfo import REPO_ROOT
 
 pytestmark = pytest.mark.notebook
 

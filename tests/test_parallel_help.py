@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import parallel_help as ph
-from pipeline.data import CorpusSpec, load_corpus, load_labelled
-from pipeline.fingerprints import input_files, input_kind
-from pipeline.job_options import parse_options
-from pipeline.labelled import LabelledSpec
-from pipeline.steps import STEP_BY_NAME, JobError
+from pipeline.corpora import parallel_help as ph
+from pipeline.corpora.data import CorpusSpec, load_corpus, load_labelled
+from pipeline.corpora.labelled import LabelledSpec
+from pipeline.run.job_options import parse_options
+from pipeline.run.steps import STEP_BY_NAME, JobError
+from pipeline.store.fingerprints import input_files, input_kind
 
 MODULES = ("scalc", "shared", "swriter")
 PAGES_PER_MODULE = 20

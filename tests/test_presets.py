@@ -50,7 +50,7 @@ def test_the_reference_preset_trained_fewer_steps_is_the_configuration_of_the_co
     import json
     from pathlib import Path
 
-    from pipeline.checkpoints import run_identity
+    from pipeline.store.checkpoints import run_identity
 
     root = Path(__file__).resolve().parent.parent / "figures" / "reference"
     reference = presets.get("reference").train

@@ -14,11 +14,11 @@ from helpers import presets
 from helpers import pretrain as P
 from helpers.masking import IGNORE_INDEX
 from helpers.model import build_model
-from pipeline import prepare, training
-from pipeline import train_cli as cli
-from pipeline.data import EMBEDDED, load_corpus
-from pipeline.layout import PretrainFiles
-from pipeline.shards import make_sequences, tokenize_corpus
+from pipeline.corpora.data import EMBEDDED, load_corpus
+from pipeline.store.layout import PretrainFiles
+from pipeline.train import prepare, training
+from pipeline.train import train_cli as cli
+from pipeline.train.shards import make_sequences, tokenize_corpus
 
 SMALL_MODEL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48)
 CFG = presets.TrainConfig(name="test", steps=8, batch_size=4, seq_len=32, eval_every=2, checkpoint_every=4,
@@ -142,12 +142,12 @@ def test_training_is_deterministic_and_writes_its_files(tokenizer, data_dir, tmp
 
 
 def test_the_loop_of_helpers_alone_gives_the_metrics_of_the_file_backed_run(tokenizer, data_dir, tmp_path):
-    """helpers.pretrain.train_loop with an in-memory run, set up as pipeline.training sets it up: same numbers."""
+    """helpers.pretrain.train_loop with an in-memory run, set up as pipeline.train.training sets it up: same numbers."""
     _train(tokenizer, data_dir, tmp_path)
     data = prepare.load_data(data_dir)
     model = build_model("random", seed=0, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
                         **SMALL_MODEL)
-    torch.manual_seed(0)  # the dropout stream, as pipeline.training starts it for one process
+    torch.manual_seed(0)  # the dropout stream, as pipeline.train.training starts it for one process
     run = P.InMemoryRun()
     assert P.train_loop(P.make_step_context(model, CFG, tokenizer, "cpu", seed=0), data, run, 0, CFG.steps) == 8
     on_disk = training.read_metrics(tmp_path / "bert_tiny" / "metrics.csv")
@@ -186,7 +186,7 @@ def test_resume_refuses_a_checkpoint_of_another_run(tokenizer, data_dir, tmp_pat
 
 def test_bert_ft_run_records_its_static_init(tokenizer, data_dir, tmp_path):
     from helpers.static_vectors import Alignment
-    from pipeline.static_files import load_aligned, save_aligned
+    from pipeline.vectors.static_files import load_aligned, save_aligned
 
     matrix = np.random.default_rng(0).normal(size=(len(tokenizer), 32)).astype(np.float32)
     found = np.ones(len(tokenizer), dtype=bool)
@@ -210,7 +210,7 @@ def test_the_control_starts_from_bert_fts_rows_permuted_among_the_rows_with_a_ve
     """BERT_FT_PERM: the same rows as BERT_FT (so the same norms and spread), each moved to another token's id;
     rows without a vector stay zero; the permutation is fixed by the seed and recorded in run.json."""
     from helpers.static_vectors import Alignment
-    from pipeline.static_files import save_aligned
+    from pipeline.vectors.static_files import save_aligned
 
     rng = np.random.default_rng(1)
     found = rng.random(len(tokenizer)) < 0.6
@@ -313,7 +313,7 @@ def test_compare_runs_uses_the_last_step_both_reached():
 def test_static_vectors_of_another_vocabulary_are_refused(tokenizer, data_dir, tmp_path):
     """Same size, same tokens in another order: the shapes agree, so only the fingerprint can tell."""
     from helpers.static_vectors import Alignment, vocab_fingerprint
-    from pipeline.static_files import save_aligned
+    from pipeline.vectors.static_files import save_aligned
 
     vocab = tokenizer.get_vocab()
     swapped = {tok: len(vocab) - 1 - i for tok, i in vocab.items()}  # same tokens, other ids
@@ -368,7 +368,7 @@ def sharded_dir(tmp_path_factory, tokenizer, corpus):
 
 
 def test_sharded_data_loads_the_same_arrays_and_meta_as_in_memory_data(data_dir, sharded_dir):
-    from pipeline.shards import ShardedArray
+    from pipeline.train.shards import ShardedArray
 
     plain, sharded = prepare.load_data(data_dir), prepare.load_data(sharded_dir)
     assert isinstance(sharded.train_ids, ShardedArray) and len(sharded.train_ids.parts) == -(-len(plain.train_ids)
@@ -387,11 +387,11 @@ def test_sharded_data_loads_the_same_arrays_and_meta_as_in_memory_data(data_dir,
 
 
 def test_the_fingerprint_does_not_depend_on_how_the_rows_are_stored(data_dir, sharded_dir):
-    from pipeline import checkpoints as ck
+    from pipeline.store import checkpoints as ck
 
     plain, sharded = prepare.load_data(data_dir), prepare.load_data(sharded_dir)
     assert sharded.fingerprint() == plain.fingerprint()
-    # ... and it is still pipeline.checkpoints' digest, so identities of data prepared before shards are kept.
+    # ... and it is still pipeline.store.checkpoints' digest, so identities of data prepared before shards are kept.
     arrays = {name: getattr(plain, name) for name in ("train_ids", "train_lengths", "eval_masked_ids",
                                                       "eval_lengths", "eval_labels")}
     meta = {k: v for k, v in plain.meta.items() if k != "storage"}
@@ -413,7 +413,7 @@ def test_training_on_shards_gives_the_same_run_as_in_memory(tokenizer, data_dir,
 
 
 def test_prepare_data_reads_the_training_stream_lazily(tokenizer, corpus, tmp_path):
-    from pipeline.shards import read_manifest
+    from pipeline.train.shards import read_manifest
 
     folder = PretrainFiles(tmp_path).data.shards
     behind = []

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from helpers import static_vectors as sv
-from pipeline import pretrained_vectors as pv
-from pipeline import training
+from pipeline.train import training
+from pipeline.vectors import pretrained_vectors as pv
 
 VOCAB_DIR = "tiny_core_web_md/vocab"
 
@@ -119,7 +119,7 @@ def test_the_web_arm_starts_only_from_other_text_vectors(table_wheel: Path, tmp_
     alignment, manifest = pv.align_pretrained(vocab, "xx", cache)
     assert manifest["source"] == "web" and manifest["n_found"] == 2 and manifest["table_rows"] == 4
     web = tmp_path / "static_web"
-    from pipeline.static_files import save_aligned
+    from pipeline.vectors.static_files import save_aligned
 
     save_aligned(web, alignment, manifest)
     training.check_model_init("bert_ft_web", str(web))

@@ -1,4 +1,4 @@
-"""helpers.probe (statistics, data hygiene, feature extractors) and pipeline.probe_runs (its files)."""
+"""helpers.probe (statistics, data hygiene, feature extractors) and pipeline.train.probe_runs (its files)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from helpers import probe
-from pipeline.labelled import LabelledSpec
-from pipeline.layout import RunLayout
-from pipeline.probe_runs import load_probe_data, save_probe_results, stratified_subset
+from pipeline.corpora.labelled import LabelledSpec
+from pipeline.store.layout import RunLayout
+from pipeline.train.probe_runs import load_probe_data, save_probe_results, stratified_subset
 
 # --------------------------------------------------------------------------------------------
 # Toy data and a tiny encoder

@@ -1,8 +1,8 @@
-"""The README's tables quote the committed tables' numbers, rounded as printed.
+"""The README's findings and the pages under docs/ quote the committed tables' numbers, rounded as printed.
 
-The README is written by hand from figures/ (the demo) and figures/reference/; these tests parse its demo,
-real-floor, reference-gain and series tables and its average-gain sentences, and compare each number with the
-CSV it quotes, so a rerun that changes a number fails until the README says the new one.
+README.md and docs/results.md are written by hand from figures/ (the demo) and figures/reference/ (docs/running.md
+and docs/gpu.md from the records and benchmarks/results/); these tests parse each page's tables and sentences and
+compare each number with the CSV it quotes, so a rerun that changes a number fails until the page says the new one.
 """
 
 from __future__ import annotations
@@ -21,15 +21,24 @@ from evidence.position_scores import share_text
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "figures" / "reference"
 SERIES_CSV = REFERENCE / "series_training_length.csv"
+README = ROOT / "README.md"
+RESULTS = ROOT / "docs" / "results.md"  # the detail the README's findings come from
+RUNNING = ROOT / "docs" / "running.md"
+GPU_PAGE = ROOT / "docs" / "gpu.md"
+
+
+def _one_line(page: Path) -> str:
+    """A page as one line (whitespace collapsed), so a sentence may wrap anywhere."""
+    return " ".join(page.read_text(encoding="utf-8").split())
 
 
 def _number(text: str) -> float:
     return float(text.replace("−", "-").replace(",", "").replace("+", ""))
 
 
-def _readme_table(*headers: str) -> list[list[str]]:
-    """The body rows of the README table whose header starts with the columns ``headers``."""
-    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+def _readme_table(*headers: str, page: Path = RESULTS) -> list[list[str]]:
+    """The body rows of the table on ``page`` (docs/results.md unless named) whose header starts with ``headers``."""
+    lines = page.read_text(encoding="utf-8").splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("| " + " | ".join(headers) + " |"))
     rows = []
     for line in lines[start + 2:]:
@@ -163,7 +172,7 @@ def test_the_readmes_reference_gains_quote_the_committed_claims_check() -> None:
 
 @pytest.mark.skipif(not CLAIMS_CSV.is_file(), reason="no reference claims check committed")
 def test_the_readmes_average_gain_and_english_sentence_quote_the_claims_check() -> None:
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = _one_line(RESULTS)
     claims = _claims()
     for phrase, claim in (("the gain averages", "average_accuracy_gain"),
                           ("the smallest other gain minus English's is", "english_gains_least")):
@@ -217,7 +226,7 @@ def test_the_readmes_knowledge_or_scale_tables_quote_the_committed_control_table
 
 def test_the_readmes_4800_step_knowledge_sentence_quotes_the_control_table() -> None:
     """English, the one language with a control at 4,800 steps: knowledge shown, scale not."""
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = _one_line(RESULTS)
     overall, knowledge, scale, whole = _overall(CONTROL_CSV)
     gain, share = -overall.loc[("en", knowledge), "loss"], share_text(
         pd.read_csv(CONTROL_CSV.with_name("table_control_share.csv")).set_index("lang").loc["en"])
@@ -232,7 +241,7 @@ def test_the_readmes_4800_step_knowledge_sentence_quotes_the_control_table() -> 
 
 
 def test_the_readmes_1200_step_knowledge_sentence_takes_its_ranges_from_the_control_table() -> None:
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = _one_line(RESULTS)
     overall, knowledge, scale, whole = _overall(CONTROL_1200_CSV)
     loss = overall["loss"]
     langs = sorted(set(overall.index.get_level_values("lang")))
@@ -245,7 +254,7 @@ def test_the_readmes_1200_step_knowledge_sentence_takes_its_ranges_from_the_cont
 
 
 def test_the_readmes_speed_sentence_quotes_the_series_steps_saved() -> None:
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = _one_line(RESULTS)
     saved = pd.read_csv(REFERENCE / "series_training_length_steps_saved.csv")
     longest = saved[saved["label"].str.contains("4,800 steps") & (saved["model"] == "BERT_FT")].set_index("level")
     same = [f"{level:.1f}" for level in (6.0, 5.5, 5.0)]
@@ -257,7 +266,7 @@ def test_the_readmes_speed_sentence_quotes_the_series_steps_saved() -> None:
 
 
 def test_the_readmes_zero_row_sentence_takes_its_ranges_and_verdicts_from_the_1200_step_control_table() -> None:
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = _one_line(RESULTS)
     table = pd.read_csv(CONTROL_1200_CSV)
     knowledge, scale, _ = table["comparison"].drop_duplicates()
     zero = table[table["group"] == "zero (no fastText vector)"].set_index("comparison")
@@ -268,7 +277,7 @@ def test_the_readmes_zero_row_sentence_takes_its_ranges_and_verdicts_from_the_12
 
 
 def test_the_readmes_demo_mask_sentence_quotes_the_committed_position_kinds() -> None:
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = _one_line(RESULTS)
     kinds = pd.read_csv(DEMO / "table_position_kinds.csv")
     mask = kinds[kinds["kind"] == "mask"].set_index(["lang", "scorer"])["loss"]
     langs = ("en", "fr", "es")
@@ -282,7 +291,7 @@ def test_the_readmes_demo_mask_sentence_quotes_the_committed_position_kinds() ->
 
 
 def test_the_readmes_prediction_kinds_sentences_quote_the_committed_table() -> None:
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = _one_line(RESULTS)
     table = pd.read_csv(REFERENCE / "table_prediction_kinds.csv").set_index(["lang", "who"])
     for lang in ("en", "fr", "es"):
         rows = [table.loc[(lang, who)] for who in ("BERT_TINY", "BERT_FT", "true token")]
@@ -293,7 +302,7 @@ def test_the_readmes_prediction_kinds_sentences_quote_the_committed_table() -> N
 
 
 def test_the_readmes_1200_step_prediction_sentence_quotes_the_1200_step_table() -> None:
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = _one_line(RESULTS)
     table = pd.read_csv(REFERENCE / "steps1200" / "table_prediction_kinds.csv").set_index(["lang", "who"])
     tiny = table.xs("BERT_TINY", level="who")
     share = {(lang, column): f"{tiny.loc[lang, column]:.0%}".replace("%", " %") for lang in tiny.index
@@ -360,7 +369,7 @@ def _off_plateau(record: Path) -> float:
 
 
 def test_the_readmes_control_paragraph_names_each_4800_step_controls_commit_and_time() -> None:
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = _one_line(RESULTS)
     paths = sorted(RUN_RECORDS.glob("*/pretrain/bert_ft_perm/run.json"))
     assert len(paths) == 3  # English seeds 0, 1 and 2
     for path in paths:
@@ -380,7 +389,7 @@ def test_the_readmes_time_per_4800_step_model_and_the_plans_estimate_come_from_t
     # on one thread beside another run, as the sentence says (English seed 0's control ran alone on both cores)
     seconds = [info["train_seconds"] for info in infos if info["environment"]["device_name"].endswith(" 1 threads)")]
     mean = sum(seconds) / len(seconds)
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = _one_line(RUNNING)
     low, high = min(seconds), max(seconds)
     assert (f"model took {low / 3600:.1f} to {high / 3600:.1f} hours on one core, two runs sharing the 2-core CPU "
             f"(`train_seconds` {low:,.0f} to {high:,.0f} s in the {len(seconds)} of the {len(infos)} models of the "
@@ -394,7 +403,7 @@ GPU_RESULTS = ROOT / "benchmarks" / "results"
 
 def test_the_readmes_gpu_table_quotes_the_h100_results() -> None:
     speed = json.loads((GPU_RESULTS / "gpu-h100.json").read_text())["parts"]["speed"]["recipes"]
-    rows = _readme_table("step on the H100", "ms per step")
+    rows = _readme_table("step on the H100", "ms per step", page=GPU_PAGE)
     assert len(rows) == len(speed)
     for row, recipe in zip(rows, speed.values()):
         quoted = [_number(cell.rstrip("×%")) for cell in row[1:]]
@@ -406,7 +415,7 @@ def test_the_readmes_gpu_table_quotes_the_h100_results() -> None:
 
 
 def test_the_readmes_gpu_sentences_take_their_numbers_from_the_h100_results() -> None:
-    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    text = _one_line(GPU_PAGE)
     first = json.loads((GPU_RESULTS / "gpu-h100.json").read_text())["parts"]
     curves = json.loads((GPU_RESULTS / "gpu-h100-curves3000.json").read_text())["parts"]["curves"]
     fp32 = first["fp32"]["distance_from_cpu_fp64"]
@@ -452,7 +461,7 @@ ABLATIONS_CSV = REFERENCE / "ablations.csv"
 
 @pytest.mark.skipif(not ABLATIONS_CSV.is_file(), reason="no ablation recorded")
 def test_the_readmes_noise_floor_sentence_quotes_the_ablation_table() -> None:
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = _one_line(RESULTS)
     row = pd.read_csv(ABLATIONS_CSV).set_index("variant").loc["paper_retrained"]
     assert row["loss_vs_paper"] == 0 == row["accuracy_vs_paper"], "the sentence says the floor is zero"
     assert (f"`paper_retrained` on English seed {row['seeds']} (the paper's recipe trained again at the same commit, "
@@ -497,7 +506,7 @@ def _verdict(row: pd.Series) -> str:
 def _variant_row(variant: str) -> tuple[str, pd.DataFrame, pd.Series]:
     """The README as one line, the ablation table and the variant's row (skipped until it is recorded); every
     variant sentence names English seed 1 and intervals over positions of that one seed."""
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = _one_line(RESULTS)
     table = pd.read_csv(ABLATIONS_CSV).set_index("variant")
     if variant not in table.index:
         pytest.skip(f"{variant} not recorded")
@@ -597,7 +606,7 @@ def test_the_readmes_reading_of_the_old_vectors_follows_from_the_table() -> None
 
 @pytest.mark.skipif(not ABLATIONS_CSV.is_file(), reason="no ablation recorded")
 def test_the_readme_counts_the_recorded_ablations_and_names_the_one_commit_they_were_trained_at() -> None:
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = _one_line(RESULTS)
     run_jsons = sorted((REFERENCE / "ablations").glob("*/*/bert_ft/run.json"))
     infos = [json.loads(path.read_text(encoding="utf-8")) for path in run_jsons]
     variants = {path.parent.parent.name for path in run_jsons}
@@ -618,7 +627,7 @@ WEB_1200 = REFERENCE / "steps1200"
 def test_the_readmes_other_text_answer_is_the_sentence_06_builds_from_the_committed_tables() -> None:
     from evidence.other_text import other_text_answer
 
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = _one_line(RESULTS)
     table, shares = (pd.read_csv(WEB_1200 / f"{name}.csv") for name in ("table_web", "table_web_share"))
     sentences = other_text_answer(table, shares)
     assert sentences, "the README answers from the 1,200-step tables, which hold the other-text arm"
@@ -635,3 +644,114 @@ def test_the_readmes_vector_sources_table_quotes_the_committed_table() -> None:
     for row, (_, data) in zip(rows, table.iterrows()):
         expected = data["note"] if pd.isna(data["n_found"]) else f"{int(data['n_found']):,} ({data['share']:.0%})"
         assert row[2] == expected, row
+
+
+# ---------------------------------------------------------------- the README's findings, each from a reference table
+FINDINGS_LANGS = ("en", "fr", "es")
+
+
+def test_the_readmes_testability_sentence_quotes_the_reference_position_kinds() -> None:
+    mask = pd.read_csv(KINDS_CSV)
+    mask = mask[mask["kind"] == "mask"].set_index(["lang", "scorer"])["loss"]
+    below = {lang: mask[(lang, "unigram (no context)")] - mask[(lang, "BERT_TINY")] for lang in FINDINGS_LANGS}
+    assert min(below.values()) > 0.5, "'every claim is testable' needs each language past the rule's 0.5 nat"
+    assert set(_claims()["testable"]) == {True}
+    sentence = (f"At the `[MASK]` positions BERT_TINY ends {below['en']:.2f} nat (English), {below['fr']:.2f} (French) "
+                f"and {below['es']:.2f} (Spanish) below the unigram")
+    assert f"{sentence}, so every claim is testable" in _one_line(README)
+    assert f"{sentence}, where the testability rule asks for 0.5" in _one_line(RESULTS)
+
+
+def test_the_readmes_first_finding_quotes_the_claims_check() -> None:
+    claims = _claims()
+    gains = [claims.loc[(lang, "final_accuracy_gain")] for lang in FINDINGS_LANGS]
+    losses = [claims.loc[(lang, "final_eval_loss_ft_minus_tiny")] for lang in FINDINGS_LANGS]
+    assert {row["holds_on_ours"] for row in gains + losses} == {"holds"}, "'shown by both intervals'"
+    ours = [f"{row['ours']:+.3f}" for row in gains]
+    paper = [f"{_number(str(row['paper'])):+.3f}" for row in gains]
+    average = claims.loc[[key for key in claims.index if key[1] == "average_accuracy_gain"][0]]
+    least = claims.loc[[key for key in claims.index if key[1] == "english_gains_least"][0]]
+    readme = _one_line(README)
+    assert (f"accuracy gain is {ours[0]} in English, {ours[1]} in French and {ours[2]} in Spanish (means over "
+            f"{gains[0]['n_seeds']} seeds), against the paper's {paper[0]}, {paper[1]} and {paper[2]} after 100,000 "
+            f"steps; averaged over the three languages, {average['ours']:+.3f} against the paper's "
+            f"{str(average['paper']).split()[0]}") in readme
+    assert least["holds_on_ours"].startswith("not shown")
+    assert "Whether English gains least, as in the paper, is not shown." in readme
+
+
+def test_the_readmes_speed_finding_quotes_the_claims_check_and_the_steps_saved() -> None:
+    claims = _claims()
+    crossing = {lang: claims.loc[(lang, "eval_loss_crossing_step")] for lang in FINDINGS_LANGS}
+    assert {row["holds_on_ours"] for row in crossing.values()} == {"not reproduced at this scale"}
+    assert min(float(row["fraction_of_training"]) for row in crossing.values()) > 1 / 3, "'not under a third'"
+    fraction = {lang: f"{float(row['fraction_of_training']):.2f}" for lang, row in crossing.items()}
+    saved = pd.read_csv(STEPS_SAVED_CSV)
+    saved = saved[(saved["model"] == "BERT_FT") & (saved["level"] == 4.5)].set_index("lang")
+    assert (saved.loc[list(FINDINGS_LANGS), "seed_ci_low"] > 0).all(), "'each seed-level interval above 0'"
+    assert set(saved.loc[list(FINDINGS_LANGS), "n_seeds"]) == {3}
+    steps = {lang: f"{saved.loc[lang, 'steps_saved']:,.0f}" for lang in FINDINGS_LANGS}
+    readme = _one_line(README)
+    assert (f"passes BERT_TINY's final loss at {fraction['en']} of training in English, {fraction['fr']} in French "
+            f"and {fraction['es']} in Spanish, not under a third as in the paper") in readme
+    assert (f"reaches an evaluation loss of 4.5 nat {steps['en']} steps before BERT_TINY in English, {steps['fr']} "
+            f"in French and {steps['es']} in Spanish (means over 3 seeds, each seed-level interval above 0)") in readme
+
+
+@pytest.mark.skipif(not ABLATIONS_CSV.is_file(), reason="no ablation recorded")
+def test_the_readmes_knowledge_finding_quotes_the_control_and_ablation_tables() -> None:
+    overall, knowledge, scale, _ = _overall(CONTROL_CSV)
+    known, scaled = overall.loc[("en", knowledge)], overall.loc[("en", scale)]
+    assert [known["loss verdict"], known["accuracy verdict"], scaled["loss verdict"]] == ["shown", "shown",
+                                                                                           "not shown"]
+    assert known["n_seeds"] == 3, "the bullet says English, 3 seeds"
+    table = pd.read_csv(ABLATIONS_CSV).set_index("variant")
+    old, bert = table.loc["vectors_old"], table.loc["scale_bert"]
+    readme = _one_line(README)
+    assert (f"BERT_FT beats it by {-known['loss']:.2f} nat and {known['accuracy']:+.3f} in accuracy at the `[MASK]` "
+            "positions, both shown, while the shuffled rows are not shown to differ from random ones "
+            f"({scaled['loss']:+.2f} nat)") in readme
+    assert (f"older, weaker vectors cost {old['loss_vs_paper']:.3f} nat ({old['loss_verdict']}), rows rescaled to "
+            f"BERT's initialiser {bert['loss_vs_paper']:.3f} nat ({bert['loss_verdict']})") in readme
+
+
+def test_the_readmes_frequency_finding_quotes_the_token_group_table() -> None:
+    table = pd.read_csv(REFERENCE / "table_token_groups.csv")
+    table = table[table["grouping"] == "training-text frequency"].set_index(["lang", "group"])
+    middle = {lang: table.loc[(lang, "10-99")] for lang in FINDINGS_LANGS}
+    assert {row["accuracy verdict"] for row in middle.values()} == {"shown"}, "'all shown'"
+    assert "shown" not in {table.loc[(lang, ">= 10,000"), "accuracy verdict"] for lang in FINDINGS_LANGS}
+    gains = {lang: f"{row['accuracy FT - TINY']:+.3f}" for lang, row in middle.items()}
+    assert (f"for tokens seen 10–99 times in the training text, BERT_FT's accuracy gain is {gains['en']} in English, "
+            f"{gains['fr']} in French and {gains['es']} in Spanish, all shown; for the most frequent tokens (10,000 "
+            "times and more) it is shown in no language") in _one_line(README)
+
+
+@pytest.mark.skipif(not SERIES_CSV.is_file(), reason="no training-length series committed")
+def test_the_readmes_training_length_finding_quotes_the_series_table() -> None:
+    table = pd.read_csv(SERIES_CSV).set_index("steps")
+    assert sorted(table.index) == [1200, 2400, 4800]
+    gain = table["[MASK] accuracy FT - TINY"]
+    assert gain.idxmax() == 2400 and gain[4800] < gain[2400] / 2, "'largest at 2,400 steps, mostly made up by 4,800'"
+    longest = table.loc[4800]
+    assert min(longest["[MASK] accuracy low"], longest["accuracy low"]) > 0 > max(longest["[MASK] loss high"],
+                                                                                   longest["loss high"])
+    plateau = -table.loc[2400, "[MASK] TINY - unigram"]
+    assert 0.5 < plateau < 1 and -table.loc[1200, "[MASK] TINY - unigram"] < 0.5, "'just leaving the plateau'"
+    assert (f"BERT_FT's accuracy gain at the `[MASK]` positions is {gain[1200]:+.3f}, {gain[2400]:+.3f} and "
+            f"{gain[4800]:+.3f}. It is largest at 2,400 steps, where BERT_TINY is just leaving the unigram plateau "
+            f"({plateau:.2f} nat below it, against the 0.5 the rule asks), and mostly made up by 4,800 steps, where "
+            "every interval still excludes 0") in _one_line(README)
+
+
+def test_the_readme_links_a_reference_figure_for_each_finding_and_every_page_link_resolves() -> None:
+    text = README.read_text(encoding="utf-8")
+    findings = text.split("## What it found", 1)[1].split("\n## ", 1)[0]
+    bullets = [line for line in findings.splitlines() if line.startswith("- **")]
+    assert 1 <= len(bullets) <= 6
+    figures = re.findall(r"\]\((figures/reference/[^)]+\.png)\)", findings)
+    assert len(set(figures)) >= len(bullets), "each finding links the reference figure that shows it"
+    for page in (README, RESULTS, RUNNING, GPU_PAGE, ROOT / "docs" / "data.md"):
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
+            if not target.startswith("http"):
+                assert (page.parent / target).exists(), (page.name, target)

@@ -14,8 +14,10 @@ import pandas as pd
 import pytest
 
 from evidence import ablations
-from pipeline import checkpoints, runner, staging, steps, training
-from pipeline.layout import PROVENANCE_NAME, REPO_ROOT
+from pipeline.run import runner, steps
+from pipeline.store import checkpoints, staging
+from pipeline.store.layout import PROVENANCE_NAME, REPO_ROOT
+from pipeline.train import training
 
 REFERENCE = REPO_ROOT / "figures" / "reference"
 PER_SEED_AS_TEXT = {"loss_per_seed": str, "accuracy_per_seed": str}

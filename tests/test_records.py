@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from evidence import results
-from pipeline import job, layout, records
+from pipeline import job
+from pipeline.store import layout, records
 
 
 def test_a_record_holds_only_small_files_and_loads_like_its_run(smoke_figures: Path, smoke_run_dir: Path,
@@ -101,7 +102,8 @@ def test_a_run_not_trained_at_one_clean_commit_is_refused_as_a_record(finished_r
 def test_the_records_command_refuses_a_run_of_uncommitted_code_in_one_line(finished_run: Path,
                                                                           tmp_path: Path) -> None:
     run = _with_commits(finished_run, tmp_path, "a" * 40 + "+dirty", "a" * 40 + "+dirty")
-    done = subprocess.run([sys.executable, "-m", "pipeline.records", "--runs", str(run), str(tmp_path / "records")],
+    argv = [sys.executable, "-m", "pipeline.store.records", "--runs", str(run), str(tmp_path / "records")]
+    done = subprocess.run(argv,
                           cwd=layout.REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and done.stderr.startswith("error: ") and "uncommitted code" in done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
@@ -136,7 +138,7 @@ def test_figures_only_arguments_fail_with_one_clear_line(argv: list[str], expect
 def test_a_render_leaves_out_progress_widgets_and_keeps_other_outputs() -> None:
     import nbformat
 
-    from pipeline.runner import WIDGET_MIME, without_progress_widgets
+    from pipeline.run.runner import WIDGET_MIME, without_progress_widgets
 
     cell = nbformat.v4.new_code_cell("train()")
     cell.outputs = [nbformat.v4.new_output("display_data", data={WIDGET_MIME: {"model_id": "x"},

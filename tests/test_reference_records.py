@@ -58,8 +58,8 @@ SERIES_RECORDS = REFERENCE / "series"
 
 
 def test_every_committed_record_names_one_clean_commit_for_both_models() -> None:
-    from pipeline.layout import RunLayout
-    from pipeline.records import trained_commit
+    from pipeline.store.layout import RunLayout
+    from pipeline.store.records import trained_commit
 
     folders = [p for root in (RUN_RECORDS, SERIES_RECORDS) if root.is_dir() for p in root.iterdir() if p.is_dir()]
     assert folders

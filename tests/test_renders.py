@@ -1,12 +1,12 @@
 """The renders under docs/: each names where it came from, shows that code exactly, and carries no raw HTML.
 
-A render (``pipeline.runner.render_notebook``) is Markdown made from an executed notebook: each code cell
+A render (``pipeline.run.runner.render_notebook``) is Markdown made from an executed notebook: each code cell
 becomes a fenced ```` ```python ```` block holding its source exactly, its outputs follow (text indented,
 tables as Markdown, images as links). Papermill adds one code cell, ``# Parameters``, right after the cell
 tagged ``parameters``; it is not in the notebook and is left out of every comparison.
 
 Its first line names the notebook, the commit it ran at and a hash of its code cells
-(``pipeline.runner.render_header``). Renders cheap to remake (the demo runs', both of 06's) must show today's
+(``pipeline.run.runner.render_header``). Renders cheap to remake (the demo runs', both of 06's) must show today's
 notebook; a reference render of 01-05 needs 46 hours of training to remake, so it may be older, and then its
 first line says so. Whenever git history is at hand, the notebook at the named commit must have exactly the
 render's code.
@@ -23,10 +23,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from pipeline.layout import DOCS_DIR, NOTEBOOKS_DIR, REPO_ROOT, RunLayout
-from pipeline.render_tables import markdown_table
-from pipeline.runinfo import git_commit
-from pipeline.runner import OLDER, code_cells, code_cells_hash, render_notebook
+from pipeline.run.render_tables import markdown_table
+from pipeline.run.runner import OLDER, code_cells, code_cells_hash, render_notebook
+from pipeline.store.layout import DOCS_DIR, NOTEBOOKS_DIR, REPO_ROOT, RunLayout
+from pipeline.store.runinfo import git_commit
 
 NOTEBOOK_NAMES = {path.stem for path in NOTEBOOKS_DIR.glob("0*.ipynb")}
 COMMITTED = sorted(path for path in DOCS_DIR.rglob("*.md") if path.stem in NOTEBOOK_NAMES)

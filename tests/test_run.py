@@ -12,9 +12,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from pipeline import fingerprints, job, job_options, layout, runner, steps
-from pipeline.data import CorpusSpec
-from pipeline.labelled import LabelledSpec
+from pipeline import job
+from pipeline.corpora.data import CorpusSpec
+from pipeline.corpora.labelled import LabelledSpec
+from pipeline.run import job_options, runner, steps
+from pipeline.store import fingerprints, layout
 
 TOY_PARAMETERS = 'run_dir = "x"\nvalue = 1'
 
@@ -216,7 +218,7 @@ def test_editing_the_figures_module_reruns_only_the_figures_step() -> None:
 
 
 def test_a_second_job_on_the_same_folder_stops_and_names_the_holder(tmp_path: Path) -> None:
-    from pipeline.run_identity import FolderInUse, folder_lock
+    from pipeline.store.run_identity import FolderInUse, folder_lock
 
     with folder_lock(tmp_path / "demo-en"):
         with pytest.raises(FolderInUse, match=rf"another job is using .*pid {os.getpid()}"):

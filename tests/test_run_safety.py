@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import fingerprints, job, job_options, layout, notebook, run_identity
-from pipeline.data import CorpusSpec
-from pipeline.job_options import JobError, parse_options
-from pipeline.layout import REPO_ROOT, RunLayout, RunsFolder
+from pipeline import job, notebook
+from pipeline.corpora.data import CorpusSpec
 from pipeline.notebook import start
-from pipeline.runner import run_language
-from pipeline.steps import STEPS, RunSettings, upstream_of
+from pipeline.run import job_options
+from pipeline.run.job_options import JobError, parse_options
+from pipeline.run.runner import run_language
+from pipeline.run.steps import STEPS, RunSettings, upstream_of
+from pipeline.store import fingerprints, layout, run_identity
+from pipeline.store.layout import REPO_ROOT, RunLayout, RunsFolder
 
 
 def _job(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess:
@@ -287,7 +289,7 @@ def _finished_smoke_run(runs: Path) -> tuple[RunSettings, Path]:
 
 def test_a_notebook_run_by_hand_on_a_jobs_folder_leaves_its_step_unfinished_and_stops_the_next_job(
         tmp_path: Path, monkeypatch) -> None:
-    from pipeline import runner
+    from pipeline.run import runner
 
     settings, run_dir = _finished_smoke_run(tmp_path)
     assert runner.stale_steps(settings, tmp_path) == []
@@ -314,13 +316,13 @@ def test_a_notebook_run_by_hand_is_refused_while_a_job_holds_the_folder(tmp_path
     monkeypatch.setenv(run_identity.JOB_FOLDER_ENV, str(run_dir.resolve()))  # a kernel the job started
     with run_identity.folder_lock(run_dir):
         setup.folder("masking", create=True)
-    from pipeline import runner
+    from pipeline.run import runner
 
     assert runner.stale_steps(settings, tmp_path) == []  # the job stamps its own steps
 
 
 def test_train_cli_on_the_pretraining_folder_of_a_running_job_is_refused(tmp_path: Path, capsys) -> None:
-    from pipeline import train_cli
+    from pipeline.train import train_cli
 
     _, run_dir = _finished_smoke_run(tmp_path)
     with run_identity.folder_lock(run_dir):

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from pipeline import runinfo
+from pipeline.store import runinfo
 
 
 def test_the_commit_and_code_version_of_this_checkout_are_named() -> None:

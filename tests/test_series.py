@@ -12,7 +12,8 @@ import pytest
 from evidence import series
 from evidence.figure_plots import lang_name
 from evidence.results import load_runs
-from pipeline import layout, records, train_cli
+from pipeline.store import layout, records
+from pipeline.train import train_cli
 
 
 def _set_commit(pretrain: Path, commit: str) -> None:

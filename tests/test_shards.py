@@ -1,4 +1,4 @@
-"""pipeline.shards: streamed uint16 shards equal prepare_data's arrays, resume exactly, read lazily."""
+"""pipeline.train.shards: streamed uint16 shards equal prepare_data's arrays, resume exactly, read lazily."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from helpers import tokenizer as T
-from pipeline import shards as S
-from pipeline.data import EMBEDDED, load_corpus
-from pipeline.layout import PretrainFiles, ShardFiles
+from pipeline.corpora.data import EMBEDDED, load_corpus
+from pipeline.store.layout import PretrainFiles, ShardFiles
+from pipeline.train import shards as S
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def files_of(folder: Path) -> dict[str, bytes]:
 
 
 def test_shards_equal_prepare_datas_arrays(tok, docs: list[str], tmp_path: Path) -> None:
-    from pipeline.prepare import prepare_data
+    from pipeline.train.prepare import prepare_data
 
     prepare_data(tok, docs, docs[:20], tmp_path / "prepared")
     prepared = PretrainFiles(tmp_path / "prepared").data

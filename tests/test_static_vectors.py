@@ -1,4 +1,5 @@
-"""helpers.static_vectors (normalisation, Equation 3), pipeline.static_files (saving) and local fastText training."""
+"""helpers.static_vectors (normalisation, Equation 3), pipeline.vectors.static_files (saving) and local fastText
+training."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ import pytest
 
 from exercises import nb03
 from helpers import static_vectors as sv
-from pipeline import fasttext_training as ft
-from pipeline.layout import StaticFiles
-from pipeline.static_files import load_aligned, save_aligned
-from pipeline.vector_files import VectorsSource
+from pipeline.store.layout import StaticFiles
+from pipeline.vectors import fasttext_training as ft
+from pipeline.vectors.static_files import load_aligned, save_aligned
+from pipeline.vectors.vector_files import VectorsSource
 
 # --------------------------------------------------------------------------------------------
 # normalise
@@ -478,7 +479,7 @@ def test_nearest_neighbours_cosine() -> None:
 
 def benchmark_vectors(seed: int = 0) -> sv.WordVectors:
     """Random vectors with a shared offset for every WordSim-353 word (so centring would change the score)."""
-    from pipeline import wordsim
+    from pipeline.vectors import wordsim
 
     pairs = wordsim.load_pairs("wordsim353")
     words = sorted({p.first for p in pairs} | {p.second for p in pairs})
@@ -491,7 +492,7 @@ def test_exercise_1_check_accepts_the_solution_or_the_raw_score_to_three_decimal
     import exercises
 
     raw = benchmark_vectors()
-    from pipeline import wordsim
+    from pipeline.vectors import wordsim
 
     right = nb03.right_1(raw.words, raw.matrix, wordsim.word_similarity)
     solution = nb03.exercise_1(raw.words, raw.matrix, wordsim.word_similarity)

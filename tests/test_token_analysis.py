@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from evidence import position_scores, results, token_analysis
-from pipeline import layout
+from pipeline.store import layout
 
 
 def test_frequency_buckets_hold_one_order_of_magnitude_each() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from helpers import presets
 from helpers import tokenizer as T
-from pipeline.data import EMBEDDED, load_corpus
+from pipeline.corpora.data import EMBEDDED, load_corpus
 
 SMOKE = presets.get("smoke").tokenizer
 

@@ -1,4 +1,4 @@
-"""pipeline.vector_files: reading .vec/.vec.gz, refusing damaged files, and caching the prefix of a download."""
+"""pipeline.vectors.vector_files: reading .vec/.vec.gz, refusing damaged files, and caching the prefix of a download."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from helpers.presets import FastTextSettings, VectorsConfig
-from pipeline import vector_files as vf
-from pipeline.data import EMBEDDED
+from pipeline.corpora.data import EMBEDDED
+from pipeline.vectors import vector_files as vf
 
 DIM = 4
 WORDS = ["the", ",", "Paris", "king", "river", "paris", "ing", "\u00a0odd"]
@@ -318,8 +318,8 @@ def test_training_reads_the_corpus_it_is_given(tmp_path: Path) -> None:
     code = f"""
 import json
 from helpers.presets import FastTextSettings, VectorsConfig
-from pipeline import vector_files as vf
-from pipeline.data import CorpusSpec
+from pipeline.vectors import vector_files as vf
+from pipeline.corpora.data import CorpusSpec
 settings = FastTextSettings(dim={DIM}, epochs=1, min_count=1, bucket=100, maxn=0)
 config = VectorsConfig(source="train", fasttext=settings, max_docs=40)
 source = vf.obtain_vectors(config, "en", CorpusSpec("files", {str(tmp_path / "docs.txt")!r}), progress=False)

@@ -1,4 +1,4 @@
-"""pipeline.wordsim: the packaged benchmark files, Spearman with coverage, and the bootstrap interval."""
+"""pipeline.vectors.wordsim: the packaged benchmark files, Spearman with coverage, and the bootstrap interval."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from pipeline import wordsim
+from pipeline.vectors import wordsim
 
 
 def test_both_benchmarks_load_from_the_installed_gensim_with_their_published_sizes() -> None:

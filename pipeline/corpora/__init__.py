@@ -1,0 +1,1 @@
+"""Corpora and labelled sets: the embedded partition, local files, the Hub, LibreOffice's help."""

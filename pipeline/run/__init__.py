@@ -1,0 +1,1 @@
+"""Running the notebooks: the job's options, its steps, papermill, the renders."""

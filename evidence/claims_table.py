@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from evidence.position_scores import estimate_columns, group_positions, kind_mean, model_differences, paired_difference
-from evidence.results import Run, RunSet, SeedGroup, built_once, comparison_groups, main_groups
+from evidence.results import Run, RunSet, SeedGroup, cached_per_runset, comparison_groups, main_groups
 from helpers import paper_values as paper
 from helpers.claims import (
     CONFIDENCE,
@@ -187,7 +187,7 @@ def language_claims(chosen: dict[str, SeedGroup]) -> list[dict[str, Any]]:
             for row in rows]
 
 
-@built_once
+@cached_per_runset
 def verify_claims(runset: RunSet) -> pd.DataFrame:
     """The claims per language group and over the languages; runs that cannot be paired fairly get no row."""
     rows = [row for group in comparison_groups(runset) if group.runs for row in group_claims(group)]
@@ -221,7 +221,7 @@ def _steps_saved_row(group: SeedGroup, name: str, level: float) -> dict[str, Any
             "seed_ci_low": low, "seed_ci_high": high, "steps_saved_per_seed": " / ".join(f"{s:,}" for s in saved)}
 
 
-@built_once
+@cached_per_runset
 def steps_saved_table(runset: RunSet) -> pd.DataFrame:
     """Per language group, model (BERT_FT, each extra arm over its seeds) and level; ``steps_saved`` is NaN unless both
     models reach the level in every seed, and ``reached`` counts the seeds where both did."""

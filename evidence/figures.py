@@ -26,7 +26,7 @@ from evidence.position_scores import SCORER_LABELS, group_positions, kind_mean, 
 from evidence.results import (
     RunSet,
     SeedGroup,
-    built_once,
+    cached_per_runset,
     comparison_groups,
     display_path,
     load_runs,
@@ -95,7 +95,7 @@ def vector_source_text(manifest: dict[str, Any] | None) -> str | None:
     return texts.get(source, None if source is None else str(source))
 
 
-@built_once
+@cached_per_runset
 def table1_vectors_found(runset: RunSet) -> pd.DataFrame:
     """Table 1: tokens of the vocabulary that got a static vector; one row per run folder of ours."""
     rows = []
@@ -214,21 +214,21 @@ def _training_losses(lang: str, group: SeedGroup | None, source: str) -> dict[st
     return {**_per_model("train_loss ", train), **_per_model("train_loss (run mean) ", run_mean)}
 
 
-@built_once
+@cached_per_runset
 def table2_loss(runset: RunSet) -> pd.DataFrame:
     """Table 2: final losses of both models (means over seeds; two readings of the training loss, see
     ``TABLE_NOTES``), FT's difference, the floors; also at [MASK] alone, where no context-free shortcut helps."""
     return _finals_table(runset, _TABLE2, _training_losses)
 
 
-@built_once
+@cached_per_runset
 def table3_accuracy(runset: RunSet) -> pd.DataFrame:
     """Table 3: final masked-token accuracy of both models (means over seeds), FT's gain with its interval,
     at all scored positions (as the paper reports) and at the [MASK] positions alone."""
     return _finals_table(runset, _TABLE3)
 
 
-@built_once
+@cached_per_runset
 def training_progress_table(runset: RunSet) -> pd.DataFrame:
     """Per run and model: passes over the training text, and the evaluation loss's change over the last tenth of the
     steps, where the learning rate decays to 0: a loss still falling there says more steps would help."""
@@ -270,7 +270,7 @@ SETTING_ROWS = {"preset": "{}", "seed": "{}", "training steps": "{:,}", "batch s
                 "vectors looked up among": "top {:,} words", "corpus": "{}"}  # each row's format
 
 
-@built_once
+@cached_per_runset
 def setting_comparison(runset: RunSet) -> pd.DataFrame:
     """The settings behind the numbers, ours beside the paper's: why our values are not the paper's."""
     columns = {"paper": (None, None, paper.STEPS, paper.BATCH_SIZE, paper.SEQ_LEN, paper.EVAL_EVERY, paper.VOCAB_SIZE,

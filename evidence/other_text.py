@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from evidence.position_scores import RunPositions, group_table, share_estimate, share_text
-from evidence.results import RunSet, SeedGroup, built_once, comparison_groups, main_groups
+from evidence.results import RunSet, SeedGroup, cached_per_runset, comparison_groups, main_groups
 from evidence.token_analysis import CONTROL_COLUMNS, comparison_rows, interval_text
 from helpers.claims import BOOTSTRAP_DRAWS
 from pipeline.store.layout import WEB_CONTROL, WEB_MODEL
@@ -35,7 +35,7 @@ NOTE = ("BERT_FT_WEB starts from vectors pretrained on web-scale text (spaCy's C
         "one side of 0. Beyond the paper.")
 
 
-@built_once
+@cached_per_runset
 def web_table(runset: RunSet) -> pd.DataFrame:
     """Every comparison of the other-text arm in each language group, over all positions, at [MASK] and by token
     group; the control's comparisons over the seeds that trained it too. Empty where no run trained the arm."""
@@ -54,7 +54,7 @@ def _share_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[
             for key, metric in (("loss", "loss"), ("correct", "accuracy"))]
 
 
-@built_once
+@cached_per_runset
 def share_table(runset: RunSet) -> pd.DataFrame:
     """Per language group with the arm: the share of BERT_FT's head start over BERT_TINY at [MASK] that BERT_FT_WEB
     gives, in loss and in accuracy."""
@@ -106,7 +106,7 @@ def missing_web_vectors(lang: str) -> str:
     return "not trained in these runs (make reference-web trains BERT_FT_WEB)"
 
 
-@built_once
+@cached_per_runset
 def vector_sources_table(runset: RunSet) -> pd.DataFrame:
     """Table 1 for both sources, from each language's first seed: vocabulary tokens with a vector, with a row of their
     own and with a shared one, and the copied rows' size; a row says where no other-text vectors exist or were used."""

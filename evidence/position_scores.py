@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from evidence.results import Run, RunSet, SeedGroup, built_once, comparison_groups, display_path, read_positions
+from evidence.results import Run, RunSet, SeedGroup, cached_per_runset, comparison_groups, display_path, read_positions
 from helpers import paper_values as paper
 from helpers.baselines import POSITION_KINDS, copy_aware_scores, position_kinds, unigram_log_probs
 from helpers.claims import BOOTSTRAP_DRAWS, CONFIDENCE, Estimate, seed_estimate, seed_t_interval
@@ -201,7 +201,7 @@ def _kind_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[d
             for scorer in SCORER_LABELS for kind in KINDS]
 
 
-@built_once
+@cached_per_runset
 def position_kinds_table(runset: RunSet) -> pd.DataFrame:
     """One row per language, scorer and kind of position: loss, accuracy and how many positions, mean over seeds."""
     return group_table(comparison_groups(runset), _kind_rows, "status",

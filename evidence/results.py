@@ -166,7 +166,7 @@ class RunSet:
     """All run folders given to notebook 06, in the paper's language order."""
 
     runs: list[Run]
-    built: dict[tuple, tuple] = field(default_factory=dict, repr=False, compare=False)  # see built_once
+    built: dict[tuple, tuple] = field(default_factory=dict, repr=False, compare=False)  # see cached_per_runset
 
     def langs(self) -> list[str]:
         return order_langs({r.lang for r in self.runs})
@@ -188,7 +188,7 @@ class RunSet:
         } for run in sort_runs(self.runs)]).astype({"steps": "Int64"})
 
 
-def built_once(build: Callable[[RunSet], pd.DataFrame]) -> Callable[[RunSet], pd.DataFrame]:
+def cached_per_runset(build: Callable[[RunSet], pd.DataFrame]) -> Callable[[RunSet], pd.DataFrame]:
     """``build`` run once per RunSet and its runs, then copies (06 shows each table, then writes them all; bootstraps
     are slow). Other runs, even at reused addresses, build it again; to see a run edited in place, load it again."""
     @functools.wraps(build)

@@ -24,7 +24,7 @@ from evidence.position_scores import (
     share_estimate,
     share_text,
 )
-from evidence.results import RunSet, SeedGroup, built_once, comparison_groups
+from evidence.results import RunSet, SeedGroup, cached_per_runset, comparison_groups
 from helpers.claims import OTHER_WAY, verdict
 from pipeline.store.layout import CONTROL_MODEL, RunLayout
 
@@ -94,7 +94,7 @@ def _group_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> list[
     return rows
 
 
-@built_once
+@cached_per_runset
 def token_groups_table(runset: RunSet) -> pd.DataFrame:
     """BERT_FT minus BERT_TINY at [MASK] positions, by frequency, word or piece, and initial row, with both intervals
     and the verdict of the two-interval rule ('shown' only when both exclude 0)."""
@@ -120,7 +120,7 @@ def _prediction_rows(group: SeedGroup, runs: list[RunPositions], same: bool) -> 
                              ("BERT_FT", first.top1["bert_ft"]))]
 
 
-@built_once
+@cached_per_runset
 def prediction_kinds_table(runset: RunSet) -> pd.DataFrame:
     """At [MASK] positions: the share of each model's top-1 predictions (and of the true tokens) that are
     punctuation, or one of the FREQUENT_WORDS most frequent whole words; from the group's first seed, named."""
@@ -180,7 +180,7 @@ def comparison_rows(comparisons: Sequence[tuple[str, str, str]], every_position:
     return rows
 
 
-@built_once
+@cached_per_runset
 def control_table(runset: RunSet) -> pd.DataFrame:
     """The comparisons in every language group, over the seeds that trained the control (empty when none did; the
     label says how many). A verdict 'shown': both intervals exclude 0 with the first model better."""
@@ -200,7 +200,7 @@ def _control_share_rows(group: SeedGroup, runs: list[RunPositions], same: bool) 
                                                                         ("bert_ft", CONTROL_MODEL))}]
 
 
-@built_once
+@cached_per_runset
 def knowledge_share_table(runset: RunSet) -> pd.DataFrame:
     """Per language group with the control: the share of the loss head start at [MASK] that knowledge makes,
     (FT - PERM) / (FT - TINY), with its intervals."""

@@ -23,7 +23,7 @@ from pipeline.store.layout import (
     check_lang,
     repo_path,
 )
-from pipeline.store.run_identity import claim_identity, hold_step, refuse_while_a_job_runs
+from pipeline.store.run_identity import claim_identity, claim_step_by_hand, refuse_while_a_job_runs
 from pipeline.store.runinfo import check_seed, environment, pick_device, quiet_libraries, set_seed
 from pipeline.train.probe_runs import (
     load_encoders,
@@ -71,10 +71,10 @@ class Setup:
 
     def folder(self, step: str, create: bool = False) -> Path:
         """A step's folder; ``create`` for the step this notebook writes, held first (never while a job runs there,
-        and never counted finished: :func:`pipeline.store.run_identity.hold_step`)."""
+        and never counted finished: :func:`pipeline.store.run_identity.claim_step_by_hand`)."""
         path = self.layout.step(step)
         if create:
-            hold_step(path, f"notebook writing {step}/ by hand")
+            claim_step_by_hand(path, f"notebook writing {step}/ by hand")
             path.mkdir(parents=True, exist_ok=True)
         return path
 

@@ -87,7 +87,8 @@ def test_reading_runs_and_records_loads_neither_torch_nor_transformers() -> None
     # Notebook 06, make reference-figures and the series read saved numbers: importing torch and transformers cost
     # its kernel about 10 s of a loaded 2-core machine before this was held (baselines and the prepared data load
     # them only where they compute).
-    code = ("import sys; from evidence import figures, series; from pipeline import job; from pipeline.store import records; "
+    code = ("import sys; from evidence import figures, series; from pipeline import job; "
+            "from pipeline.store import records; "
             "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], cwd=arch.REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -733,13 +733,13 @@ def test_each_model_reports_its_passes_over_the_text_and_whether_its_loss_still_
 def test_a_table_is_built_once_per_list_of_runs_and_handed_out_as_copies() -> None:
     calls: list[int] = []
 
-    @results.built_once
+    @results.cached_per_runset
     def count(runset: results.RunSet) -> pd.DataFrame:
         calls.append(1)
         return pd.DataFrame({"runs": [len(runset.runs)]})
 
     first, second = object(), object()
-    runset = results.RunSet([first, second])  # built_once looks only at which runs these are
+    runset = results.RunSet([first, second])  # cached_per_runset looks only at which runs these are
     handed_out = count(runset)
     handed_out.loc[0, "runs"] = 99  # a caller's change to its copy stays in its copy
     assert count(runset)["runs"].tolist() == [2] and len(calls) == 1

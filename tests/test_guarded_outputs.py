@@ -175,11 +175,11 @@ def test_the_job_pointed_at_a_record_refuses_and_leaves_it_byte_identical(smoke_
 
 def test_train_cli_and_a_notebook_pointed_at_a_record_refuse_and_leave_it_byte_identical(smoke_record: Path) -> None:
     from pipeline.notebook import start
-    from pipeline.store.run_identity import RecordNotARun, hold_step
+    from pipeline.store.run_identity import RecordNotARun, claim_step_by_hand
 
     before = _contents(smoke_record)
     with pytest.raises(RecordNotARun, match="python -m pipeline.job --figures-from"):
-        hold_step(smoke_record / "pretrain", "train_cli")  # train_cli --out RECORD/pretrain holds it first
+        claim_step_by_hand(smoke_record / "pretrain", "train_cli")  # train_cli --out RECORD/pretrain holds it first
     with pytest.raises(RecordNotARun):
         start("smoke", "en", run_dir=smoke_record)
     assert _contents(smoke_record) == before

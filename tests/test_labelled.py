@@ -17,7 +17,7 @@ from pipeline.job import worker_command
 from pipeline.run.job_options import parse_options
 from pipeline.run.steps import STEP_BY_NAME, JobError, RunSettings
 from pipeline.store.layout import RunLayout
-from pipeline.train.probe_runs import SKIPPED_MARK, record_no_labelled_set, runs_anyway, skip_remaining_cells
+from pipeline.train.probe_runs import SKIPPED_MARK, cell_that_always_runs, record_no_labelled_set, skip_remaining_cells
 
 PROBE = STEP_BY_NAME["05_probing"]
 LOCAL = CorpusSpec("files", Path("/data/corpus"))
@@ -98,7 +98,7 @@ def test_a_run_without_a_labelled_set_records_why_in_its_probe_files(tmp_path: P
     ("x = len(data)\n", None), ("", None), ("def broken(:\n", None),
 ])
 def test_only_the_parameters_cell_and_the_setup_cell_run_after_a_skip(source: str, kind: str | None) -> None:
-    assert runs_anyway(source) == kind
+    assert cell_that_always_runs(source) == kind
 
 
 def test_skipping_turns_every_later_cell_into_a_note_until_the_setup_cell_runs_again() -> None:

@@ -55,7 +55,7 @@ def execute_notebook(notebook: Path, executed: Path, params: dict[str, Any]) -> 
     executed.parent.mkdir(parents=True, exist_ok=True)
     partial = executed.with_name(f".{executed.stem}.partial{executed.suffix}")
     # The kernel learns that this job holds the folder, so its first cell takes no lock of its own
-    # (run_identity.hold_step); a notebook run by hand has no such variable and does.
+    # (run_identity.claim_step_by_hand); a notebook run by hand has no such variable and does.
     try:
         with patch.dict(os.environ, {JOB_FOLDER_ENV: str(executed.parent.resolve())}):
             pm.execute_notebook(str(notebook), str(partial), parameters=params, cwd=str(REPO_ROOT),
@@ -215,11 +215,8 @@ def code_cells_hash(sources: Sequence[str]) -> str:
 
 def code_cells(notebook: Any) -> list[str]:
     """A notebook's code cells as its render shows them, without the parameters cell papermill injects."""
-    return [
-        cell.source
-        for cell in notebook.cells
-        if cell.cell_type == "code" and INJECTED_TAG not in cell.get("metadata", {}).get("tags", [])
-    ]
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    return [cell.source for cell in code if INJECTED_TAG not in cell.get("metadata", {}).get("tags", [])]
 
 
 def commit_with_code(name: str, digest: str) -> str | None:
@@ -243,8 +240,7 @@ def render_header(name: str, sources: Sequence[str]) -> str:
     digest, today = code_cells_hash(sources), NOTEBOOKS_DIR / f"{name}.ipynb"
     current = today.exists() and code_cells(nbformat.read(str(today), as_version=4)) == list(sources)
     commit = git_commit() if current else commit_with_code(name, digest)
-    dirty = "+dirty" if commit and commit.endswith("+dirty") else ""
-    at = f"commit {commit[:12]}{dirty}" if commit else "an unrecorded commit"
+    at = f"commit {commit[:12]}{'+dirty' * commit.endswith('+dirty')}" if commit else "an unrecorded commit"
     older = "" if current else OLDER
     return f"*Render of {NOTEBOOKS_DIR.name}/{name}.ipynb at {at}, code cells sha256:{digest}.{older}*\n\n"
 

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from pipeline.store.fingerprints import differences, input_kind, portable
+from pipeline.store.fingerprints import differences, input_kind, without_paths
 from pipeline.store.layout import StaticFiles
 from pipeline.store.staging import written_whole
 
@@ -66,13 +66,13 @@ def init_record(init: Any) -> dict[str, Any]:
             "source": source, "manifest": manifest}
 
 
-def where_free(key: Mapping[str, Any]) -> dict[str, Any]:
+def key_without_paths(key: Mapping[str, Any]) -> dict[str, Any]:
     """A run key without where its inputs lie (the init's folder, a files corpus' path), so a run folder moved
     whole still resumes; content digests (init.embeddings_sha256, identity.data_fingerprint) say what they are."""
     free = json.loads(json.dumps(key, default=str))
     if isinstance(free.get("init"), dict):
         free["init"].pop("source", None)
-    free["identity"] = portable(free.get("identity"))
+    free["identity"] = without_paths(free.get("identity"))
     return free
 
 
@@ -87,7 +87,7 @@ def run_identity(lang: str | None, seed: int, cfg: Any, corpus: str | None, data
 
 def check_same_experiment(tiny: Mapping[str, Any] | None, ft: Mapping[str, Any] | None) -> None:
     """Refuse to compare BERT_TINY and BERT_FT runs whose identities differ (the init may differ)."""
-    if tiny is not None and ft is not None and (changed := differences(portable(tiny), portable(ft))):
+    if tiny is not None and ft is not None and (changed := differences(without_paths(tiny), without_paths(ft))):
         raise ValueError(f"BERT_TINY and BERT_FT belong to different experiments ({'; '.join(changed)}); "
                          "train both with the same data, tokenizer, seed, preset and settings before comparing")
 
@@ -132,7 +132,7 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
 def check_resumable(path: Path, saved_key: Mapping[str, Any], key: Mapping[str, Any],
                     saved_config: Mapping[str, Any] | None = None, config: Mapping[str, Any] | None = None) -> None:
     """Refuse a checkpoint whose run key (identity, init, model) differs, naming every change."""
-    changed = differences(where_free(saved_key), where_free(key))
+    changed = differences(key_without_paths(saved_key), key_without_paths(key))
     if changed and saved_config is not None and config is not None:
         changed += [f"train_config.{d}" for d in differences(saved_config, config)]
     if changed:

@@ -175,7 +175,7 @@ def project_modules(step: Step) -> list[str]:
     return sorted(seen)
 
 
-def portable(params: Any) -> Any:
+def without_paths(params: Any) -> Any:
     """Parameters, or an identity, without absolute folders or input paths (an input's content enters through its
     digest): how step fingerprints, identity.json and run.json's identity (where a files corpus written by older
     code with its path reads as ``files``) are all compared. Anything but a mapping passes."""
@@ -190,12 +190,12 @@ def portable(params: Any) -> Any:
 
 
 def fingerprint(step: Step, params: dict[str, Any], upstream: Sequence[Path] = (), files: Sequence[Path] = ()) -> str:
-    """Notebook cell sources, portable parameters, imported modules' code, the inputs' content hashes (never their
+    """Notebook cell sources, path-free parameters, imported modules' code, the inputs' content hashes (never their
     paths: a folder's file list adds nothing, its hash covers the files), upstream fingerprints, and the content of
     ``files`` (absent ones count as absent): 06's are the record files of every run, so an edited record reruns it."""
     digest = hashlib.sha256()
     digest.update(json.dumps(notebook_sources(step.notebook)).encode())
-    digest.update(json.dumps(portable(params), sort_keys=True, default=str).encode())
+    digest.update(json.dumps(without_paths(params), sort_keys=True, default=str).encode())
     for module in project_modules(step):
         digest.update(module.encode())
         digest.update(module_file(module).read_bytes())
@@ -256,7 +256,8 @@ def pair_mismatch(tiny_info: dict[str, Any], ft_info: dict[str, Any]) -> str | N
     if lacking := [label for label, info in pair.items() if not isinstance(info.get("identity"), dict)]:
         return (f"no identity block in the run.json of {' and '.join(lacking)} (written by older code, or not found): "
                 "train the pair again")
-    found = differences(*(portable({k: info["identity"].get(k) for k in IDENTITY_FIELDS}) for info in pair.values()))
+    found = differences(*(without_paths({k: info["identity"].get(k) for k in IDENTITY_FIELDS})
+                          for info in pair.values()))
     # the kind of initialisation, 'random' or 'static', as run.json records it ("init": {"kind": ...})
     tiny_init, ft_init = (info["init"].get("kind") if isinstance(info.get("init"), dict) else None
                           for info in pair.values())

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from pipeline.store.baseline_files import compute_baseline, compute_token_facts, save_baseline, save_token_facts
-from pipeline.store.fingerprints import copy_fingerprint, portable
+from pipeline.store.fingerprints import copy_fingerprint, without_paths
 from pipeline.store.layout import (
     EXTRA_MODELS,
     FIGURES_DIR,
@@ -76,7 +76,7 @@ def check_recordable(run_dir: Path, record_dir: Path) -> None:
                                 "step); train it to the end first (the job or train_cli resumes it)")
     if not all(RunLayout(record_dir).model(name).run_json.is_file() for name in MODEL_NAMES):
         return  # no finished record there: nothing to protect
-    old, new = ({name: portable(read_info(RunLayout(folder), name).get("identity")) for name in MODEL_NAMES}
+    old, new = ({name: without_paths(read_info(RunLayout(folder), name).get("identity")) for name in MODEL_NAMES}
                 for folder in (record_dir, run_dir))
     if old != new:
         raise RecordConflict(f"{record_dir} already records another configuration than {run_dir} ({old} against "
@@ -161,7 +161,7 @@ def arm_problems(name: str, info: dict[str, Any], record: RunLayout) -> list[str
         ("it did not finish", not info.get("finished")),
         (f"it was trained from uncommitted code ({commit})", uncommitted(commit)),
         ("it belongs to another experiment (its identity differs from the pair's)",
-         portable(info["identity"]) != portable(ft["identity"])),
+         without_paths(info["identity"]) != without_paths(ft["identity"])),
         (f"it controls {permuted}, which the record does not hold yet: record that first",
          bool(permuted) and base is None),
         (f"it started from other vectors than the record's {permuted}",

@@ -1,7 +1,7 @@
 """A run folder holds one run: its first step fixes what the run is (``identity.json``), and one writer at a time
 may write there. A run asking for another identity is refused, both named, so a French tokenizer never meets an
 English model and a cheap trial never empties a finished run; the main job's ``--force`` replaces a run on purpose.
-Every way in takes the same locks (:func:`folder_lock`, :func:`hold_step`; docs/architecture.md).
+Every way in takes the same locks (:func:`folder_lock`, :func:`claim_step_by_hand`; docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from pipeline.store.fingerprints import finished_with, mark_started, portable, started_with
+from pipeline.store.fingerprints import finished_with, mark_started, started_with, without_paths
 from pipeline.store.layout import RECORD_MARK, STEP_FOLDERS, RunLayout, lock_of, read_json, record_holding, stamp_of
 from pipeline.store.staging import written_whole
 
@@ -61,9 +61,10 @@ def _strings(identity: Mapping[str, Any]) -> dict[str, str | None]:
 
 def identity_conflict(layout: RunLayout, identity: Mapping[str, Any]) -> str | None:
     """Why a run of ``identity`` may not use this folder (None: it may). Only the keys both sides name are compared,
-    and paths never (:func:`pipeline.store.fingerprints.portable`): the step fingerprints compare inputs by content."""
+    and paths never (:func:`pipeline.store.fingerprints.without_paths`): the step fingerprints compare inputs by
+    content."""
     wanted, found = _strings(identity), recorded_identity(layout)
-    free_wanted, free_found = portable(wanted), portable(found)
+    free_wanted, free_found = without_paths(wanted), without_paths(found)
     differing = sorted(key for key in wanted.keys() & found.keys() if free_wanted[key] != free_found[key])
     if not differing:
         return None
@@ -124,7 +125,7 @@ def folder_lock(folder: Path, name: str = "job") -> Iterator[None]:
 _HELD_LOCKS, _HELD = ExitStack(), set[Path]()  # the step locks this process holds until it ends, and their folders
 
 
-def hold_step(step_folder: Path, who: str) -> None:
+def claim_step_by_hand(step_folder: Path, who: str) -> None:
     """Before a notebook run by hand or ``train_cli`` writes a run's step folder: refuse while a job runs there, hold
     the step's lock for the rest of this process, and mark the step started, not finished, so ``--check`` and the
     job rerun it. Nothing under the job (it holds the folder), nor outside a run folder (no identity.json)."""

@@ -115,7 +115,7 @@ def record_no_labelled_set(layout: RunLayout, meta: Mapping[str, Any], lang: str
 SKIPPED_MARK = "skipped: "
 
 
-def runs_anyway(source: str) -> str | None:
+def cell_that_always_runs(source: str) -> str | None:
     """'start' for a cell that calls ``start(...)`` (the notebook begins again), 'parameters' for a cell that only
     assigns constants (the parameters cell), None for every other cell (skipped)."""
     try:
@@ -144,7 +144,7 @@ def skip_remaining_cells(reason: str) -> None:
     transformers = shell.input_transformers_post
 
     def skip_cell(lines: list[str]) -> list[str]:
-        kind = runs_anyway("".join(lines))
+        kind = cell_that_always_runs("".join(lines))
         if kind == "start" and skip_cell in transformers:
             transformers.remove(skip_cell)
         return lines if kind else [f"print({SKIPPED_MARK + reason!r})\n"]

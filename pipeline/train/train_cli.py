@@ -18,7 +18,7 @@ from helpers import presets
 from helpers.presets import PRESET_HELP, PRESET_NAMES, TrainConfig
 from helpers.pretrain import TrainingDiverged, cap_steps
 from pipeline.store.layout import MODEL_NAMES, TRAINABLE_MODELS, PretrainFiles, read_metrics
-from pipeline.store.run_identity import hold_step
+from pipeline.store.run_identity import claim_step_by_hand
 from pipeline.store.runinfo import device_argument, setting_argument
 from pipeline.train import distributed, training
 
@@ -91,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         main_process = distributed.from_environment().is_main
         if main_process:  # one holder of the step, however many processes train
-            hold_step(Path(args.out), "train_cli")
+            claim_step_by_hand(Path(args.out), "train_cli")
         info = training.train(args.model, args.init, cfg, args.data, args.out, device=args.device, seed=args.seed,
                               resume=not args.no_resume, stop_at=args.stop_at, model_overrides=model_overrides(args))
         if not main_process:

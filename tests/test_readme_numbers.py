@@ -744,14 +744,27 @@ def test_the_readmes_training_length_finding_quotes_the_series_table() -> None:
             "every interval still excludes 0") in _one_line(README)
 
 
-def test_the_readme_links_a_reference_figure_for_each_finding_and_every_page_link_resolves() -> None:
+def test_the_readme_links_a_reference_figure_or_table_for_each_finding_and_every_page_link_resolves() -> None:
     text = README.read_text(encoding="utf-8")
     findings = text.split("## What it found", 1)[1].split("\n## ", 1)[0]
     bullets = [line for line in findings.splitlines() if line.startswith("- **")]
     assert 1 <= len(bullets) <= 6
-    figures = re.findall(r"\]\((figures/reference/[^)]+\.png)\)", findings)
-    assert len(set(figures)) >= len(bullets), "each finding links the reference figure that shows it"
+    linked = r"\]\((figures/reference/[^)]+\.(?:png|md))\)"
+    shown = [re.findall(linked, bullet) for bullet in findings.split("\n- ")[1:]]
+    assert all(shown) and len(shown) == len(bullets), "each finding links the reference figure or table that shows it"
     for page in (README, RESULTS, RUNNING, GPU_PAGE, ROOT / "docs" / "data.md"):
         for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
             if not target.startswith("http"):
                 assert (page.parent / target).exists(), (page.name, target)
+
+
+def test_the_readmes_other_text_finding_quotes_the_share_of_each_language() -> None:
+    from evidence.position_scores import share_text
+
+    readme = _one_line(README)
+    shares = pd.read_csv(WEB_1200 / "table_web_share.csv")
+    loss = shares[shares["metric"] == "loss"].set_index("lang")
+    for lang, name in (("fr", "French"), ("en", "English")):
+        assert f"{share_text(loss.loc[lang])} of the same-text vectors' loss head start" in readme or (
+            f"{share_text(loss.loc[lang])} in {name}" in readme), f"the README's {name} share is not the table's"
+    assert f"({int(loss.loc['fr', 'n_seeds'])} seeds;" in readme.replace("1,200 steps, ", "")

@@ -628,11 +628,12 @@ def test_the_readmes_other_text_answer_is_the_sentence_06_builds_from_the_commit
     from evidence.other_text import other_text_answer
 
     readme = _one_line(RESULTS)
-    table, shares = (pd.read_csv(WEB_1200 / f"{name}.csv") for name in ("table_web", "table_web_share"))
-    sentences = other_text_answer(table, shares)
-    assert sentences, "the README answers from the 1,200-step tables, which hold the other-text arm"
-    for sentence in sentences:
-        assert " ".join(sentence.split()) in readme
+    for folder in (WEB_1200, REFERENCE):  # 1,200 steps, and the reference length as far as it is trained
+        table, shares = (pd.read_csv(folder / f"{name}.csv") for name in ("table_web", "table_web_share"))
+        sentences = other_text_answer(table, shares)
+        assert sentences or folder == REFERENCE, "the 1,200-step tables hold the other-text arm"
+        for sentence in sentences:
+            assert " ".join(sentence.split()) in readme
 
 
 @pytest.mark.skipif(not (WEB_1200 / "table_vector_sources.csv").is_file(), reason="no vector-source table")
@@ -768,3 +769,12 @@ def test_the_readmes_other_text_finding_quotes_the_share_of_each_language() -> N
         assert f"{share_text(loss.loc[lang])} of the same-text vectors' loss head start" in readme or (
             f"{share_text(loss.loc[lang])} in {name}" in readme), f"the README's {name} share is not the table's"
     assert f"({int(loss.loc['fr', 'n_seeds'])} seeds;" in readme.replace("1,200 steps, ", "")
+
+
+def test_the_one_seed_reading_quotes_the_french_seed_spread_at_1200_steps() -> None:
+    from evidence.other_text import other_text_answer
+
+    table, shares = (pd.read_csv(WEB_1200 / f"{name}.csv") for name in ("table_web", "table_web_share"))
+    french = next(s for s in other_text_answer(table, shares) if s.startswith("FR"))
+    spread = re.search(r"BERT_FT_WEB − BERT_FT \S+ \[[^;]+; (seeds \S+ to \S+)\]", french).group(1)
+    assert f"BERT_FT_WEB − BERT_FT already spans {spread} nat over the three French seeds" in _one_line(RESULTS)

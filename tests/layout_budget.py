@@ -33,7 +33,7 @@ PIPELINE_LINE_BUDGET = 5_500
 EVIDENCE_LINE_BUDGET = 2_800
 # Ratchets until each meets its budget: what they hold, formatted, in their folders (2026-12-07; before the evidence had
 # a package of its own pipeline/ held 10,136 with it). Lower one whenever its package shrinks, never raise it.
-LINE_CEILINGS = {"pipeline": 7_485, "evidence": 2_881}
+LINE_CEILINGS = {"pipeline": 7_484, "evidence": 2_881}
 BUDGETS = {"helpers": HELPERS_LINE_BUDGET, "pipeline": PIPELINE_LINE_BUDGET, "evidence": EVIDENCE_LINE_BUDGET,
            "plots": 550, "exercises": 650}
 MODULE_LINE_LIMIT = 600

@@ -202,8 +202,13 @@ def test_docs_that_would_land_in_the_run_folders_are_refused(tmp_path: Path) -> 
              "--docs", "run folder")
 
 
-@pytest.mark.parametrize("option", [["--vectors", __file__], ["--labelled", "none"], ["--control"]])
+@pytest.mark.parametrize("option", [["--labelled", "none"], ["--control"]])  # --vectors: test_run's table
 def test_the_readme_job_with_another_option_keeps_its_figures_beside_its_runs(tmp_path: Path,
                                                                               option: list[str]) -> None:
     options = parse_options(["--out", str(tmp_path), *option])
     assert options.figures_dir != FIGURES_DIR and options.figures_dir.is_relative_to(tmp_path)
+
+
+def test_one_vectors_file_for_two_languages_is_refused(tmp_path: Path) -> None:
+    """French was aligned to English vectors (345 of 2,000 tokens found) with exit 0."""
+    _refused(["--lang", "en,fr", "--vectors", __file__, "--out", str(tmp_path)], "--vectors", "one --lang per vectors")

@@ -81,6 +81,9 @@ def test_a_new_input_that_fails_leaves_the_finished_result_whole(tmp_path: Path,
     assert {p.name: p.read_bytes() for p in (run_dir / "checked").iterdir()} == before
     assert not list(run_dir.glob(".checked*"))  # nothing left aside
     assert runner.run_step(step, run_dir, params, log=lambda m: None) is False  # still finished: nothing reruns
+    (run_dir / ".checked.previous").mkdir()  # as a run killed while it made the new content leaves it
+    assert runner.run_step(step, run_dir, {**params, "value": 2}, log=lambda m: None)
+    assert not (run_dir / ".checked.previous").exists()  # a step that finishes keeps nothing aside
 
 
 def test_upstream_change_reruns_the_step(tmp_path: Path, toy_step: steps.Step) -> None:

@@ -147,9 +147,8 @@ def test_a_job_of_another_configuration_on_a_finished_run_is_refused_and_names_i
 
 def test_a_job_over_several_languages_is_refused_before_its_first_step(tmp_path: Path, capsys) -> None:
     french = _job_as_left(tmp_path / "o", with_identity=True, lang="fr")
-    (tmp_path / "v.vec").write_text("2 3\nun 0.1 0.2 0.3\ndocument 0.4 0.5 0.6\n")  # other vectors: another run
     argv = ["--preset", "smoke", "--lang", "en,fr", "--out", str(tmp_path / "o"), "--no-figures",
-            "--vectors", str(tmp_path / "v.vec")]
+            "--corpus", "hub"]  # another corpus: another run (refused before anything is fetched)
     assert job.main(argv) == 1
     assert f"{french} holds another run" in capsys.readouterr().err
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["smoke-fr"]  # English never started

@@ -278,6 +278,8 @@ def parse_options(argv: Sequence[str] | None = None) -> JobOptions:
         if args.records is not None or args.draft:
             raise JobError("--records and --draft go with --figures-from")
         check_langs(args.langs, args.corpus, args.labelled)
+        if args.vectors is not None and len(args.langs) > 1:  # one language's vectors would align every language
+            raise JobError(f"--vectors {args.vectors} is one language's; run one --lang per vectors file")
         run_dirs = [run.run_dir(args.out) for run in options.runs()]
         allowed = [FIGURES_DIR, DOCS_DIR] if readme == FIGURES_DIR else []  # the README's job
     given = {"--out": args.out, "--figures": args.figures_dir, "--docs": args.docs, "--records": args.records}

@@ -103,6 +103,7 @@ def run_step(step: Step, run_dir: Path, params: dict[str, Any], upstream: Sequen
         out_dir.mkdir(parents=True, exist_ok=True)
         fp.mark_finished(out_dir, key, seconds, params, modules=fp.project_modules(step),
                          inputs=fp.input_digests(params))
+    shutil.rmtree(out_dir.with_name(f".{out_dir.name}.previous"), ignore_errors=True)  # left by a run killed mid-way
     log(f"[done] {step.name} in {seconds:.0f} s")
     return True
 
@@ -208,8 +209,7 @@ OLDER = " Older than today's notebook: its code differs."
 
 
 def code_cells_hash(sources: Sequence[str]) -> str:
-    """The code cells' SHA-256 (16 hex digits) that a render's first line names: a code block edited by hand, or a
-    render of other code, no longer matches it, and the notebook at the named commit must give the same."""
+    """The code cells' SHA-256 (16 hex digits) a render's first line names: a hand-edited code block breaks it."""
     return hashlib.sha256(json.dumps(list(sources)).encode("utf-8")).hexdigest()[:16]
 
 
@@ -220,8 +220,7 @@ def code_cells(notebook: Any) -> list[str]:
 
 
 def commit_with_code(name: str, digest: str) -> str | None:
-    """The latest commit of ``notebooks/NAME.ipynb``'s history whose code cells hash to ``digest``; None where
-    none does or there is no git history."""
+    """The latest commit of ``notebooks/NAME.ipynb`` whose code cells hash to ``digest`` (None: none, or no git)."""
     import nbformat
 
     path = f"{NOTEBOOKS_DIR.name}/{name}.ipynb"
@@ -233,8 +232,7 @@ def commit_with_code(name: str, digest: str) -> str | None:
 
 
 def render_header(name: str, sources: Sequence[str]) -> str:
-    """A render's first line: its notebook, the commit it ran at and its code's hash, so an older render stays
-    honest. Code unlike today's notebook names the commit that had it and says it is older."""
+    """A render's first line: notebook, commit and code hash; code unlike today's names its commit and says older."""
     import nbformat
 
     digest, today = code_cells_hash(sources), NOTEBOOKS_DIR / f"{name}.ipynb"

@@ -36,10 +36,9 @@ class RecordNotARun(ValueError):
 def refuse_records(folder: Path) -> None:
     """RecordNotARun, before anything is written, if ``folder`` is or lies in a record (it holds RECORD_MARK)."""
     if (record := record_holding(folder)) is not None:
-        raise RecordNotARun(f"{folder} is in the record {record} (it holds {RECORD_MARK}): a record keeps the small "
-                            "files that regenerate figures and is never a run folder, so nothing runs or trains in "
-                            "it. Give a run folder instead (--out runs, or run_dir in a notebook); to redraw figures "
-                            f"from the record: python -m pipeline.job --figures-from {record} --figures FOLDER")
+        raise RecordNotARun(f"{folder} is in the record {record} (it holds {RECORD_MARK}): nothing runs or trains in "
+                            "a record. Give a run folder instead (--out runs, or run_dir in a notebook); to redraw "
+                            f"figures from the record: python -m pipeline.job --figures-from {record} --figures FOLDER")
 
 
 def recorded_identity(layout: RunLayout) -> dict[str, Any]:

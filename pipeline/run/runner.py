@@ -40,7 +40,7 @@ from pipeline.store.layout import (
 )
 from pipeline.store.records import record_files
 from pipeline.store.run_identity import JOB_FOLDER_ENV, claim_identity, folder_lock
-from pipeline.store.runinfo import _git, git_commit
+from pipeline.store.runinfo import git_commit, git_output
 from pipeline.store.staging import move_into, remove_files, set_aside, staged
 
 Log = Callable[[str], Any]
@@ -224,8 +224,8 @@ def commit_with_code(name: str, digest: str) -> str | None:
     import nbformat
 
     path = f"{NOTEBOOKS_DIR.name}/{name}.ipynb"
-    for sha in (_git("log", "--format=%H", "--", path) or "").split():
-        text = _git("show", f"{sha}:{path}")
+    for sha in (git_output("log", "--format=%H", "--", path) or "").split():
+        text = git_output("show", f"{sha}:{path}")
         if text is not None and code_cells_hash(code_cells(nbformat.reads(text, as_version=4))) == digest:
             return sha
     return None

@@ -95,7 +95,7 @@ device_argument = checked(lambda text: text if text in ("auto", "cpu") else pick
 GIT_TIMEOUT_S = 300  # a loaded machine took over 10 s; a silent None then left a run with no provenance
 
 
-def _git(*args: str) -> str | None:
+def git_output(*args: str) -> str | None:
     """git's output in the repository, or None where there is no git or no repository; an error if git hangs."""
     try:
         return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True,
@@ -118,15 +118,15 @@ def _changed(*pathspec: str) -> bool | None:
     # Refresh the index's stamps first (once per process, so the index is locked once), as `git status` does: else
     # every diff of a fresh clone ran nbstripout on all its "racily clean" notebooks (12-14 s a call; 4 ms after).
     if REPO_ROOT not in _REFRESHED:
-        _git("update-index", "-q", "--refresh")  # fails harmlessly on modified files or a locked index
+        git_output("update-index", "-q", "--refresh")  # fails harmlessly on modified files or a locked index
         _REFRESHED.add(REPO_ROOT)
-    names = _git("diff", "--no-ext-diff", "--name-only", "HEAD", "--", *pathspec)
+    names = git_output("diff", "--no-ext-diff", "--name-only", "HEAD", "--", *pathspec)
     return None if names is None else bool(names.strip())
 
 
 def git_commit() -> str | None:
     """HEAD, with '+dirty' when tracked files outside figures/ and docs/ have uncommitted changes; None outside git."""
-    sha = _git("rev-parse", "HEAD")
+    sha = git_output("rev-parse", "HEAD")
     # figures/ and docs/ hold regenerated outputs, not code: 06 and the renders rewriting them leave a run clean.
     dirty = _changed(".", ":!figures", ":!docs")
     if sha is None or dirty is None:
@@ -141,9 +141,9 @@ def code_version() -> str | None:
     """A hash of the project's code as committed (CODE_PATHS' git objects at HEAD), '+dirty' when any of it has
     uncommitted changes; None outside git. Unlike the commit, it survives later commits that leave the code alone,
     so figures/provenance.json regenerates byte for byte from a fresh clone of a later commit."""
-    listing = _git("ls-tree", "HEAD", "--", *CODE_PATHS)
+    listing = git_output("ls-tree", "HEAD", "--", *CODE_PATHS)
     dirty = _changed(*CODE_PATHS)
-    untracked = _git("ls-files", "--others", "--exclude-standard", "--", *CODE_PATHS)
+    untracked = git_output("ls-files", "--others", "--exclude-standard", "--", *CODE_PATHS)
     if listing is None or dirty is None or untracked is None:
         return None
     digest = hashlib.sha256(listing.encode()).hexdigest()[:16]
